@@ -1,0 +1,42 @@
+package store
+
+import "errors"
+
+// Sentinel errors. Every error a Store returns that a caller can act on wraps
+// exactly one of these.
+var (
+	// ErrNotFound: the row does not exist or is expired.
+	ErrNotFound = errors.New("store: not found")
+	// ErrTableNotFound: no table of that name exists.
+	ErrTableNotFound = errors.New("store: table not found")
+	// ErrTableExists: a table of that name exists with a different spec.
+	ErrTableExists = errors.New("store: table exists with a different spec")
+	// ErrConflict: an object (index, feature, logical table) exists with a
+	// different configuration.
+	ErrConflict = errors.New("store: conflicts with existing configuration")
+	// ErrExpired: the data is already past its retention or TTL; nothing was
+	// written.
+	ErrExpired = errors.New("store: already expired")
+	// ErrInvalid: the request is malformed (bad name, wrong type, missing key
+	// column, unknown column, empty partition key, bad page token...).
+	// Nothing was written.
+	ErrInvalid = errors.New("store: invalid argument")
+	// ErrTooLarge: a key, value, row or batch exceeds a size limit. Nothing
+	// was written.
+	ErrTooLarge = errors.New("store: too large")
+	// ErrThrottled: the backend refused for lack of capacity after retries.
+	// Safe to retry later.
+	ErrThrottled = errors.New("store: throttled")
+	// ErrUnavailable: the backend could not be reached or timed out. Safe to
+	// retry; the write may or may not have been applied (writes are
+	// idempotent).
+	ErrUnavailable = errors.New("store: unavailable")
+	// ErrCapacityLimit: a capacity change would break a provider limit (for
+	// example DynamoDB allows at most 4 switches from provisioned to
+	// on-demand per 24 hours). Nothing was changed.
+	ErrCapacityLimit = errors.New("store: capacity change limit reached")
+	// ErrClosed: the Store has been closed.
+	ErrClosed = errors.New("store: closed")
+	// ErrLocked: the data directory is in use by another process.
+	ErrLocked = errors.New("store: data directory locked by another process")
+)

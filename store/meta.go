@@ -1,0 +1,74 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// MetaTable is the name of the table that holds ebb's own metadata (index
+// configs, list features, logical tables, sweeper watermarks, capacity
+// history) in the same Store as the data, so every process pointed at the
+// same backend sees the same state and a restart loses nothing.
+const MetaTable = "ebb_meta"
+
+// MetaSpec is the schema of MetaTable: documents of one kind per partition,
+// sorted by key.
+var MetaSpec = TableSpec{
+	Name:         MetaTable,
+	PartitionKey: []Column{{Name: "kind", Type: TypeText}},
+	Clustering:   []Column{{Name: "key", Type: TypeText}},
+	Values:       []Column{{Name: "doc", Type: TypeBytes}},
+}
+
+// Meta is a small helper over MetaTable. Kinds are owned by one package
+// each ("index", "list_feature", "table", "sweeper", ...).
+type Meta struct{ S Store }
+
+// Ensure creates MetaTable if needed.
+func (m Meta) Ensure(ctx context.Context) error { return m.S.CreateTable(ctx, MetaSpec) }
+
+// Get returns the document stored under (kind, key), or ErrNotFound.
+func (m Meta) Get(ctx context.Context, kind, key string) ([]byte, error) {
+	row, err := m.S.Get(ctx, MetaTable, []any{kind}, []any{key})
+	if err != nil {
+		return nil, err
+	}
+	doc, _ := row.Values[0].([]byte)
+	return doc, nil
+}
+
+// Put stores a document under (kind, key), replacing any other.
+func (m Meta) Put(ctx context.Context, kind, key string, doc []byte) error {
+	return m.S.Write(ctx, MetaTable, []Mutation{{
+		Partition: []any{kind}, Clustering: []any{key}, NoExpiry: true,
+		Cells: []Cell{{Column: "doc", Value: doc}},
+	}})
+}
+
+// Delete removes the document under (kind, key); missing is not an error.
+func (m Meta) Delete(ctx context.Context, kind, key string) error {
+	return m.S.Write(ctx, MetaTable, []Mutation{{Kind: DeleteRow, Partition: []any{kind}, Clustering: []any{key}}})
+}
+
+// List returns every document of one kind, by key.
+func (m Meta) List(ctx context.Context, kind string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	q := Query{Partition: []any{kind}, Limit: MaxLimit}
+	for {
+		page, err := m.S.Query(ctx, MetaTable, q)
+		if errors.Is(err, ErrTableNotFound) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", kind, err)
+		}
+		for _, r := range page.Rows {
+			out[r.Clustering[0].(string)], _ = r.Values[0].([]byte)
+		}
+		if page.NextPageToken == nil {
+			return out, nil
+		}
+		q.PageToken = page.NextPageToken
+	}
+}

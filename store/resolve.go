@@ -1,0 +1,298 @@
+package store
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ebb-data/ebb/internal/keyenc"
+)
+
+// This file holds the validation and key encoding every backend shares, so
+// that bad input is refused the same way everywhere.
+
+// MutationError names the mutation of a batch that was refused.
+type MutationError struct {
+	Index int
+	Err   error
+}
+
+func (e *MutationError) Error() string { return fmt.Sprintf("mutation %d: %v", e.Index, e.Err) }
+func (e *MutationError) Unwrap() error { return e.Err }
+
+// ResolvedCell is a validated cell: Col indexes TableSpec.Values; Value is
+// canonical (nil for a deleted cell); ExpiresAt is Unix milliseconds, 0 for
+// none.
+type ResolvedCell struct {
+	Col       int
+	Value     any
+	ExpiresAt int64
+}
+
+// ResolvedMutation is a validated mutation with canonical keys, encoded
+// keys and absolute expiries in Unix milliseconds (0 = none).
+type ResolvedMutation struct {
+	Kind          MutationKind
+	Partition     []any
+	Clustering    []any
+	PartitionKey  []byte // EncodePartition
+	ClusteringKey []byte // EncodeClustering
+	Cells         []ResolvedCell
+	ExpiresAt     int64
+	// Size is the approximate stored size of the cells and keys, for limits.
+	Size int
+}
+
+// ResolveBatch validates a batch against spec at time now and returns it
+// resolved. maxRowBytes (0 = no limit) bounds each Upsert's size. Any error
+// is a *MutationError wrapping ErrInvalid or ErrTooLarge.
+func ResolveBatch(spec *TableSpec, batch []Mutation, now time.Time, maxRowBytes int) ([]ResolvedMutation, error) {
+	out := make([]ResolvedMutation, len(batch))
+	for i := range batch {
+		if err := resolve(spec, &batch[i], now, maxRowBytes, &out[i]); err != nil {
+			return nil, &MutationError{Index: i, Err: err}
+		}
+	}
+	return out, nil
+}
+
+func resolve(spec *TableSpec, m *Mutation, now time.Time, maxRowBytes int, r *ResolvedMutation) error {
+	var err error
+	r.Kind = m.Kind
+	if r.Partition, r.PartitionKey, err = ResolvePartition(spec, m.Partition); err != nil {
+		return err
+	}
+	if r.Clustering, err = CheckKey(spec.Clustering, m.Clustering, false); err != nil {
+		return err
+	}
+	r.ClusteringKey = EncodeClustering(spec, r.Clustering)
+	if len(r.ClusteringKey) > MaxKeyBytes {
+		return fmt.Errorf("%w: clustering key is %d bytes encoded, at most %d", ErrTooLarge, len(r.ClusteringKey), MaxKeyBytes)
+	}
+	r.Size = len(r.PartitionKey) + len(r.ClusteringKey)
+	switch m.Kind {
+	case DeleteRow, DeleteIfExpired:
+		if len(m.Cells) > 0 {
+			return fmt.Errorf("%w: %s takes no cells", ErrInvalid, kindName(m.Kind))
+		}
+		return nil
+	case DeleteCells:
+		if len(m.Cells) == 0 {
+			return fmt.Errorf("%w: delete of no columns", ErrInvalid)
+		}
+		for _, c := range m.Cells {
+			col := spec.ValueIndex(c.Column)
+			if col < 0 {
+				return fmt.Errorf("%w: unknown column %q", ErrInvalid, c.Column)
+			}
+			r.Cells = append(r.Cells, ResolvedCell{Col: col})
+		}
+		return nil
+	case Upsert:
+	default:
+		return fmt.Errorf("%w: unknown mutation kind %d", ErrInvalid, m.Kind)
+	}
+	switch {
+	case m.NoExpiry && !m.ExpiresAt.IsZero():
+		return fmt.Errorf("%w: both NoExpiry and ExpiresAt set", ErrInvalid)
+	case m.NoExpiry:
+	case !m.ExpiresAt.IsZero():
+		if r.ExpiresAt = m.ExpiresAt.UnixMilli(); r.ExpiresAt <= 0 {
+			return fmt.Errorf("%w: expiry %s is not after 1970", ErrInvalid, m.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+	case spec.DefaultTTL > 0:
+		r.ExpiresAt = now.Add(spec.DefaultTTL).UnixMilli()
+	}
+	seen := uint64(0)
+	r.Cells = make([]ResolvedCell, 0, len(m.Cells))
+	for _, c := range m.Cells {
+		col := spec.ValueIndex(c.Column)
+		if col < 0 {
+			return fmt.Errorf("%w: unknown column %q", ErrInvalid, c.Column)
+		}
+		if seen&(1<<col) != 0 {
+			return fmt.Errorf("%w: column %q set twice", ErrInvalid, c.Column)
+		}
+		seen |= 1 << col
+		v, err := CheckValue(spec.Values[col].Type, c.Value)
+		if err != nil {
+			return fmt.Errorf("column %q: %w", c.Column, err)
+		}
+		exp := r.ExpiresAt
+		if !c.ExpiresAt.IsZero() {
+			if exp = c.ExpiresAt.UnixMilli(); exp <= 0 {
+				return fmt.Errorf("%w: column %q: expiry is not after 1970", ErrInvalid, c.Column)
+			}
+		}
+		r.Cells = append(r.Cells, ResolvedCell{Col: col, Value: v, ExpiresAt: exp})
+		r.Size += ValueSize(v) + len(c.Column) + 9
+	}
+	if maxRowBytes > 0 && r.Size > maxRowBytes {
+		return fmt.Errorf("%w: row is %d bytes, at most %d", ErrTooLarge, r.Size, maxRowBytes)
+	}
+	return nil
+}
+
+func kindName(k MutationKind) string {
+	switch k {
+	case DeleteRow:
+		return "DeleteRow"
+	case DeleteIfExpired:
+		return "DeleteIfExpired"
+	}
+	return fmt.Sprintf("kind %d", k)
+}
+
+// ValueSize is the size of a canonical value in bytes.
+func ValueSize(v any) int {
+	switch x := v.(type) {
+	case string:
+		return len(x)
+	case []byte:
+		return len(x)
+	case nil:
+		return 0
+	}
+	return 8
+}
+
+// ResolvePartition validates a partition tuple and returns it canonical and
+// encoded.
+func ResolvePartition(spec *TableSpec, partition []any) ([]any, []byte, error) {
+	p, err := CheckKey(spec.PartitionKey, partition, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	enc := EncodeTuple(nil, p, false)
+	if len(enc) > MaxKeyBytes {
+		return nil, nil, fmt.Errorf("%w: partition key is %d bytes encoded, at most %d", ErrTooLarge, len(enc), MaxKeyBytes)
+	}
+	return p, enc, nil
+}
+
+// EncodeTuple appends the order-preserving encoding of canonical values.
+func EncodeTuple(dst []byte, vals []any, desc bool) []byte {
+	for _, v := range vals {
+		var err error
+		if dst, err = keyenc.Append(dst, v, desc); err != nil {
+			panic(err) // unreachable: values are checked before encoding
+		}
+	}
+	return dst
+}
+
+// EncodeClustering encodes a canonical clustering tuple (or prefix) so that
+// bytewise order is the table's clustering order.
+func EncodeClustering(spec *TableSpec, vals []any) []byte {
+	return EncodeTuple(nil, vals, spec.ClusteringOrder == Desc)
+}
+
+// DecodeTuple decodes len(cols) values from the front of b.
+func DecodeTuple(cols []Column, b []byte, desc bool) ([]any, []byte, error) {
+	out := make([]any, len(cols))
+	var err error
+	for i, c := range cols {
+		switch c.Type {
+		case TypeText:
+			out[i], b, err = keyenc.DecodeString(b, desc)
+		case TypeInt64:
+			out[i], b, err = keyenc.DecodeInt64(b, desc)
+		case TypeTimestamp:
+			out[i], b, err = keyenc.DecodeTime(b, desc)
+		case TypeBytes:
+			out[i], b, err = keyenc.DecodeBytes(b, desc)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return out, b, nil
+}
+
+// DecodeClustering decodes a whole encoded clustering key.
+func DecodeClustering(spec *TableSpec, b []byte) ([]any, error) {
+	vals, rest, err := DecodeTuple(spec.Clustering, b, spec.ClusteringOrder == Desc)
+	if err == nil && len(rest) > 0 {
+		err = keyenc.ErrCorrupt
+	}
+	return vals, err
+}
+
+// KeyRange is a half-open range [Start, End) of encoded clustering keys; a
+// nil End means unbounded.
+type KeyRange struct {
+	Start, End []byte
+}
+
+// ClusteringRange converts a query's bounds to a range of encoded
+// clustering keys in the table's clustering order, applying the page token
+// (the encoded clustering key of the last row returned). Errors wrap
+// ErrInvalid.
+func ClusteringRange(spec *TableSpec, q *Query) (KeyRange, error) {
+	desc := spec.ClusteringOrder == Desc
+	enc := func(b Bound) ([]byte, error) {
+		if len(b.Values) > len(spec.Clustering) {
+			return nil, fmt.Errorf("%w: bound has %d values, table has %d clustering columns", ErrInvalid, len(b.Values), len(spec.Clustering))
+		}
+		vals, err := CheckKey(spec.Clustering[:len(b.Values)], b.Values, false)
+		if err != nil {
+			return nil, err
+		}
+		return EncodeTuple(nil, vals, desc), nil
+	}
+	lo, err := enc(q.Low)
+	if err != nil {
+		return KeyRange{}, err
+	}
+	hi, err := enc(q.High)
+	if err != nil {
+		return KeyRange{}, err
+	}
+	// In clustering order the first bound is Low for ascending tables and
+	// High for descending ones.
+	first, last := q.Low, q.High
+	firstEnc, lastEnc := lo, hi
+	if desc {
+		first, last, firstEnc, lastEnc = q.High, q.Low, hi, lo
+	}
+	var r KeyRange
+	if first.Values != nil {
+		r.Start = firstEnc
+		if !first.Inclusive {
+			r.Start = keyenc.PrefixEnd(firstEnc)
+		}
+	}
+	if last.Values != nil {
+		r.End = lastEnc
+		if last.Inclusive {
+			r.End = keyenc.PrefixEnd(lastEnc)
+		}
+		if r.End == nil {
+			r.End = nil // all 0xFF: unbounded above
+		}
+	}
+	if len(q.PageToken) > 0 {
+		if _, err := DecodeClustering(spec, q.PageToken); err != nil {
+			return KeyRange{}, fmt.Errorf("%w: malformed page token", ErrInvalid)
+		}
+		// Resume strictly after (or, reversed, strictly before) the last row.
+		if q.Reverse {
+			if r.End == nil || string(q.PageToken) < string(r.End) {
+				r.End = q.PageToken
+			}
+		} else {
+			after := append(append([]byte(nil), q.PageToken...), 0)
+			if string(after) > string(r.Start) {
+				r.Start = after
+			}
+		}
+	}
+	return r, nil
+}
+
+// CheckLimit validates a query limit.
+func CheckLimit(limit int) error {
+	if limit < 1 || limit > MaxLimit {
+		return fmt.Errorf("%w: limit %d outside 1..%d", ErrInvalid, limit, MaxLimit)
+	}
+	return nil
+}

@@ -1,0 +1,249 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Store is a set of tables. See the package comment for values, expiry,
+// concurrency and errors.
+type Store interface {
+	// CreateTable creates a table. It is idempotent when a table with an
+	// identical spec exists, and returns ErrTableExists when the spec
+	// differs. It returns once the table is usable (remote backends wait for
+	// it to become active).
+	CreateTable(ctx context.Context, spec TableSpec) error
+
+	// DropTable drops a table and every row in it. It is idempotent: dropping
+	// a missing table returns nil. After it returns the table is gone from
+	// Tables and queries, and a table created later with the same name starts
+	// empty. The embedded backend frees the disk space promptly.
+	DropTable(ctx context.Context, name string) error
+
+	// Tables lists the tables whose names start with prefix, sorted by name.
+	Tables(ctx context.Context, prefix string) ([]TableInfo, error)
+
+	// SetCapacity changes a table's capacity. Backends without capacity
+	// settings record it. A change that would break a provider limit returns
+	// ErrCapacityLimit and changes nothing.
+	SetCapacity(ctx context.Context, table string, c Capacity) error
+
+	// Write applies a batch of mutations to one table. The whole batch is
+	// validated first: if any mutation is invalid, nothing is written and the
+	// error (wrapping ErrInvalid or ErrTooLarge) names the mutation's index
+	// as a *MutationError. Mutations are applied in order, so a later
+	// mutation of the same row wins.
+	//
+	// A batch whose mutations all share one partition is applied atomically
+	// when Capabilities().AtomicPartitionBatch is true and the batch has at
+	// most Capabilities().MaxAtomicBatch mutations. Otherwise a failed Write
+	// may have applied a part of the batch; since mutations are idempotent
+	// upserts and deletes, retrying it is safe.
+	Write(ctx context.Context, table string, batch []Mutation) error
+
+	// Get returns one live row, or ErrNotFound.
+	Get(ctx context.Context, table string, partition, clustering []any) (Row, error)
+
+	// Query returns live rows of one partition within a clustering range, in
+	// the table's clustering order (reversed when q.Reverse), at most q.Limit
+	// of them, and a page token to resume exactly after the last row
+	// returned. A page holds fewer than Limit rows only when the range is
+	// exhausted (then NextPageToken is nil); backends keep reading past
+	// expired rows to fill a page.
+	Query(ctx context.Context, table string, q Query) (Page, error)
+
+	// QueryIndex returns the clustering keys, in clustering order, of the
+	// live rows in one partition whose indexed column currently equals
+	// value. An index entry left behind by an update, delete or expiry is
+	// never returned.
+	QueryIndex(ctx context.Context, table, index string, partition []any, value any) ([][]any, error)
+
+	// DeletePartition deletes every row of one partition.
+	DeletePartition(ctx context.Context, table string, partition []any) error
+
+	// Stats reports what is physically stored in a table, including expired
+	// rows not yet removed. Exact on the embedded backend, an estimate
+	// elsewhere.
+	Stats(ctx context.Context, table string) (TableStats, error)
+
+	// Capabilities reports what this backend can do.
+	Capabilities() Capabilities
+
+	// Close releases the Store. It is safe to call more than once; calls
+	// after Close return ErrClosed.
+	Close() error
+}
+
+// MutationKind says what a Mutation does.
+type MutationKind uint8
+
+// Mutation kinds.
+const (
+	// Upsert writes the given cells and (re)writes the row marker. Columns
+	// not named are left as they are.
+	Upsert MutationKind = iota
+	// DeleteRow deletes the row and all its cells.
+	DeleteRow
+	// DeleteCells deletes the named value columns of a row.
+	DeleteCells
+	// DeleteIfExpired deletes the row only if, when the write is applied,
+	// the row has no live content (its marker and every cell are expired).
+	// A row whose expiry was extended or removed survives. This is the
+	// physical delete the expiry sweeper issues; it is atomic with respect
+	// to concurrent upserts of the same row.
+	DeleteIfExpired
+)
+
+// Mutation is one change to one row.
+type Mutation struct {
+	Kind       MutationKind
+	Partition  []any
+	Clustering []any
+	// Cells to write (Upsert) or column names to delete (DeleteCells; only
+	// Column is read).
+	Cells []Cell
+	// ExpiresAt is the row's expiry for Upsert: it applies to the row marker
+	// and to every cell without an expiry of its own. Zero means the table's
+	// DefaultTTL from now, or none when the table has none. It must be after
+	// the zero time; an expiry at or before now writes a row that is already
+	// invisible.
+	ExpiresAt time.Time
+	// NoExpiry, for Upsert, overrides the table default TTL: the row and its
+	// cells without their own expiry never expire.
+	NoExpiry bool
+}
+
+// Cell is one value column of a row.
+type Cell struct {
+	Column string
+	Value  any
+	// ExpiresAt overrides the row expiry for this cell. Zero means the row's.
+	ExpiresAt time.Time
+}
+
+// Row is one row as read.
+type Row struct {
+	Partition  []any
+	Clustering []any
+	// Values holds one entry per value column, in TableSpec.Values order;
+	// nil where the cell is absent or expired.
+	Values []any
+	// ExpiresAt is the row marker's expiry; zero when it has none.
+	ExpiresAt time.Time
+}
+
+// Bound is one end of a clustering range, in the natural order of the
+// clustering values (ascending, whatever the clustering order). Values may be
+// a prefix of the clustering columns: an inclusive bound then includes every
+// row with that prefix, an exclusive one excludes them all. A nil Values
+// means unbounded.
+type Bound struct {
+	Values    []any
+	Inclusive bool
+}
+
+// Query selects rows of one partition.
+type Query struct {
+	Partition []any
+	// Low and High bound the clustering values, Low <= High in natural order.
+	Low, High Bound
+	// Reverse returns rows in the reverse of the clustering order.
+	Reverse bool
+	// Limit is the most rows to return: 1..MaxLimit.
+	Limit int
+	// PageToken resumes after the last row of a previous page. It is opaque
+	// and valid only for the same table, partition, range and direction;
+	// a malformed token returns ErrInvalid.
+	PageToken []byte
+}
+
+// MaxLimit is the largest Query.Limit.
+const MaxLimit = 10000
+
+// Page is one page of query results.
+type Page struct {
+	Rows []Row
+	// NextPageToken is nil when the range is exhausted.
+	NextPageToken []byte
+}
+
+// CapacityMode is a table's throughput mode.
+type CapacityMode uint8
+
+// Capacity modes. The zero mode is on-demand.
+const (
+	OnDemand CapacityMode = iota
+	Provisioned
+)
+
+func (m CapacityMode) String() string {
+	if m == Provisioned {
+		return "provisioned"
+	}
+	return "on_demand"
+}
+
+// Capacity is a table's throughput setting.
+type Capacity struct {
+	Mode CapacityMode
+	// ReadUnits and WriteUnits apply to Provisioned.
+	ReadUnits, WriteUnits int64
+	// WarmRead and WarmWrite, where the backend has warm throughput
+	// (DynamoDB), pre-warm an on-demand table to this many units per
+	// second. Zero leaves warm throughput unchanged.
+	WarmRead, WarmWrite int64
+}
+
+// TableState is a table's lifecycle state.
+type TableState uint8
+
+// Table states.
+const (
+	Active TableState = iota
+	Creating
+	Deleting
+)
+
+func (s TableState) String() string {
+	switch s {
+	case Creating:
+		return "creating"
+	case Deleting:
+		return "deleting"
+	}
+	return "active"
+}
+
+// TableInfo describes a table.
+type TableInfo struct {
+	Spec     TableSpec
+	State    TableState
+	Capacity Capacity
+}
+
+// TableStats is what is physically stored in a table.
+type TableStats struct {
+	Rows  int64
+	Bytes int64
+	// Exact is false when the figures are estimates.
+	Exact bool
+}
+
+// Capabilities reports what a backend can do.
+type Capabilities struct {
+	// Backend names the backend ("pebble", "dynamodb", "cql").
+	Backend string
+	// AtomicPartitionBatch: a Write whose mutations share one partition
+	// and number at most MaxAtomicBatch is all-or-nothing.
+	AtomicPartitionBatch bool
+	MaxAtomicBatch       int
+	// MaxRowBytes bounds one row's stored size (keys, values and
+	// metadata); larger writes return ErrTooLarge.
+	MaxRowBytes int
+	// NativeTTL: the backend also removes expired rows on its own.
+	NativeTTL bool
+	// WarmThroughput: SetCapacity honours WarmRead/WarmWrite.
+	WarmThroughput bool
+	// DeleteBatch is the best number of deletes per Write.
+	DeleteBatch int
+}
