@@ -1,0 +1,339 @@
+// Package pebble is ebb's embedded backend: a store.Store on Pebble, the
+// default that runs with zero set-up.
+//
+// Every table gets a numeric ID that is never reused. Keys are
+//
+//	tableID (8 bytes) | partition tuple | 0x01 | clustering tuple   -> row fragment
+//	tableID (8 bytes) | partition tuple | 0x02 | index | value | clustering -> empty
+//
+// so a table is one contiguous key range (DropTable excises it, freeing the
+// disk at once) and a partition is one contiguous range (DeletePartition is a
+// range deletion). Table ID 0 holds the catalog. Index entries are written
+// blind and verified against the row when read, so an update or delete never
+// needs a read first; stale entries are never returned.
+package pebble
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ebb-data/ebb/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// Options configures Open. The zero value is valid.
+type Options struct {
+	// Now is the clock for read-resolved expiry and default TTLs. Nil means
+	// time.Now.
+	Now func() time.Time
+	// FS is the file system; nil means the operating system's. Tests use
+	// vfs.NewMem().
+	FS vfs.FS
+	// NoSync, when true, acknowledges writes before they reach stable
+	// storage. The default (false) syncs every Write before returning, so an
+	// acknowledged write survives a crash.
+	NoSync bool
+	// CacheSize is Pebble's block cache size in bytes; 0 means 64 MiB.
+	CacheSize int64
+	// Logger receives Pebble's and the backend's log lines; nil discards.
+	Logger *slog.Logger
+}
+
+// MaxRowBytes is the largest row the embedded backend accepts.
+const MaxRowBytes = 4 << 20
+
+// Store is the embedded backend. It is safe for concurrent use.
+type Store struct {
+	db   *pebble.DB
+	lock *pebble.Lock
+	now  func() time.Time
+	wo   *pebble.WriteOptions
+	log  *slog.Logger
+
+	// mu guards the catalog. Write holds it shared through its commit, so
+	// DropTable (exclusive) never races a write into a dropped table's range.
+	mu     sync.RWMutex
+	tables map[string]*table
+	nextID uint64
+	closed bool
+
+	// rowMu orders DeleteIfExpired (exclusive: read, check, delete) against
+	// every other write (shared).
+	rowMu sync.RWMutex
+}
+
+type table struct {
+	ID       uint64         `json:"id"`
+	Spec     store.TableSpec `json:"spec"`
+	Capacity store.Capacity `json:"capacity"`
+	Dropping bool           `json:"dropping,omitempty"`
+	prefix   []byte
+}
+
+// Catalog keys live under table ID 0.
+var (
+	catalogPrefix = []byte("\x00\x00\x00\x00\x00\x00\x00\x00T")
+	nextIDKey     = []byte("\x00\x00\x00\x00\x00\x00\x00\x00N")
+)
+
+// Open opens (creating if needed) the store in dir. It fails at once with an
+// error wrapping store.ErrLocked when another process has dir open.
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.CacheSize == 0 {
+		opts.CacheSize = 64 << 20
+	}
+	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("pebble: create %s: %w", dir, err)
+	}
+	lock, err := pebble.LockDirectory(dir, opts.FS)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w (%v)", dir, store.ErrLocked, err)
+	}
+	cache := pebble.NewCache(opts.CacheSize)
+	defer cache.Unref()
+	popts := &pebble.Options{
+		FS:                 opts.FS,
+		Lock:               lock,
+		Cache:              cache,
+		Merger:             rowMerger,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             slogLogger{opts.Logger},
+	}
+	db, err := pebble.Open(dir, popts)
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("pebble: open %s: %w", dir, err)
+	}
+	s := &Store{db: db, lock: lock, now: opts.Now, log: opts.Logger, tables: map[string]*table{}, wo: pebble.Sync}
+	if opts.NoSync {
+		s.wo = pebble.NoSync
+	}
+	if err := s.loadCatalog(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) loadCatalog() error {
+	if v, closer, err := s.db.Get(nextIDKey); err == nil {
+		s.nextID = binary.BigEndian.Uint64(v)
+		closer.Close()
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("pebble: read catalog: %w", err)
+	}
+	if s.nextID == 0 {
+		s.nextID = 1
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: catalogPrefix, UpperBound: prefixEnd(catalogPrefix)})
+	if err != nil {
+		return err
+	}
+	var dropping []*table
+	for it.First(); it.Valid(); it.Next() {
+		t := &table{}
+		if err := json.Unmarshal(it.Value(), t); err != nil {
+			it.Close()
+			return fmt.Errorf("pebble: catalog entry %q: %w", it.Key(), err)
+		}
+		t.prefix = tablePrefix(t.ID)
+		if t.Dropping {
+			dropping = append(dropping, t)
+			continue
+		}
+		s.tables[t.Spec.Name] = t
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	// Finish drops that a crash interrupted.
+	for _, t := range dropping {
+		if err := s.excise(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DB returns the underlying Pebble database, for baselines in benchmarks.
+func (s *Store) DB() *pebble.DB { return s.db }
+
+// Close closes the store; it is safe to call twice.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	err := s.db.Close()
+	if lerr := s.lock.Close(); err == nil {
+		err = lerr
+	}
+	return err
+}
+
+// Capabilities reports what the embedded backend does.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{
+		Backend:              "pebble",
+		AtomicPartitionBatch: true,
+		MaxAtomicBatch:       1 << 30,
+		MaxRowBytes:          MaxRowBytes,
+		DeleteBatch:          1000,
+	}
+}
+
+func tablePrefix(id uint64) []byte { return binary.BigEndian.AppendUint64(nil, id) }
+
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xFF {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+func catalogKey(name string) []byte { return append(append([]byte(nil), catalogPrefix...), name...) }
+
+// lookup returns the table; the caller holds s.mu.
+func (s *Store) lookup(name string) (*table, error) {
+	if s.closed {
+		return nil, store.ErrClosed
+	}
+	t, ok := s.tables[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
+	}
+	return t, nil
+}
+
+// CreateTable creates a table; see store.Store.
+func (s *Store) CreateTable(ctx context.Context, spec store.TableSpec) error {
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return store.ErrClosed
+	}
+	if t, ok := s.tables[spec.Name]; ok {
+		if t.Spec.Equal(spec) {
+			return nil
+		}
+		return fmt.Errorf("%w: %q", store.ErrTableExists, spec.Name)
+	}
+	t := &table{ID: s.nextID, Spec: spec, prefix: tablePrefix(s.nextID)}
+	doc, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Set(nextIDKey, binary.BigEndian.AppendUint64(nil, s.nextID+1), nil)
+	_ = b.Set(catalogKey(spec.Name), doc, nil)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("create %s: %w", spec.Name, err)
+	}
+	s.nextID++
+	s.tables[spec.Name] = t
+	return nil
+}
+
+// DropTable drops a table and frees its space at once by excising its key
+// range; see store.Store.
+func (s *Store) DropTable(ctx context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return store.ErrClosed
+	}
+	t, ok := s.tables[name]
+	if !ok {
+		return nil
+	}
+	// Record the drop first so a crash mid-way is finished at the next Open
+	// rather than leaving an orphaned key range.
+	t.Dropping = true
+	doc, _ := json.Marshal(t)
+	if err := s.db.Set(catalogKey(name), doc, pebble.Sync); err != nil {
+		t.Dropping = false
+		return fmt.Errorf("drop %s: %w", name, err)
+	}
+	delete(s.tables, name)
+	return s.excise(t)
+}
+
+func (s *Store) excise(t *table) error {
+	span := pebble.KeyRange{Start: t.prefix, End: prefixEnd(t.prefix)}
+	if err := s.db.Excise(context.Background(), span); err != nil {
+		return fmt.Errorf("drop %s: excise: %w", t.Spec.Name, err)
+	}
+	if err := s.db.Delete(catalogKey(t.Spec.Name), pebble.Sync); err != nil {
+		return fmt.Errorf("drop %s: %w", t.Spec.Name, err)
+	}
+	return nil
+}
+
+// Tables lists tables; see store.Store.
+func (s *Store) Tables(ctx context.Context, prefix string) ([]store.TableInfo, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, store.ErrClosed
+	}
+	var out []store.TableInfo
+	for name, t := range s.tables {
+		if strings.HasPrefix(name, prefix) {
+			out = append(out, store.TableInfo{Spec: t.Spec, Capacity: t.Capacity, State: store.Active})
+		}
+	}
+	sortInfos(out)
+	return out, nil
+}
+
+// SetCapacity records the capacity setting; the embedded backend has no
+// throughput to change.
+func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) error {
+	if c.Mode == store.Provisioned && (c.ReadUnits <= 0 || c.WriteUnits <= 0) {
+		return fmt.Errorf("%w: provisioned capacity needs positive read and write units", store.ErrInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, err := s.lookup(name)
+	if err != nil {
+		return err
+	}
+	next := *t
+	next.Capacity = c
+	doc, _ := json.Marshal(&next)
+	if err := s.db.Set(catalogKey(name), doc, pebble.Sync); err != nil {
+		return fmt.Errorf("set capacity %s: %w", name, err)
+	}
+	t.Capacity = c
+	return nil
+}

@@ -1,0 +1,185 @@
+package pebble
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/ebb-data/ebb/store"
+)
+
+const (
+	spaceRow   = 0x01
+	spaceIndex = 0x02
+)
+
+func rowKey(dst, prefix, pk, ck []byte) []byte {
+	dst = append(dst, prefix...)
+	dst = append(dst, pk...)
+	dst = append(dst, spaceRow)
+	return append(dst, ck...)
+}
+
+func indexPrefix(prefix, pk []byte, idx int, value any) []byte {
+	k := append(append([]byte(nil), prefix...), pk...)
+	k = append(k, spaceIndex, byte(idx))
+	return store.EncodeTuple(k, []any{value}, false)
+}
+
+// indexes maps value-column positions to index numbers for a table.
+func indexOf(spec *store.TableSpec, col int) int {
+	for i, ix := range spec.Indexes {
+		if spec.ValueIndex(ix.Column) == col {
+			return i
+		}
+	}
+	return -1
+}
+
+// Write applies a batch atomically (one Pebble batch, synced unless NoSync);
+// see store.Store.
+func (s *Store) Write(ctx context.Context, name string, batch []store.Mutation) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, err := s.lookup(name)
+	if err != nil {
+		return err
+	}
+	spec := &t.Spec
+	rs, err := store.ResolveBatch(spec, batch, s.now(), MaxRowBytes)
+	if err != nil {
+		return err
+	}
+	// A batch that must read rows (to check expiry, or to find index entries
+	// to remove) uses an indexed batch, so it reads its own earlier
+	// mutations too.
+	conditional, reads := false, false
+	for i := range rs {
+		switch rs[i].Kind {
+		case store.DeleteIfExpired:
+			conditional, reads = true, true
+		case store.DeleteRow:
+			reads = reads || len(spec.Indexes) > 0
+		}
+	}
+	if conditional {
+		s.rowMu.Lock()
+		defer s.rowMu.Unlock()
+	} else {
+		s.rowMu.RLock()
+		defer s.rowMu.RUnlock()
+	}
+	var b *pebble.Batch
+	if reads {
+		b = s.db.NewIndexedBatch()
+	} else {
+		b = s.db.NewBatch()
+	}
+	defer b.Close()
+	now := s.now().UnixMilli()
+	var key, val []byte
+	for i := range rs {
+		r := &rs[i]
+		key = rowKey(key[:0], t.prefix, r.PartitionKey, r.ClusteringKey)
+		switch r.Kind {
+		case store.Upsert:
+			val = encodeUpsert(val[:0], r)
+			if len(r.Cells) == len(spec.Values) {
+				err = b.Set(key, val, nil)
+			} else {
+				err = b.Merge(key, val, nil)
+			}
+			for _, c := range r.Cells {
+				if ix := indexOf(spec, c.Col); ix >= 0 && err == nil {
+					err = b.Set(append(indexPrefix(t.prefix, r.PartitionKey, ix, c.Value), r.ClusteringKey...), nil, nil)
+				}
+			}
+		case store.DeleteCells:
+			err = b.Merge(key, encodeDeleteCells(val[:0], r), nil)
+		case store.DeleteRow, store.DeleteIfExpired:
+			err = s.deleteRow(b, t, r, key, now)
+		}
+		if err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	if err := b.Commit(s.wo); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+// deleteRow deletes a row and its index entries; for DeleteIfExpired only
+// when nothing of the row is live at now.
+func (s *Store) deleteRow(b *pebble.Batch, t *table, r *store.ResolvedMutation, key []byte, now int64) error {
+	if !b.Indexed() {
+		return b.Delete(key, nil)
+	}
+	v, closer, err := b.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	var f fragment
+	if err := decodeFragment(v, &f); err != nil {
+		return err
+	}
+	if r.Kind == store.DeleteIfExpired && fragmentLive(&f, now) {
+		return nil
+	}
+	for _, c := range f.cells {
+		ix := indexOf(&t.Spec, int(c.col))
+		if ix < 0 || c.kind == kindTomb {
+			continue
+		}
+		k := indexPrefix(t.prefix, r.PartitionKey, ix, decodeValue(t.Spec.Values[c.col].Type, c.payload))
+		if err := b.Delete(append(k, r.ClusteringKey...), nil); err != nil {
+			return err
+		}
+	}
+	return b.Delete(key, nil)
+}
+
+func fragmentLive(f *fragment, now int64) bool {
+	if f.hasMarker && liveAt(f.markerExp, now) {
+		return true
+	}
+	for _, c := range f.cells {
+		if c.kind != kindTomb && liveAt(c.exp, now) {
+			return true
+		}
+	}
+	return false
+}
+
+// DeletePartition removes a partition's rows and index entries with one
+// range deletion.
+func (s *Store) DeletePartition(ctx context.Context, name string, partition []any) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, err := s.lookup(name)
+	if err != nil {
+		return err
+	}
+	_, pk, err := store.ResolvePartition(&t.Spec, partition)
+	if err != nil {
+		return err
+	}
+	s.rowMu.RLock()
+	defer s.rowMu.RUnlock()
+	start := append(append([]byte(nil), t.prefix...), pk...)
+	if err := s.db.DeleteRange(start, prefixEnd(start), s.wo); err != nil {
+		return fmt.Errorf("delete partition in %s: %w", name, err)
+	}
+	return nil
+}
