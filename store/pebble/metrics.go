@@ -38,7 +38,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	m := c.s.db.Metrics()
 	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
-	counter := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v) }
+	counter := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	}
 	gauge(descDisk, float64(m.DiskSpaceUsage()))
 	gauge(descMemtable, float64(m.MemTable.Size))
 	gauge(descL0Files, float64(m.Levels[0].TablesCount))

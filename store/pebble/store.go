@@ -74,10 +74,10 @@ type Store struct {
 }
 
 type table struct {
-	ID       uint64         `json:"id"`
+	ID       uint64          `json:"id"`
 	Spec     store.TableSpec `json:"spec"`
-	Capacity store.Capacity `json:"capacity"`
-	Dropping bool           `json:"dropping,omitempty"`
+	Capacity store.Capacity  `json:"capacity"`
+	Dropping bool            `json:"dropping,omitempty"`
 	prefix   []byte
 }
 

@@ -1,0 +1,37 @@
+# ebb's entry points. `make test` is the whole check, set-up included, and
+# is what CI runs (.ci/run).
+
+GO      ?= go
+BIN     ?= bin/ebb
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# make bench BENCH=DropTable PKG=./store/pebble/ narrows a run.
+BENCH   ?= .
+PKG     ?= ./...
+
+.PHONY: test check build bench clean
+
+# test starts dynalite (installing it with npm ci the first time) so the
+# DynamoDB backend runs its conformance suite too, then runs check.
+test:
+	./scripts/with-dynalite.sh $(MAKE) --no-print-directory check
+
+# check is vet, formatting and every test under the race detector, against
+# whatever EBB_DYNAMODB_ENDPOINT / EBB_CQL_HOSTS the environment provides.
+check:
+	$(GO) vet ./...
+	@unformatted="$$(find . -name '*.go' -not -path './.git/*' -not -path '*/node_modules/*' -not -path '*/testdata/*' -print0 | xargs -0 -r gofmt -l)"; \
+	if [ -n "$$unformatted" ]; then \
+		echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$unformatted"; exit 1; \
+	fi
+	$(GO) test -race -timeout 9m ./...
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ebb
+
+# bench runs the benchmarks; each sits beside its baseline, so the ratio
+# comes from one run on one machine.
+bench:
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 60m $(PKG)
+
+clean:
+	rm -rf bin

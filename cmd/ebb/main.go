@@ -1,0 +1,74 @@
+// Command ebb is ebb's server and command-line client: `ebb serve` runs the
+// HTTP API on a backend; the other commands talk to a running server.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// commandFunc builds one top-level command (or command group). Command
+// groups that talk to a server take the shared client, which the root
+// command's --server and --token flags fill in before any command runs.
+type commandFunc func(c *client) *cobra.Command
+
+// commands are ebb's top-level commands. A command group in its own file
+// adds its constructor here with one line (newIndexCmd for
+// cmd/ebb/index.go), or, to leave this file alone, from its own file with
+// func init() { commands = append(commands, newIndexCmd) }. Cobra sorts the
+// help listing, so the order does not matter.
+var commands = []commandFunc{
+	newServeCmd,
+	newVersionCmd,
+}
+
+// run executes the command line and returns the process exit code. The
+// first SIGINT or SIGTERM cancels the context every command runs with,
+// which is how `ebb serve` shuts down gracefully.
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// After the first signal the default action is restored, so a second
+	// one stops a shutdown that takes too long.
+	context.AfterFunc(ctx, stop)
+	root := newRootCmd(ctx, stdout, stderr)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(stderr, "ebb: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func newRootCmd(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "ebb",
+		Short: "ebb stores data that must expire: cheaply, exactly and promptly",
+		Long: `ebb is a data layer for data that must expire: time-sharded indexes,
+feature-store lists and shared tables, on an embedded Pebble store, DynamoDB
+or CQL. Run "ebb serve" to start the HTTP API; the other commands talk to a
+running server.`,
+		// Errors are printed once, by run, without the usage text that
+		// would bury them.
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	c := &client{ctx: ctx}
+	c.addFlags(root)
+	for _, newCmd := range commands {
+		root.AddCommand(newCmd(c))
+	}
+	return root
+}

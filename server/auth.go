@@ -1,0 +1,222 @@
+package server
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ErrAuthConfig is wrapped by every error about a malformed auth file.
+var ErrAuthConfig = errors.New("server: invalid auth file")
+
+// Auth holds the bearer tokens a Server accepts and the scopes each grants.
+//
+// A scope is one of:
+//
+//	admin              every route
+//	*:*                every route but the admin ones
+//	index:NAME         routes on the time-sharded index NAME
+//	list:ENTITY_TYPE   list and list-feature routes of that entity type
+//	table:NAME         routes on the shared table NAME (creating it too)
+//
+// A collection route (a Resource with an empty Name, such as listing every
+// index) is reached only by admin and *:*: a token scoped to one index may
+// not learn the names of the others.
+type Auth struct {
+	tokens []authToken
+}
+
+type authToken struct {
+	// hash is the SHA-256 of the token: comparing digests of equal length
+	// keeps the comparison's time independent of the secret's length.
+	hash   [sha256.Size]byte
+	name   string
+	scopes scopes
+}
+
+type scopes struct {
+	admin, all bool
+	named      map[string]map[string]bool // kind -> names
+}
+
+// authFile is the YAML layout of an auth file:
+//
+//	tokens:
+//	  - token: "s3cret"
+//	    name: ingest        # optional, shown in logs instead of the token
+//	    scopes: ["index:events", "list:user"]
+type authFile struct {
+	Tokens []struct {
+		Token  string   `yaml:"token"`
+		Name   string   `yaml:"name"`
+		Scopes []string `yaml:"scopes"`
+	} `yaml:"tokens"`
+}
+
+// LoadAuth reads an auth file (see ParseAuth).
+func LoadAuth(path string) (*Auth, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("server: read auth file: %w", err)
+	}
+	a, err := ParseAuth(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return a, nil
+}
+
+// ParseAuth parses the YAML of an auth file. It refuses, wrapping
+// ErrAuthConfig, a file with no tokens, an empty or repeated token, a token
+// without scopes, an unknown scope and an unknown field, so that a typo
+// never silently grants or withholds access.
+func ParseAuth(data []byte) (*Auth, error) {
+	var f authFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: the file is empty; want tokens: [{token: ..., scopes: [...]}]", ErrAuthConfig)
+		}
+		return nil, fmt.Errorf("%w: %v", ErrAuthConfig, err)
+	}
+	if len(f.Tokens) == 0 {
+		return nil, fmt.Errorf("%w: no tokens; want tokens: [{token: ..., scopes: [...]}]", ErrAuthConfig)
+	}
+	a := &Auth{}
+	seen := map[[sha256.Size]byte]bool{}
+	for i, t := range f.Tokens {
+		if t.Token == "" {
+			return nil, fmt.Errorf("%w: token %d is empty", ErrAuthConfig, i)
+		}
+		if strings.TrimSpace(t.Token) != t.Token || strings.ContainsAny(t.Token, " \t\r\n") {
+			return nil, fmt.Errorf("%w: token %d contains white space, which an Authorization header cannot carry", ErrAuthConfig, i)
+		}
+		h := sha256.Sum256([]byte(t.Token))
+		if seen[h] {
+			return nil, fmt.Errorf("%w: token %d repeats an earlier token", ErrAuthConfig, i)
+		}
+		seen[h] = true
+		sc, err := parseScopes(t.Scopes)
+		if err != nil {
+			return nil, fmt.Errorf("%w: token %d: %v", ErrAuthConfig, i, err)
+		}
+		name := t.Name
+		if name == "" {
+			name = fmt.Sprintf("token %d", i)
+		}
+		a.tokens = append(a.tokens, authToken{hash: h, name: name, scopes: sc})
+	}
+	return a, nil
+}
+
+func parseScopes(list []string) (scopes, error) {
+	if len(list) == 0 {
+		return scopes{}, errors.New("no scopes")
+	}
+	sc := scopes{named: map[string]map[string]bool{}}
+	for _, s := range list {
+		switch s {
+		case "admin":
+			sc.admin = true
+			continue
+		case "*:*":
+			sc.all = true
+			continue
+		}
+		// The name is everything after the first colon: list entity types
+		// may themselves contain colons.
+		kind, name, ok := strings.Cut(s, ":")
+		switch {
+		case !ok:
+			return scopes{}, fmt.Errorf("scope %q: want admin, *:*, index:NAME, list:ENTITY_TYPE or table:NAME", s)
+		case kind != KindIndex && kind != KindList && kind != KindTable:
+			return scopes{}, fmt.Errorf("scope %q: unknown kind %q; want index, list or table", s, kind)
+		case name == "":
+			return scopes{}, fmt.Errorf("scope %q: empty name", s)
+		case name == "*":
+			// A per-kind wildcard is not part of the scope language; saying
+			// so beats silently matching only a resource named "*".
+			return scopes{}, fmt.Errorf("scope %q: wildcards other than *:* are not supported", s)
+		}
+		if sc.named[kind] == nil {
+			sc.named[kind] = map[string]bool{}
+		}
+		sc.named[kind][name] = true
+	}
+	return sc, nil
+}
+
+// allows reports whether the scopes reach res.
+func (sc scopes) allows(res Resource) bool {
+	switch {
+	case sc.admin:
+		return true
+	case res.Kind == KindAdmin:
+		return false
+	case sc.all:
+		return true
+	case res.Name == "":
+		return false
+	}
+	return sc.named[res.Kind][res.Name]
+}
+
+// authenticate returns the token the request carries, or a 401 error. Every
+// configured token is compared, in constant time and without stopping at a
+// match, so that the time taken reveals neither whether nor which token
+// matched.
+func (a *Auth) authenticate(r *http.Request) (*authToken, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return nil, Errorf(http.StatusUnauthorized, CodeUnauthenticated, "missing Authorization: Bearer <token> header")
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return nil, Errorf(http.StatusUnauthorized, CodeUnauthenticated, "malformed Authorization header; want Bearer <token>")
+	}
+	digest := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	match, found := 0, 0
+	for i := range a.tokens {
+		eq := subtle.ConstantTimeCompare(digest[:], a.tokens[i].hash[:])
+		match = subtle.ConstantTimeSelect(eq, i, match)
+		found |= eq
+	}
+	if found == 0 {
+		return nil, Errorf(http.StatusUnauthorized, CodeUnauthenticated, "unknown token")
+	}
+	return &a.tokens[match], nil
+}
+
+// authorize checks that the request carries a token whose scopes reach
+// res, and returns the token's name for logs. It runs before the handler,
+// and its answer depends only on the token and the request, so that a 403
+// is the same whether or not the resource exists.
+func (a *Auth) authorize(r *http.Request, res Resource) (string, error) {
+	t, err := a.authenticate(r)
+	if err != nil {
+		return "", err
+	}
+	if !t.scopes.allows(res) {
+		return t.name, Errorf(http.StatusForbidden, CodePermissionDenied, "the token has no scope for %s", describe(res))
+	}
+	return t.name, nil
+}
+
+func describe(res Resource) string {
+	switch {
+	case res.Kind == KindAdmin:
+		return "admin routes"
+	case res.Name == "":
+		return "every " + res.Kind + " (needs admin or *:*)"
+	}
+	return fmt.Sprintf("%s %q", res.Kind, res.Name)
+}

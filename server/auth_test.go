@@ -1,0 +1,227 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ebb-data/ebb/server"
+	"github.com/ebb-data/ebb/store"
+)
+
+const authYAML = `
+tokens:
+  - token: root-token
+    name: operator
+    scopes: [admin]
+  - token: all-token
+    scopes: ["*:*"]
+  - token: events-token
+    scopes: ["index:events", "list:user:v2"]
+  - token: tenant-token
+    scopes: ["table:tenant_a"]
+`
+
+func loadAuth(t *testing.T, yaml string) *server.Auth {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "auth.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := server.LoadAuth(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestParseAuthRefusesBadFiles(t *testing.T) {
+	cases := map[string]string{
+		"empty":             ``,
+		"no tokens":         `tokens: []`,
+		"not yaml":          `tokens: [`,
+		"unknown field":     "tokens:\n  - token: a\n    scope: [admin]\n",
+		"empty token":       "tokens:\n  - token: \"\"\n    scopes: [admin]\n",
+		"space in token":    "tokens:\n  - token: \"a b\"\n    scopes: [admin]\n",
+		"repeated token":    "tokens:\n  - token: a\n    scopes: [admin]\n  - token: a\n    scopes: [\"*:*\"]\n",
+		"no scopes":         "tokens:\n  - token: a\n",
+		"unknown kind":      "tokens:\n  - token: a\n    scopes: [\"bucket:x\"]\n",
+		"empty name":        "tokens:\n  - token: a\n    scopes: [\"index:\"]\n",
+		"no colon":          "tokens:\n  - token: a\n    scopes: [reader]\n",
+		"kind wildcard":     "tokens:\n  - token: a\n    scopes: [\"index:*\"]\n",
+		"top-level typo":    "token:\n  - token: a\n    scopes: [admin]\n",
+		"scopes not a list": "tokens:\n  - token: a\n    scopes: admin\n",
+	}
+	for name, yaml := range cases {
+		if _, err := server.ParseAuth([]byte(yaml)); !errors.Is(err, server.ErrAuthConfig) {
+			t.Errorf("%s: got %v, want ErrAuthConfig", name, err)
+		}
+	}
+	if _, err := server.LoadAuth(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+		t.Error("missing file loaded")
+	}
+}
+
+// authServer serves routes of every kind; each handler counts its calls and
+// answers 404 for a resource that does not exist in the store, the way a
+// feature handler would.
+func authServer(t *testing.T) (url string, calls *atomic.Int32) {
+	t.Helper()
+	st := openStore(t)
+	ctx := context.Background()
+	if err := st.CreateTable(ctx, store.TableSpec{
+		Name:         "tenant_a",
+		PartitionKey: []store.Column{{Name: "k", Type: store.TypeText}},
+		Values:       []store.Column{{Name: "v", Type: store.TypeBytes}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	calls = new(atomic.Int32)
+	exists := func(w http.ResponseWriter, r *http.Request) error {
+		calls.Add(1)
+		infos, err := st.Tables(r.Context(), r.PathValue("name"))
+		if err != nil {
+			return err
+		}
+		if len(infos) == 0 || infos[0].Spec.Name != r.PathValue("name") {
+			return store.ErrTableNotFound
+		}
+		return server.WriteJSON(w, http.StatusOK, map[string]string{"name": r.PathValue("name")})
+	}
+	ok := func(w http.ResponseWriter, _ *http.Request) error {
+		calls.Add(1)
+		return server.WriteJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	}
+	feature := func(s *server.Server) {
+		s.Route("GET /v1/tables/{name}", server.ResourceFromPath(server.KindTable, "name"), exists)
+		s.Route("GET /v1/indexes/{name}", server.ResourceFromPath(server.KindIndex, "name"), ok)
+		s.Route("GET /v1/indexes", func(*http.Request) server.Resource { return server.Resource{Kind: server.KindIndex} }, ok)
+		s.Route("GET /v1/lists/{entity_type}/{feature}", server.ResourceFromPath(server.KindList, "entity_type"), ok)
+	}
+	ts, _ := start(t, server.Options{Store: st, Auth: loadAuth(t, authYAML), Features: []server.Feature{feature}})
+	return ts.URL, calls
+}
+
+func TestAuthScopes(t *testing.T) {
+	url, _ := authServer(t)
+	cases := []struct {
+		token, path string
+		status      int
+	}{
+		// 401: no token, an unknown one, a malformed header.
+		{"", "/v1/indexes/events", 401},
+		{"nope", "/v1/indexes/events", 401},
+		{"", "/v1/admin/tables", 401},
+		{"", "/v1/no/such/route", 401},
+		// admin reaches everything.
+		{"root-token", "/v1/admin/tables", 200},
+		{"root-token", "/v1/indexes/events", 200},
+		{"root-token", "/v1/indexes", 200},
+		{"root-token", "/v1/tables/tenant_a", 200},
+		{"root-token", "/v1/tables/tenant_b", 404},
+		// *:* reaches everything but admin.
+		{"all-token", "/v1/admin/tables", 403},
+		{"all-token", "/v1/indexes/anything", 200},
+		{"all-token", "/v1/indexes", 200},
+		{"all-token", "/v1/lists/user/clicks", 200},
+		{"all-token", "/v1/tables/tenant_a", 200},
+		// Named scopes reach their own resource only, and no collection.
+		{"events-token", "/v1/indexes/events", 200},
+		{"events-token", "/v1/indexes/other", 403},
+		{"events-token", "/v1/indexes", 403},
+		{"events-token", "/v1/lists/user:v2/clicks", 200},
+		{"events-token", "/v1/lists/user/clicks", 403},
+		{"events-token", "/v1/admin/tables", 403},
+		{"events-token", "/v1/tables/tenant_a", 403},
+		{"tenant-token", "/v1/tables/tenant_a", 200},
+		{"tenant-token", "/v1/indexes/tenant_a", 403},
+		// A valid token on an unknown route learns only that it is unknown.
+		{"events-token", "/v1/no/such/route", 404},
+	}
+	for _, c := range cases {
+		r := call(t, "GET", url+c.path, c.token, nil)
+		if r.status != c.status {
+			t.Errorf("%s %s: got %d %s, want %d", c.token, c.path, r.status, r.body, c.status)
+			continue
+		}
+		switch c.status {
+		case 401:
+			if r.errorCode(t) != server.CodeUnauthenticated || r.header.Get("WWW-Authenticate") == "" {
+				t.Errorf("%s %s: 401 %s without the right code or challenge", c.token, c.path, r.body)
+			}
+		case 403:
+			if r.errorCode(t) != server.CodePermissionDenied {
+				t.Errorf("%s %s: 403 with %s", c.token, c.path, r.body)
+			}
+		}
+	}
+	// Health and metrics need no token: probes carry none.
+	if r := call(t, "GET", url+"/healthz", "", nil); r.status != 200 {
+		t.Errorf("healthz with auth: %d", r.status)
+	}
+}
+
+// TestForbiddenRevealsNothing checks that a 403 is decided before the
+// handler runs and is byte-for-byte the same for a resource that exists and
+// one that does not.
+func TestForbiddenRevealsNothing(t *testing.T) {
+	url, calls := authServer(t)
+	before := calls.Load()
+	// tenant_a exists, tenant_b does not; events-token may see neither.
+	a := call(t, "GET", url+"/v1/tables/tenant_a", "events-token", nil)
+	b := call(t, "GET", url+"/v1/tables/tenant_b", "events-token", nil)
+	if a.status != 403 || b.status != 403 {
+		t.Fatalf("statuses %d, %d", a.status, b.status)
+	}
+	if calls.Load() != before {
+		t.Fatal("the handler ran for a forbidden request")
+	}
+	// The messages name the requested resource, which the caller chose;
+	// with the name swapped they must be identical.
+	if !bytes.Equal(a.body, bytes.ReplaceAll(b.body, []byte("tenant_b"), []byte("tenant_a"))) {
+		t.Fatalf("403 bodies differ:\n%s\n%s", a.body, b.body)
+	}
+	for _, h := range []string{"Content-Type", "Content-Length"} {
+		if a.header.Get(h) != b.header.Get(h) {
+			t.Fatalf("403 %s differs: %q vs %q", h, a.header.Get(h), b.header.Get(h))
+		}
+	}
+	// With the right token the difference shows, as it should.
+	if r := call(t, "GET", url+"/v1/tables/tenant_b", "root-token", nil); r.status != 404 {
+		t.Fatalf("admin on a missing table: %d", r.status)
+	}
+}
+
+func TestAuthHeaderForms(t *testing.T) {
+	url, _ := authServer(t)
+	cases := []struct {
+		header string
+		status int
+	}{
+		{"Bearer root-token", 200},
+		{"bearer root-token", 200}, // the scheme is case-insensitive (RFC 7235)
+		{"Basic cm9vdC10b2tlbg==", 401},
+		{"Bearer", 401},
+		{"Bearer ", 401},
+		{"root-token", 401},
+		{"Bearer root-token-but-longer", 401},
+		{"Bearer root-toke", 401},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest("GET", url+"/v1/admin/tables", nil)
+		req.Header.Set("Authorization", c.header)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.status {
+			t.Errorf("%q: got %d, want %d", c.header, resp.StatusCode, c.status)
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// Error codes of the API (API.md "Conventions"). Every error body carries
+// exactly one of them.
+const (
+	CodeInvalidArgument  = "invalid_argument"
+	CodeUnauthenticated  = "unauthenticated"
+	CodePermissionDenied = "permission_denied"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeConflict         = "conflict"
+	CodeExpired          = "expired"
+	CodeNoShard          = "no_shard"
+	CodeTooLarge         = "too_large"
+	CodeUnavailable      = "unavailable"
+	CodeInternal         = "internal"
+)
+
+// Error is an error with the HTTP status and API code it is answered with.
+// Handlers build one with Errorf when no store sentinel fits.
+type Error struct {
+	Status int
+	Code   string
+	Err    error
+}
+
+// Errorf returns an *Error answered with status and code; the message is
+// formatted like fmt.Errorf, so %w keeps the wrapped error reachable by
+// errors.Is and errors.As.
+func Errorf(status int, code, format string, args ...any) error {
+	return &Error{Status: status, Code: code, Err: fmt.Errorf(format, args...)}
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports an invalid_argument error as store.ErrInvalid, a not_found one
+// as store.ErrNotFound and so on, so that callers of the parse helpers can
+// test for the store sentinels as everywhere else.
+func (e *Error) Is(target error) bool {
+	s, ok := codeSentinels[e.Code]
+	return ok && s == target
+}
+
+var codeSentinels = map[string]error{
+	CodeInvalidArgument: store.ErrInvalid,
+	CodeNotFound:        store.ErrNotFound,
+	CodeConflict:        store.ErrConflict,
+	CodeExpired:         store.ErrExpired,
+	CodeTooLarge:        store.ErrTooLarge,
+	CodeUnavailable:     store.ErrUnavailable,
+}
+
+// errorMapping answers errors matching target (errors.Is) with status and
+// code.
+type errorMapping struct {
+	target error
+	status int
+	code   string
+}
+
+// storeMappings maps the store sentinels; the first match wins.
+var storeMappings = []errorMapping{
+	{store.ErrInvalid, http.StatusBadRequest, CodeInvalidArgument},
+	{store.ErrTooLarge, http.StatusRequestEntityTooLarge, CodeTooLarge},
+	{store.ErrNotFound, http.StatusNotFound, CodeNotFound},
+	{store.ErrTableNotFound, http.StatusNotFound, CodeNotFound},
+	{store.ErrConflict, http.StatusConflict, CodeConflict},
+	{store.ErrTableExists, http.StatusConflict, CodeConflict},
+	// A capacity change the provider would refuse conflicts with the
+	// table's recent history; retrying at once cannot help.
+	{store.ErrCapacityLimit, http.StatusConflict, CodeConflict},
+	{store.ErrExpired, http.StatusUnprocessableEntity, CodeExpired},
+	{store.ErrThrottled, http.StatusServiceUnavailable, CodeUnavailable},
+	{store.ErrUnavailable, http.StatusServiceUnavailable, CodeUnavailable},
+	// The store closes only while the server shuts down; a client should
+	// retry against the next instance.
+	{store.ErrClosed, http.StatusServiceUnavailable, CodeUnavailable},
+	{context.DeadlineExceeded, http.StatusServiceUnavailable, CodeUnavailable},
+	{context.Canceled, http.StatusServiceUnavailable, CodeUnavailable},
+}
+
+// MapError answers errors matching target (errors.Is) with status and code.
+// Features call it for their own sentinels that no store sentinel covers,
+// for example:
+//
+//	s.MapError(timeseries.ErrNoShard, http.StatusUnprocessableEntity, server.CodeNoShard)
+//
+// Mappings added here are tried, in the order added, before the store
+// sentinels. Call it only while the Server is being built (from a Feature).
+func (s *Server) MapError(target error, status int, code string) {
+	s.mappings = append(s.mappings, errorMapping{target, status, code})
+}
+
+// classify returns the status, code and message an error is answered with.
+// Unknown errors are 500 internal with a generic message, so that no
+// internal detail reaches a client.
+func (s *Server) classify(err error) (status int, code, msg string, known bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status, e.Code, e.Error(), true
+	}
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("request body exceeds %d bytes", tooBig.Limit), true
+	}
+	for _, list := range [][]errorMapping{s.mappings, storeMappings} {
+		for _, m := range list {
+			if errors.Is(err, m.target) {
+				return m.status, m.code, err.Error(), true
+			}
+		}
+	}
+	return http.StatusInternalServerError, CodeInternal, "internal error", false
+}
+
+// errorBody is the JSON body of every error response.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// writeError answers err. Unknown errors are logged with their detail,
+// which the client does not see; known ones are the client's doing and are
+// logged at debug only.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, route string, err error) {
+	status, code, msg, known := s.classify(err)
+	if known {
+		s.log.Debug("request refused", "route", route, "status", status, "code", code, "err", err)
+	} else {
+		s.log.Error("request failed", "route", route, "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ebb"`)
+	}
+	writeErrorBody(w, status, code, msg)
+}
+
+func writeErrorBody(w http.ResponseWriter, status int, code, msg string) {
+	_ = WriteJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: msg}})
+}
+
+// logger returns l, or a logger that discards everything when l is nil.
+func logger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
+}

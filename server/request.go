@@ -1,0 +1,134 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// MaxBodyBytes bounds request bodies (API.md "Conventions": 8 MiB).
+const MaxBodyBytes = 8 << 20
+
+// DefaultLimit is the page size when a request gives no limit.
+const DefaultLimit = 100
+
+// WriteJSON answers with status and v encoded as JSON. A nil v (or status
+// 204) writes no body.
+func WriteJSON(w http.ResponseWriter, status int, v any) error {
+	if v == nil || status == http.StatusNoContent {
+		w.WriteHeader(status)
+		return nil
+	}
+	body, err := json.Marshal(v)
+	if err != nil {
+		// Nothing has been written yet, so the caller can still answer
+		// with an error.
+		return fmt.Errorf("server: encode response: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.WriteHeader(status)
+	_, err = w.Write(append(body, '\n'))
+	return err
+}
+
+// DecodeJSON decodes the request body, one JSON value of at most
+// MaxBodyBytes, into v. Unknown fields, trailing data and an empty body are
+// refused. Errors are *Error: 413 too_large for an oversize body, 400
+// invalid_argument for anything malformed.
+func DecodeJSON(r *http.Request, v any) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "request body is empty; a JSON object is required")
+	}
+	// The limit wraps whatever reader the caller has, so a handler that
+	// reads the body twice still cannot read more than the limit.
+	body := http.MaxBytesReader(nil, r.Body, MaxBodyBytes)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	// Exactly one value: "{} {}" or "{}x" is a malformed request, not two.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return decodeError(err)
+		}
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "invalid JSON body: unexpected data after the JSON value")
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var tooBig *http.MaxBytesError
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &tooBig):
+		return Errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "request body exceeds %d bytes", tooBig.Limit)
+	case errors.Is(err, io.EOF):
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "request body is empty; a JSON object is required")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "invalid JSON body: unexpected end of input")
+	case errors.As(err, &syntax):
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "invalid JSON body at offset %d: %v", syntax.Offset, syntax)
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "body"
+		}
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "invalid JSON body: %s must be %s, not %s", field, typ.Type, typ.Value)
+	}
+	// Unknown fields and other decoder complaints ("json: unknown field
+	// \"x\"") are already readable.
+	return Errorf(http.StatusBadRequest, CodeInvalidArgument, "invalid JSON body: %v", err)
+}
+
+// ParseLimit returns the request's "limit" query parameter: DefaultLimit
+// when absent, otherwise an integer in 1..store.MaxLimit. Errors are 400
+// invalid_argument.
+func ParseLimit(r *http.Request) (int, error) {
+	s := r.URL.Query().Get("limit")
+	if s == "" {
+		return DefaultLimit, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > store.MaxLimit {
+		return 0, Errorf(http.StatusBadRequest, CodeInvalidArgument, "limit %q: want an integer in 1..%d", s, store.MaxLimit)
+	}
+	return n, nil
+}
+
+// ParseTime parses an RFC 3339 time with optional fractional seconds
+// ("2026-11-22T10:00:00Z", "2026-11-22T10:00:00.123+01:00") and returns it
+// in UTC. Errors are 400 invalid_argument.
+func ParseTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, Errorf(http.StatusBadRequest, CodeInvalidArgument, "missing time; want RFC 3339, e.g. 2026-11-22T10:00:00.123Z")
+	}
+	// time.RFC3339 accepts a fractional second when parsing.
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, Errorf(http.StatusBadRequest, CodeInvalidArgument, "time %q: want RFC 3339, e.g. 2026-11-22T10:00:00.123Z", s)
+	}
+	return t.UTC(), nil
+}
+
+// ParseDuration parses a Go duration string ("168h", "90s", "0s"). Negative
+// durations are refused: no duration in the API can be negative. Errors are
+// 400 invalid_argument.
+func ParseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, Errorf(http.StatusBadRequest, CodeInvalidArgument, "duration %q: want a Go duration such as \"168h\" or \"90s\"", s)
+	}
+	if d < 0 {
+		return 0, Errorf(http.StatusBadRequest, CodeInvalidArgument, "duration %q is negative", s)
+	}
+	return d, nil
+}

@@ -1,0 +1,356 @@
+// Package server serves ebb's HTTP API: JSON over HTTP, one handler file per
+// feature, plus /healthz and /metrics.
+//
+// The Server owns what every route shares: bearer-token auth decided before a
+// handler runs, the mapping of errors onto API codes, panic recovery, request
+// logging and metrics. A feature plugs in as a Feature that registers its
+// routes with Route; its handlers return errors instead of writing them.
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// Options configures a Server.
+type Options struct {
+	// Store is the backend every feature and the admin routes read. Required.
+	Store store.Store
+	// Registerer receives the server's metrics. Nil: the metrics are kept
+	// but not exported.
+	Registerer prometheus.Registerer
+	// Gatherer is served at /metrics. Nil: the Registerer when it is also a
+	// Gatherer (a *prometheus.Registry), otherwise /metrics is not served.
+	Gatherer prometheus.Gatherer
+	// Logger receives request logs (debug) and internal errors. Nil
+	// discards.
+	Logger *slog.Logger
+	// Auth, when set, requires a bearer token with the right scope on every
+	// /v1 request. Nil serves /v1 without authentication; the caller is
+	// responsible for listening only on loopback then.
+	Auth *Auth
+	// Features register their routes, in order.
+	Features []Feature
+	// Now is the clock handlers use. Nil is time.Now.
+	Now func() time.Time
+}
+
+// Feature registers a feature's routes on a Server being built.
+type Feature func(*Server)
+
+// HandlerFunc handles one request. It writes the response itself on
+// success; on failure it returns an error and writes nothing, and the
+// Server answers with the error's status and code (see errors.go).
+type HandlerFunc func(http.ResponseWriter, *http.Request) error
+
+// Resource kinds, the first half of a scope (see Auth).
+const (
+	KindIndex = "index"
+	KindList  = "list"
+	KindTable = "table"
+	KindAdmin = "admin"
+)
+
+// Resource is what a request acts on, for authorization: Kind is one of
+// the Kind constants and Name the index name, list entity type or table
+// name. An empty Name is a collection route (for example listing every
+// index), which only the admin and *:* scopes reach.
+type Resource struct{ Kind, Name string }
+
+// ResourceFunc tells which Resource a request acts on. It runs before the
+// handler and must not touch the store, so that an authorization decision
+// never depends on (or reveals) whether the resource exists.
+type ResourceFunc func(*http.Request) Resource
+
+// ResourceFromPath returns a ResourceFunc naming the resource by the path
+// wildcard pathValueName (already unescaped by the router): for
+// "PUT /v1/indexes/{name}", ResourceFromPath(KindIndex, "name").
+func ResourceFromPath(kind, pathValueName string) ResourceFunc {
+	return func(r *http.Request) Resource {
+		return Resource{Kind: kind, Name: r.PathValue(pathValueName)}
+	}
+}
+
+// AdminResource is the ResourceFunc of administrative routes, which only the
+// admin scope reaches.
+func AdminResource(*http.Request) Resource { return Resource{Kind: KindAdmin} }
+
+// Server is ebb's HTTP API. Build it with New; it is safe for concurrent
+// use once built.
+type Server struct {
+	store    store.Store
+	log      *slog.Logger
+	auth     *Auth
+	now      func() time.Time
+	mux      *http.ServeMux
+	gatherer prometheus.Gatherer
+	mappings []errorMapping
+	metrics  *metrics
+}
+
+// New builds a Server: the built-in routes (/healthz, /metrics, admin), then
+// each Feature's routes. It fails when the metrics cannot be registered (for
+// example when another Server already registered them on the same
+// Registerer).
+func New(opts Options) (*Server, error) {
+	if opts.Store == nil {
+		return nil, errors.New("server: Options.Store is required")
+	}
+	s := &Server{
+		store:    opts.Store,
+		log:      logger(opts.Logger),
+		auth:     opts.Auth,
+		now:      opts.Now,
+		mux:      http.NewServeMux(),
+		gatherer: opts.Gatherer,
+		metrics:  newMetrics(),
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.gatherer == nil {
+		s.gatherer, _ = opts.Registerer.(prometheus.Gatherer)
+	}
+	if opts.Registerer != nil {
+		if err := s.metrics.register(opts.Registerer); err != nil {
+			return nil, fmt.Errorf("server: register metrics: %w", err)
+		}
+	}
+	// Health and metrics are outside /v1, so they need no token: probes and
+	// scrapers carry none.
+	s.mux.HandleFunc("GET /healthz", s.observe("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_ = WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	}))
+	if s.gatherer != nil {
+		metricsHandler := promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{})
+		s.mux.HandleFunc("GET /metrics", s.observe("GET /metrics", metricsHandler.ServeHTTP))
+	}
+	s.routeAdmin()
+	for i, f := range opts.Features {
+		if err := s.install(f); err != nil {
+			if opts.Registerer != nil {
+				s.metrics.unregister(opts.Registerer)
+			}
+			return nil, fmt.Errorf("server: feature %d: %w", i, err)
+		}
+	}
+	return s, nil
+}
+
+// install runs a Feature, turning a panic (a malformed or duplicate route
+// pattern) into an error so that a wiring mistake stops start-up with a
+// message rather than a stack trace.
+func (s *Server) install(f Feature) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%v", v)
+		}
+	}()
+	f(s)
+	return nil
+}
+
+// Store returns the Store the Server was built with, for Features.
+func (s *Server) Store() store.Store { return s.store }
+
+// Logger returns the Server's logger, for Features; never nil.
+func (s *Server) Logger() *slog.Logger { return s.log }
+
+// Now returns the current time on the Server's clock.
+func (s *Server) Now() time.Time { return s.now() }
+
+// Route registers h for pattern, an http.ServeMux pattern with a method
+// ("GET /v1/indexes/{name}"). When the Server has Auth, res names the
+// resource the request acts on and the token's scopes are checked against
+// it before h runs. Route panics on a malformed or duplicate pattern, like
+// http.ServeMux; New turns that into an error.
+func (s *Server) Route(pattern string, res ResourceFunc, h HandlerFunc) {
+	if res == nil {
+		panic("server: Route " + pattern + " without a ResourceFunc")
+	}
+	s.mux.HandleFunc(pattern, s.observe(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if s.auth != nil {
+			resource := res(r)
+			token, err := s.auth.authorize(r, resource)
+			if err != nil {
+				s.log.Debug("request not authorized", "route", pattern, "token", token,
+					"kind", resource.Kind, "name", resource.Name)
+				s.writeError(w, r, pattern, err)
+				return
+			}
+		}
+		if err := h(w, r); err != nil {
+			if w.(*statusWriter).wrote {
+				// The response is under way; all that is left is to say so.
+				s.log.Error("handler failed after writing its response", "route", pattern, "err", err)
+				return
+			}
+			s.writeError(w, r, pattern, err)
+		}
+	}))
+}
+
+// Handler returns the http.Handler serving every route. Requests matching no
+// route, or a route with another method, are answered with a JSON 404
+// not_found or 405 method_not_allowed; under /v1 they need a valid token
+// first when the Server has Auth, so that probing for routes without one
+// learns nothing.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := s.mux.Handler(r); pattern != "" {
+			s.mux.ServeHTTP(w, r)
+			return
+		}
+		s.observe("unmatched", func(w http.ResponseWriter, r *http.Request) {
+			if s.auth != nil && isV1(r.URL.Path) {
+				if _, err := s.auth.authenticate(r); err != nil {
+					s.writeError(w, r, "unmatched", err)
+					return
+				}
+			}
+			// The mux's own answer is plain text; keep its status and
+			// headers (Allow, Location) and replace a 404 or 405 body.
+			s.mux.ServeHTTP(&unmatchedWriter{ResponseWriter: w}, r)
+		})(w, r)
+	})
+}
+
+func isV1(path string) bool { return path == "/v1" || strings.HasPrefix(path, "/v1/") }
+
+// unmatchedWriter turns the router's plain-text 404 and 405 into JSON
+// errors and lets anything else (redirects to a cleaned path) through.
+type unmatchedWriter struct {
+	http.ResponseWriter
+	replaced bool
+}
+
+func (u *unmatchedWriter) WriteHeader(status int) {
+	switch status {
+	case http.StatusNotFound:
+		u.replaced = true
+		writeErrorBody(u.ResponseWriter, status, CodeNotFound, "no such route")
+	case http.StatusMethodNotAllowed:
+		u.replaced = true
+		writeErrorBody(u.ResponseWriter, status, CodeMethodNotAllowed, "method not allowed; allowed: "+u.Header().Get("Allow"))
+	default:
+		u.ResponseWriter.WriteHeader(status)
+	}
+}
+
+func (u *unmatchedWriter) Write(b []byte) (int, error) {
+	if u.replaced {
+		return len(b), nil // the plain-text body, already answered in JSON
+	}
+	return u.ResponseWriter.Write(b)
+}
+
+// observe wraps a handler with what every request gets: panic recovery,
+// the status-recording writer Route relies on, metrics labelled by route
+// pattern and status, and a debug log line.
+func (s *Server) observe(route string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		// Wall-clock latency for the histogram; no decision depends on it.
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v) // net/http's own way to abort a response
+				}
+				s.log.Error("handler panicked", "route", route, "method", r.Method, "path", r.URL.Path,
+					"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				if !sw.wrote {
+					writeErrorBody(sw, http.StatusInternalServerError, CodeInternal, "internal error")
+				}
+			}
+			status := sw.status
+			if status == 0 {
+				status = http.StatusOK // the handler wrote nothing at all
+			}
+			elapsed := time.Since(start)
+			s.metrics.observe(route, status, elapsed)
+			s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "route", route,
+				"status", status, "duration", elapsed, "remote", r.RemoteAddr)
+		}()
+		h(sw, r)
+	}
+}
+
+// statusWriter records the status written, so that metrics see it and a
+// failing handler is not answered twice.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if !w.wrote {
+		w.status, w.wrote = status, true
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.status, w.wrote = http.StatusOK, true
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer (for
+// flushing and deadlines).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// metrics are the server's request metrics.
+type metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ebb_http_requests_total",
+			Help: "HTTP requests answered, by route pattern and status code.",
+		}, []string{"route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "ebb_http_request_duration_seconds",
+			Help:    "Time to answer HTTP requests, by route pattern and status code.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 9), // 0.5 ms .. 33 s
+		}, []string{"route", "code"}),
+	}
+}
+
+func (m *metrics) register(r prometheus.Registerer) error {
+	if err := r.Register(m.requests); err != nil {
+		return err
+	}
+	if err := r.Register(m.duration); err != nil {
+		r.Unregister(m.requests)
+		return err
+	}
+	return nil
+}
+
+func (m *metrics) unregister(r prometheus.Registerer) {
+	r.Unregister(m.requests)
+	r.Unregister(m.duration)
+}
+
+func (m *metrics) observe(route string, status int, d time.Duration) {
+	code := strconv.Itoa(status)
+	m.requests.WithLabelValues(route, code).Inc()
+	m.duration.WithLabelValues(route, code).Observe(d.Seconds())
+}

@@ -1,0 +1,284 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+
+	"github.com/ebb-data/ebb/server"
+	"github.com/ebb-data/ebb/store"
+	ebbpebble "github.com/ebb-data/ebb/store/pebble"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// openStore opens a real Pebble store in a temporary directory.
+func openStore(t testing.TB) store.Store {
+	t.Helper()
+	st, err := ebbpebble.Open(t.TempDir(), ebbpebble.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// start builds a Server over a fresh store with opts and serves it.
+func start(t *testing.T, opts server.Options) (*httptest.Server, server.Options) {
+	t.Helper()
+	if opts.Store == nil {
+		opts.Store = openStore(t)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s, err := server.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return ts, opts
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// errorCode decodes the API error body, failing the test when the body is
+// not one.
+func (r response) errorCode(t *testing.T) string {
+	t.Helper()
+	var b struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if err := json.Unmarshal(r.body, &b); err != nil || b.Error.Code == "" || b.Error.Message == "" {
+		t.Fatalf("status %d: body %q is not an API error (%v)", r.status, r.body, err)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("error Content-Type %q", ct)
+	}
+	return b.Error.Code
+}
+
+func call(t *testing.T, method, url, token string, body io.Reader) response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{resp.StatusCode, resp.Header, b}
+}
+
+func TestHealthzAndMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	ts, _ := start(t, server.Options{Registerer: reg})
+	r := call(t, "GET", ts.URL+"/healthz", "", nil)
+	if r.status != 200 || strings.TrimSpace(string(r.body)) != `{"status":"ok"}` {
+		t.Fatalf("healthz: %d %q", r.status, r.body)
+	}
+	call(t, "GET", ts.URL+"/v1/no/such/route", "", nil)
+	m := call(t, "GET", ts.URL+"/metrics", "", nil)
+	if m.status != 200 {
+		t.Fatalf("metrics: %d", m.status)
+	}
+	for _, want := range []string{
+		`ebb_http_requests_total{code="200",route="GET /healthz"} 1`,
+		`ebb_http_requests_total{code="404",route="unmatched"} 1`,
+		`ebb_http_request_duration_seconds_bucket{code="200",route="GET /healthz",le=`,
+	} {
+		if !bytes.Contains(m.body, []byte(want)) {
+			t.Errorf("metrics lack %s:\n%s", want, m.body)
+		}
+	}
+}
+
+func TestMetricsWithoutGathererNotServed(t *testing.T) {
+	ts, _ := start(t, server.Options{})
+	if r := call(t, "GET", ts.URL+"/metrics", "", nil); r.status != 404 {
+		t.Fatalf("metrics without a gatherer: %d", r.status)
+	}
+}
+
+func TestNew(t *testing.T) {
+	if _, err := server.New(server.Options{}); err == nil {
+		t.Fatal("New without a store succeeded")
+	}
+	st := openStore(t)
+	reg := prometheus.NewRegistry()
+	if _, err := server.New(server.Options{Store: st, Registerer: reg}); err != nil {
+		t.Fatal(err)
+	}
+	// Two servers on one registry would export clashing series.
+	if _, err := server.New(server.Options{Store: st, Registerer: reg}); err == nil {
+		t.Fatal("second New on the same registry succeeded")
+	}
+	// A wiring mistake is an error from New, not a crash, and leaves the
+	// registry as it was.
+	reg2 := prometheus.NewRegistry()
+	dup := func(s *server.Server) {
+		s.Route("GET /v1/admin/tables", server.AdminResource, func(http.ResponseWriter, *http.Request) error { return nil })
+	}
+	if _, err := server.New(server.Options{Store: st, Registerer: reg2, Features: []server.Feature{dup}}); err == nil ||
+		!strings.Contains(err.Error(), "feature 0") {
+		t.Fatalf("duplicate route: %v", err)
+	}
+	if _, err := server.New(server.Options{Store: st, Registerer: reg2}); err != nil {
+		t.Fatalf("registry not left clean by a failed New: %v", err)
+	}
+}
+
+func TestUnmatchedRoutes(t *testing.T) {
+	ts, _ := start(t, server.Options{})
+	r := call(t, "GET", ts.URL+"/v1/nothing/here", "", nil)
+	if r.status != 404 || r.errorCode(t) != server.CodeNotFound {
+		t.Fatalf("unknown route: %d %s", r.status, r.body)
+	}
+	r = call(t, "DELETE", ts.URL+"/v1/admin/tables", "", nil)
+	if r.status != 405 || r.errorCode(t) != server.CodeMethodNotAllowed {
+		t.Fatalf("wrong method: %d %s", r.status, r.body)
+	}
+	if allow := r.header.Get("Allow"); !strings.Contains(allow, "GET") {
+		t.Fatalf("405 Allow header %q", allow)
+	}
+}
+
+// TestErrorMapping checks that each error a handler returns is answered
+// with the status and code of API.md "Conventions".
+func TestErrorMapping(t *testing.T) {
+	errNoShard := errors.New("timeseries: no shard")
+	cases := []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{fmt.Errorf("bad name: %w", store.ErrInvalid), 400, "invalid_argument"},
+		{&store.MutationError{Index: 3, Err: fmt.Errorf("%w: empty key", store.ErrInvalid)}, 400, "invalid_argument"},
+		{store.ErrNotFound, 404, "not_found"},
+		{fmt.Errorf("x: %w", store.ErrTableNotFound), 404, "not_found"},
+		{store.ErrConflict, 409, "conflict"},
+		{store.ErrTableExists, 409, "conflict"},
+		{store.ErrCapacityLimit, 409, "conflict"},
+		{store.ErrExpired, 422, "expired"},
+		{fmt.Errorf("w: %w", errNoShard), 422, "no_shard"},
+		{store.ErrTooLarge, 413, "too_large"},
+		{store.ErrThrottled, 503, "unavailable"},
+		{store.ErrUnavailable, 503, "unavailable"},
+		{store.ErrClosed, 503, "unavailable"},
+		{server.Errorf(418, "teapot", "short and stout"), 418, "teapot"},
+		{server.Errorf(http.StatusBadRequest, server.CodeInvalidArgument, "wrapped: %w", store.ErrNotFound), 400, "invalid_argument"},
+		{errors.New("disk on fire at /secret/path"), 500, "internal"},
+	}
+	feature := func(s *server.Server) {
+		s.MapError(errNoShard, http.StatusUnprocessableEntity, server.CodeNoShard)
+		for i, c := range cases {
+			s.Route(fmt.Sprintf("GET /v1/case/%d", i), server.AdminResource, func(http.ResponseWriter, *http.Request) error {
+				return c.err
+			})
+		}
+	}
+	ts, _ := start(t, server.Options{Features: []server.Feature{feature}})
+	for i, c := range cases {
+		r := call(t, "GET", fmt.Sprintf("%s/v1/case/%d", ts.URL, i), "", nil)
+		if r.status != c.status || r.errorCode(t) != c.code {
+			t.Errorf("%v: got %d %s, want %d %s", c.err, r.status, r.body, c.status, c.code)
+		}
+		if c.status == 500 && bytes.Contains(r.body, []byte("secret")) {
+			t.Errorf("internal error leaked its detail: %s", r.body)
+		}
+	}
+}
+
+func TestErrorIsStoreSentinel(t *testing.T) {
+	if err := server.Errorf(400, server.CodeInvalidArgument, "x"); !errors.Is(err, store.ErrInvalid) {
+		t.Error("invalid_argument error is not store.ErrInvalid")
+	}
+	if err := server.Errorf(409, server.CodeConflict, "x"); errors.Is(err, store.ErrInvalid) {
+		t.Error("conflict error is store.ErrInvalid")
+	}
+	base := errors.New("base")
+	if err := server.Errorf(500, server.CodeInternal, "ctx: %w", base); !errors.Is(err, base) {
+		t.Error("%w not reachable through Errorf")
+	}
+}
+
+func TestPanicIsRecovered(t *testing.T) {
+	var calls atomic.Int32
+	feature := func(s *server.Server) {
+		s.Route("GET /v1/boom", server.AdminResource, func(http.ResponseWriter, *http.Request) error {
+			calls.Add(1)
+			panic("boom")
+		})
+	}
+	ts, _ := start(t, server.Options{Features: []server.Feature{feature}})
+	for range 2 {
+		r := call(t, "GET", ts.URL+"/v1/boom", "", nil)
+		if r.status != 500 || r.errorCode(t) != server.CodeInternal {
+			t.Fatalf("panic: %d %s", r.status, r.body)
+		}
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("handler ran %d times", calls.Load())
+	}
+	if r := call(t, "GET", ts.URL+"/healthz", "", nil); r.status != 200 {
+		t.Fatalf("server unhealthy after a panic: %d", r.status)
+	}
+}
+
+// TestErrorAfterWrite checks that a handler failing after it has answered
+// is not answered twice.
+func TestErrorAfterWrite(t *testing.T) {
+	feature := func(s *server.Server) {
+		s.Route("GET /v1/late", server.AdminResource, func(w http.ResponseWriter, _ *http.Request) error {
+			if err := server.WriteJSON(w, http.StatusAccepted, map[string]int{"n": 1}); err != nil {
+				return err
+			}
+			return store.ErrUnavailable
+		})
+	}
+	ts, _ := start(t, server.Options{Features: []server.Feature{feature}})
+	r := call(t, "GET", ts.URL+"/v1/late", "", nil)
+	if r.status != http.StatusAccepted || strings.TrimSpace(string(r.body)) != `{"n":1}` {
+		t.Fatalf("got %d %q", r.status, r.body)
+	}
+}
+
+func TestServerAccessors(t *testing.T) {
+	st := openStore(t)
+	var got store.Store
+	feature := func(s *server.Server) {
+		got = s.Store()
+		if s.Logger() == nil || s.Now().IsZero() {
+			t.Error("nil logger or zero clock")
+		}
+	}
+	start(t, server.Options{Store: st, Features: []server.Feature{feature}})
+	if got != st {
+		t.Fatal("Feature did not see the server's store")
+	}
+}
