@@ -218,9 +218,12 @@ func DecodeClustering(spec *TableSpec, b []byte) ([]any, error) {
 }
 
 // KeyRange is a half-open range [Start, End) of encoded clustering keys; a
-// nil End means unbounded.
+// nil End means unbounded. Empty means the range holds no key at all (for
+// example, everything after the largest possible value); backends return an
+// empty page for it.
 type KeyRange struct {
 	Start, End []byte
+	Empty      bool
 }
 
 // ClusteringRange converts a query's bounds to a range of encoded
@@ -258,16 +261,16 @@ func ClusteringRange(spec *TableSpec, q *Query) (KeyRange, error) {
 	if first.Values != nil {
 		r.Start = firstEnc
 		if !first.Inclusive {
-			r.Start = keyenc.PrefixEnd(firstEnc)
+			// No key follows a prefix of all 0xFF bytes.
+			if r.Start = keyenc.PrefixEnd(firstEnc); r.Start == nil {
+				r.Empty = true
+			}
 		}
 	}
 	if last.Values != nil {
 		r.End = lastEnc
 		if last.Inclusive {
 			r.End = keyenc.PrefixEnd(lastEnc)
-		}
-		if r.End == nil {
-			r.End = nil // all 0xFF: unbounded above
 		}
 	}
 	if len(q.PageToken) > 0 {
@@ -285,6 +288,9 @@ func ClusteringRange(spec *TableSpec, q *Query) (KeyRange, error) {
 				r.Start = after
 			}
 		}
+	}
+	if r.End != nil && string(r.Start) >= string(r.End) {
+		r.Empty = true
 	}
 	return r, nil
 }

@@ -71,6 +71,9 @@ func (s *Store) Query(ctx context.Context, name string, q store.Query) (store.Pa
 	if err != nil {
 		return store.Page{}, err
 	}
+	if kr.Empty {
+		return store.Page{}, nil
+	}
 	base := rowKey(nil, t.prefix, pk, nil)
 	opts := &pebble.IterOptions{
 		LowerBound: append(append([]byte(nil), base...), kr.Start...),
@@ -183,7 +186,8 @@ func (s *Store) QueryIndex(ctx context.Context, name, index string, partition []
 }
 
 // Stats counts the rows physically present by scanning the table, so it is
-// exact; Bytes is Pebble's estimate of the table's disk usage.
+// exact; Bytes is the logical size of their keys and values (what the table
+// holds, before compression, wherever it currently sits: memtable or disk).
 func (s *Store) Stats(ctx context.Context, name string) (store.TableStats, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -206,14 +210,14 @@ func (s *Store) Stats(ctx context.Context, name string) (store.TableStats, error
 		if rest[0] == spaceRow {
 			st.Rows++
 		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return store.TableStats{}, err
+		}
+		st.Bytes += int64(len(it.Key()) + len(v))
 	}
 	if err := it.Error(); err != nil {
 		return store.TableStats{}, err
 	}
-	size, err := s.db.EstimateDiskUsage(t.prefix, end)
-	if err != nil {
-		return store.TableStats{}, err
-	}
-	st.Bytes = int64(size)
 	return st, nil
 }
