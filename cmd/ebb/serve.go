@@ -17,8 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/ebb-data/ebb/expiry"
 	"github.com/ebb-data/ebb/server"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/dynamo"
 	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 )
 
@@ -96,6 +98,17 @@ type serveEnv struct {
 //
 // A Store decorator goes first and replaces env.Store.
 func wireFeatures(ctx context.Context, env *serveEnv) error {
+	// Precise expiry decorates the store first, so every feature's writes
+	// carrying an expiry are indexed, and its sweeper deletes them.
+	exp, err := expiry.Wrap(ctx, env.Store, expiry.Options{
+		Now: env.Now, Logger: env.Logger, Registerer: env.Registerer,
+		SweepInterval: env.cfg.sweepInterval,
+	})
+	if err != nil {
+		return fmt.Errorf("expiry: %w", err)
+	}
+	env.Store = exp
+	env.Loops.Add("expiry sweeper", exp.Sweeper().Run)
 	return nil
 }
 
@@ -211,9 +224,27 @@ func openStore(cfg serveConfig, log *slog.Logger, reg prometheus.Registerer) (st
 		}
 		return st, "data " + cfg.data, nil
 
-	// The remote backends are wired here as they land: each opens its
-	// store from the flags above and registers its collector on reg.
-	case "dynamodb", "cql":
+	case "dynamodb":
+		o := dynamo.DefaultOptions()
+		o.Endpoint, o.Region, o.Logger = cfg.dynamoEndpoint, cfg.dynamoRegion, log
+		ctx, cancel := context.WithTimeout(context.Background(), o.Timeout+o.TableTimeout)
+		defer cancel()
+		st, err := dynamo.Open(ctx, o)
+		if err != nil {
+			return nil, "", fmt.Errorf("open DynamoDB backend: %w", err)
+		}
+		if err := reg.Register(st.Collector()); err != nil {
+			_ = st.Close()
+			return nil, "", fmt.Errorf("register dynamodb metrics: %w", err)
+		}
+		where := "endpoint " + cfg.dynamoEndpoint
+		if cfg.dynamoEndpoint == "" {
+			where = "region " + cfg.dynamoRegion
+		}
+		return st, where, nil
+
+	// The CQL backend (Cassandra, ScyllaDB, Keyspaces) is not built yet.
+	case "cql":
 		return nil, "", fmt.Errorf("backend %s is not available in this build", cfg.backend)
 	}
 	return nil, "", fmt.Errorf("unknown --backend %q: want pebble, dynamodb or cql", cfg.backend)

@@ -1,0 +1,117 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/aws/smithy-go"
+	"github.com/ebb-data/ebb/store"
+)
+
+// apiCode returns the DynamoDB error code of err ("" when err is not a
+// service error). Emulators answer with the full shape name
+// ("com.amazon.coral.service#UnknownOperationException"); the SDK keeps the
+// part after '#'.
+func apiCode(err error) string {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return ""
+	}
+	code := ae.ErrorCode()
+	if i := strings.LastIndexByte(code, '#'); i >= 0 {
+		code = code[i+1:]
+	}
+	return code
+}
+
+func isCode(err error, codes ...string) bool {
+	c := apiCode(err)
+	for _, want := range codes {
+		if c == want {
+			return true
+		}
+	}
+	return false
+}
+
+func isNotFound(err error) bool { return isCode(err, "ResourceNotFoundException") }
+func isInUse(err error) bool    { return isCode(err, "ResourceInUseException") }
+func isConditionFailed(err error) bool {
+	return isCode(err, "ConditionalCheckFailedException")
+}
+func isUnknownOperation(err error) bool {
+	return isCode(err, "UnknownOperationException") ||
+		// Some implementations answer an unsupported operation with a
+		// validation error naming it.
+		(isCode(err, "ValidationException") && strings.Contains(strings.ToLower(errMessage(err)), "unknown operation"))
+}
+
+func errMessage(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorMessage()
+	}
+	return err.Error()
+}
+
+// throttleCodes are the codes DynamoDB uses when it refuses for lack of
+// capacity or request rate; the SDK retries them, and what is left after
+// the bound surfaces as store.ErrThrottled.
+var throttleCodes = []string{
+	"ProvisionedThroughputExceededException", "ThrottlingException",
+	"RequestLimitExceeded", "LimitExceededException", "TransactionInProgressException",
+}
+
+// mapErr maps a DynamoDB or transport error onto the store sentinels, keeping
+// the original error in the chain. ctx is the operation's context: a deadline
+// it hit is reported as unavailability, a cancellation by the caller as is.
+func mapErr(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, s := range []error{store.ErrTableNotFound, store.ErrInvalid, store.ErrTooLarge,
+		store.ErrThrottled, store.ErrUnavailable, store.ErrNotFound, store.ErrCapacityLimit,
+		store.ErrTableExists, store.ErrClosed} {
+		if errors.Is(err, s) {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	code := apiCode(err)
+	switch {
+	case code == "ResourceNotFoundException":
+		return fmt.Errorf("%s: %w: %w", op, store.ErrTableNotFound, err)
+	case isCode(err, throttleCodes...):
+		return fmt.Errorf("%s: %w: %w", op, store.ErrThrottled, err)
+	case code == "ItemCollectionSizeLimitExceededException":
+		return fmt.Errorf("%s: %w: %w", op, store.ErrTooLarge, err)
+	case code == "ValidationException":
+		msg := strings.ToLower(errMessage(err))
+		if strings.Contains(msg, "size") || strings.Contains(msg, "too large") || strings.Contains(msg, "exceeded") {
+			return fmt.Errorf("%s: %w: %w", op, store.ErrTooLarge, err)
+		}
+		return fmt.Errorf("%s: %w: %w", op, store.ErrInvalid, err)
+	case code == "InternalServerError" || code == "ServiceUnavailable" || code == "InternalFailure":
+		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+	case code != "":
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	// No service answer: a transport failure or a timeout.
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		ctx.Err() != nil {
+		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+	}
+	// Anything else from the transport (a broken response, an exhausted
+	// retry budget) is treated as the backend being unreachable: retrying
+	// later is the right move for the caller.
+	return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+}

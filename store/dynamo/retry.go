@@ -1,0 +1,88 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/ebb-data/ebb/store"
+)
+
+// backoff is the retry policy for work the SDK cannot retry by itself
+// (BatchWriteItem's UnprocessedItems, transaction conflicts): exponential
+// with full jitter, capped, over a bounded number of attempts.
+type backoff struct {
+	base, cap time.Duration
+	attempts  int
+	// sleep waits for d or until ctx is done; tests replace it.
+	sleep func(ctx context.Context, d time.Duration) error
+	// jitter returns a value in [0, n); tests replace it.
+	jitter func(n int64) int64
+	// onRetry, if set, is called before each re-send.
+	onRetry func()
+}
+
+// delay is the wait before retry number attempt (1-based).
+func (b backoff) delay(attempt int) time.Duration {
+	d := b.base << min(attempt-1, 30)
+	if d <= 0 || d > b.cap {
+		d = b.cap
+	}
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(b.jitter(int64(d)) + 1)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func defaultJitter(n int64) int64 { return rand.Int64N(n) }
+
+// batchSender sends one BatchWriteItem request and returns what the service
+// left unprocessed.
+type batchSender func(ctx context.Context, reqs map[string][]types.WriteRequest) (map[string][]types.WriteRequest, error)
+
+// writeBatch sends reqs and re-sends the unprocessed part under the backoff
+// policy. When items are still unprocessed after the last attempt, it fails
+// with store.ErrThrottled: the service keeps refusing for lack of capacity.
+func (b backoff) writeBatch(ctx context.Context, send batchSender, reqs map[string][]types.WriteRequest) error {
+	for attempt := 1; ; attempt++ {
+		left, err := send(ctx, reqs)
+		if err != nil {
+			return err
+		}
+		n := countRequests(left)
+		if n == 0 {
+			return nil
+		}
+		if attempt >= b.attempts {
+			return fmt.Errorf("%w: %d writes still unprocessed after %d attempts", store.ErrThrottled, n, attempt)
+		}
+		if err := b.sleep(ctx, b.delay(attempt)); err != nil {
+			return err
+		}
+		if b.onRetry != nil {
+			b.onRetry()
+		}
+		reqs = left
+	}
+}
+
+func countRequests(reqs map[string][]types.WriteRequest) int {
+	n := 0
+	for _, r := range reqs {
+		n += len(r)
+	}
+	return n
+}
