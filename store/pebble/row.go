@@ -229,11 +229,22 @@ func (m *fragmentMerger) MergeNewer(value []byte) error {
 // Finish drops tombstones once the merge reaches the base of the key: there
 // is nothing older left for them to hide.
 func (m *fragmentMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
+	v, _, closer, err := m.DeletableFinish(includesBase)
+	return v, closer, err
+}
+
+// DeletableFinish also deletes the key when, with the base included, nothing
+// is left (tombstones for cells of a row that does not exist): such a key
+// must neither count as a row nor linger on disk.
+func (m *fragmentMerger) DeletableFinish(includesBase bool) ([]byte, bool, io.Closer, error) {
 	if includesBase {
 		m.acc.cells = slices.DeleteFunc(m.acc.cells, func(c rawCell) bool { return c.kind == kindTomb })
+		if !m.acc.hasMarker && len(m.acc.cells) == 0 {
+			return nil, true, nil, nil
+		}
 	}
 	slices.SortFunc(m.acc.cells, func(a, b rawCell) int { return int(a.col) - int(b.col) })
-	return encodeFragment(&m.acc), nil, nil
+	return encodeFragment(&m.acc), false, nil, nil
 }
 
 // liveAt reports whether an expiry (Unix ms, 0 = none) is still live at now.
