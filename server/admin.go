@@ -45,5 +45,11 @@ func (s *Server) adminTables(w http.ResponseWriter, r *http.Request) error {
 			Capacity: info.Capacity.Mode.String(),
 		})
 	}
-	return WriteJSON(w, http.StatusOK, map[string]any{"tables": out})
+	// Shared tables (tables.go): per logical table items and bytes, since
+	// many of them share one physical table above.
+	logical, err := s.logicalTableUsage(r.Context())
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, map[string]any{"tables": out, "logical_tables": logical})
 }

@@ -185,7 +185,8 @@ func (s TableSpec) Index(name string) (IndexSpec, bool) {
 }
 
 // CheckValue checks that v is a valid value of type t and returns it in
-// canonical form (timestamps truncated to the millisecond, in UTC).
+// canonical form (timestamps truncated to the millisecond, in UTC). A value
+// already canonical is returned as it was passed, without a new allocation.
 func CheckValue(t Type, v any) (any, error) {
 	switch t {
 	case TypeText:
@@ -196,34 +197,38 @@ func CheckValue(t Type, v any) (any, error) {
 		if !utf8.ValidString(s) {
 			return nil, fmt.Errorf("%w: text value is not valid UTF-8", ErrInvalid)
 		}
-		return s, nil
+		return v, nil
 	case TypeInt64:
-		if i, ok := v.(int64); ok {
-			return i, nil
+		if _, ok := v.(int64); ok {
+			return v, nil
 		}
 	case TypeTimestamp:
 		if ts, ok := v.(time.Time); ok {
+			if ts.Location() == time.UTC && ts.Nanosecond()%int(time.Millisecond) == 0 {
+				return v, nil
+			}
 			return time.UnixMilli(ts.UnixMilli()).UTC(), nil
 		}
 	case TypeBytes:
 		if b, ok := v.([]byte); ok {
 			if b == nil {
-				b = []byte{}
+				return []byte{}, nil
 			}
-			return b, nil
+			return v, nil
 		}
 	}
 	return nil, fmt.Errorf("%w: want %s, got %T", ErrInvalid, t, v)
 }
 
 // CheckKey checks a partition or clustering tuple against its columns and
-// returns it in canonical form. Empty text and bytes values are refused in
-// partition keys (nonEmpty).
+// returns it in canonical form; vals itself is returned when it is already
+// canonical. Empty text and bytes values are refused in partition keys
+// (nonEmpty).
 func CheckKey(cols []Column, vals []any, nonEmpty bool) ([]any, error) {
 	if len(vals) != len(cols) {
 		return nil, fmt.Errorf("%w: key has %d values, want %d (%s)", ErrInvalid, len(vals), len(cols), columnNames(cols))
 	}
-	out := make([]any, len(vals))
+	out := vals
 	for i, c := range cols {
 		v, err := CheckValue(c.Type, vals[i])
 		if err != nil {
@@ -237,9 +242,27 @@ func CheckKey(cols []Column, vals []any, nonEmpty bool) ([]any, error) {
 				return nil, fmt.Errorf("%w: key column %q: empty partition key", ErrInvalid, c.Name)
 			}
 		}
-		out[i] = v
+		if !sameValue(v, vals[i]) {
+			if &out[0] == &vals[0] {
+				out = slices.Clone(vals)
+			}
+			out[i] = v
+		}
 	}
 	return out, nil
+}
+
+// sameValue reports whether CheckValue returned its input unchanged.
+func sameValue(canonical, in any) bool {
+	switch c := canonical.(type) {
+	case time.Time:
+		t, ok := in.(time.Time)
+		return ok && t == c
+	case []byte:
+		b, ok := in.([]byte)
+		return ok && b != nil
+	}
+	return true
 }
 
 func columnNames(cols []Column) string {

@@ -18,10 +18,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ebb-data/ebb/expiry"
+	"github.com/ebb-data/ebb/lists"
+	"github.com/ebb-data/ebb/multitable"
 	"github.com/ebb-data/ebb/server"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/dynamo"
 	ebbpebble "github.com/ebb-data/ebb/store/pebble"
+	"github.com/ebb-data/ebb/timeseries"
 )
 
 // serveConfig is `ebb serve`'s flags (API.md "Server").
@@ -109,6 +112,36 @@ func wireFeatures(ctx context.Context, env *serveEnv) error {
 	}
 	env.Store = exp
 	env.Loops.Add("expiry sweeper", exp.Sweeper().Run)
+
+	// Time-sharded indexes and their shard manager loop.
+	indexes, err := timeseries.New(timeseries.Options{
+		Store: env.Store, Now: env.Now, Logger: env.Logger, Registerer: env.Registerer,
+		ReconcileInterval: env.cfg.reconcileInterval,
+	})
+	if err != nil {
+		return fmt.Errorf("indexes: %w", err)
+	}
+	env.Features = append(env.Features, server.Indexes(indexes))
+	env.Loops.Add("shard manager", func(ctx context.Context) { _ = indexes.Manager().Run(ctx) })
+
+	// Shared tables: logical tables multiplexed into one physical table.
+	tables, err := multitable.Open(ctx, env.Store, multitable.Options{
+		Now: env.Now, Logger: env.Logger, Registerer: env.Registerer,
+	})
+	if err != nil {
+		return fmt.Errorf("shared tables: %w", err)
+	}
+	env.Features = append(env.Features, server.Tables(tables))
+
+	// Feature-store lists, on the decorated store so that every item is
+	// physically deleted soon after it expires.
+	listSvc, err := lists.New(ctx, env.Store, lists.Options{
+		Now: env.Now, Logger: env.Logger, Registerer: env.Registerer,
+	})
+	if err != nil {
+		return fmt.Errorf("lists: %w", err)
+	}
+	env.Features = append(env.Features, server.Lists(listSvc))
 	return nil
 }
 

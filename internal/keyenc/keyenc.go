@@ -119,15 +119,25 @@ func DecodeTime(b []byte, desc bool) (time.Time, []byte, error) {
 
 // DecodeBytes decodes a byte string into a new slice and returns the rest.
 func DecodeBytes(b []byte, desc bool) ([]byte, []byte, error) {
+	n, err := decodedLen(b, desc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return AppendDecodedBytes(make([]byte, 0, n), b, desc)
+}
+
+// AppendDecodedBytes decodes a byte string from the front of b, appends it
+// to dst and returns dst and the rest of b. It lets hot read paths decode
+// into a buffer they reuse.
+func AppendDecodedBytes(dst, b []byte, desc bool) ([]byte, []byte, error) {
 	var flip byte
 	if desc {
 		flip = 0xFF
 	}
-	out := make([]byte, 0, len(b))
 	for i := 0; i < len(b); i++ {
 		c := b[i] ^ flip
 		if c != escape {
-			out = append(out, c)
+			dst = append(dst, c)
 			continue
 		}
 		if i+1 >= len(b) {
@@ -135,9 +145,9 @@ func DecodeBytes(b []byte, desc bool) ([]byte, []byte, error) {
 		}
 		switch b[i+1] ^ flip {
 		case terminator:
-			return out, b[i+2:], nil
+			return dst, b[i+2:], nil
 		case escapedNUL:
-			out = append(out, 0)
+			dst = append(dst, 0)
 			i++
 		default:
 			return nil, nil, ErrCorrupt
@@ -146,9 +156,38 @@ func DecodeBytes(b []byte, desc bool) ([]byte, []byte, error) {
 	return nil, nil, ErrCorrupt
 }
 
+// decodedLen is the length of the byte string encoded at the front of b.
+func decodedLen(b []byte, desc bool) (int, error) {
+	var flip byte
+	if desc {
+		flip = 0xFF
+	}
+	n := 0
+	for i := 0; i < len(b); i++ {
+		if b[i]^flip != escape {
+			n++
+			continue
+		}
+		if i+1 >= len(b) {
+			return 0, ErrCorrupt
+		}
+		switch b[i+1] ^ flip {
+		case terminator:
+			return n, nil
+		case escapedNUL:
+			n++
+			i++
+		default:
+			return 0, ErrCorrupt
+		}
+	}
+	return 0, ErrCorrupt
+}
+
 // DecodeString decodes a string.
 func DecodeString(b []byte, desc bool) (string, []byte, error) {
-	out, rest, err := DecodeBytes(b, desc)
+	var buf [64]byte
+	out, rest, err := AppendDecodedBytes(buf[:0], b, desc)
 	return string(out), rest, err
 }
 

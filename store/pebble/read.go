@@ -35,7 +35,8 @@ func (s *Store) Get(ctx context.Context, name string, partition, clustering []an
 	}
 	defer closer.Close()
 	var f fragment
-	vals, exp, ok, err := decodeRow(&t.Spec, v, s.now().UnixMilli(), &f)
+	var a arena
+	vals, exp, ok, err := decodeRow(&t.Spec, v, s.now().UnixMilli(), &f, &a)
 	if err != nil {
 		return store.Row{}, err
 	}
@@ -89,7 +90,9 @@ func (s *Store) Query(ctx context.Context, name string, q store.Query) (store.Pa
 	defer it.Close()
 	now := s.now().UnixMilli()
 	var page store.Page
+	page.Rows = make([]store.Row, 0, min(q.Limit, 128))
 	var f fragment
+	var a arena
 	valid, step := it.First, it.Next
 	if q.Reverse {
 		valid, step = it.Last, it.Prev
@@ -99,7 +102,7 @@ func (s *Store) Query(ctx context.Context, name string, q store.Query) (store.Pa
 		if err != nil {
 			return store.Page{}, err
 		}
-		vals, exp, live, err := decodeRow(&t.Spec, v, now, &f)
+		vals, exp, live, err := decodeRow(&t.Spec, v, now, &f, &a)
 		if err != nil {
 			return store.Page{}, err
 		}
@@ -112,7 +115,7 @@ func (s *Store) Query(ctx context.Context, name string, q store.Query) (store.Pa
 			page.NextPageToken = store.EncodeClustering(&t.Spec, last.Clustering)
 			break
 		}
-		ck, err := store.DecodeClustering(&t.Spec, it.Key()[len(base):])
+		ck, err := decodeClustering(&t.Spec, it.Key()[len(base):], &a)
 		if err != nil {
 			return store.Page{}, fmt.Errorf("query %s: %w", name, err)
 		}

@@ -252,23 +252,39 @@ func liveAt(exp uint64, now int64) bool { return exp == 0 || int64(exp) > now }
 
 // decodeRow turns a stored value into the row's Values and marker expiry at
 // time now; ok is false when nothing of the row is live.
-func decodeRow(spec *store.TableSpec, value []byte, now int64, f *fragment) (vals []any, markerExp uint64, ok bool, err error) {
+func decodeRow(spec *store.TableSpec, value []byte, now int64, f *fragment, a *arena) (vals []any, markerExp uint64, ok bool, err error) {
 	if err := decodeFragment(value, f); err != nil {
 		return nil, 0, false, err
 	}
 	ok = f.hasMarker && liveAt(f.markerExp, now)
-	vals = make([]any, len(spec.Values))
+	if !ok && !anyLiveCell(f, now) {
+		return nil, 0, false, nil
+	}
+	ok = true
+	vals = a.take(len(spec.Values))
 	for _, c := range f.cells {
 		if c.kind == kindTomb || !liveAt(c.exp, now) || c.col >= uint64(len(vals)) {
 			continue
 		}
-		ok = true
-		vals[c.col] = decodeValue(spec.Values[c.col].Type, c.payload)
+		if spec.Values[c.col].Type == store.TypeBytes {
+			vals[c.col] = a.copyBytes(c.payload)
+		} else {
+			vals[c.col] = decodeValue(spec.Values[c.col].Type, c.payload)
+		}
 	}
 	if f.hasMarker {
 		markerExp = f.markerExp
 	}
 	return vals, markerExp, ok, nil
+}
+
+func anyLiveCell(f *fragment, now int64) bool {
+	for _, c := range f.cells {
+		if c.kind != kindTomb && liveAt(c.exp, now) {
+			return true
+		}
+	}
+	return false
 }
 
 func decodeValue(t store.Type, p []byte) any {

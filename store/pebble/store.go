@@ -293,7 +293,9 @@ func (s *Store) excise(t *table) error {
 	if err := s.db.Excise(context.Background(), span); err != nil {
 		return fmt.Errorf("drop %s: excise: %w", t.Spec.Name, err)
 	}
-	if err := s.db.Delete(catalogKey(t.Spec.Name), pebble.Sync); err != nil {
+	// Unsynced: if this delete is lost in a crash, the entry still says
+	// Dropping and the next Open excises the (already empty) range again.
+	if err := s.db.Delete(catalogKey(t.Spec.Name), pebble.NoSync); err != nil {
 		return fmt.Errorf("drop %s: %w", t.Spec.Name, err)
 	}
 	return nil

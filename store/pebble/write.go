@@ -151,15 +151,7 @@ func (s *Store) deleteRow(b *pebble.Batch, t *table, r *store.ResolvedMutation, 
 }
 
 func fragmentLive(f *fragment, now int64) bool {
-	if f.hasMarker && liveAt(f.markerExp, now) {
-		return true
-	}
-	for _, c := range f.cells {
-		if c.kind != kindTomb && liveAt(c.exp, now) {
-			return true
-		}
-	}
-	return false
+	return (f.hasMarker && liveAt(f.markerExp, now)) || anyLiveCell(f, now)
 }
 
 // DeletePartition removes a partition's rows and index entries with one

@@ -1,0 +1,317 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ebb-data/ebb/shardmgr"
+	"github.com/ebb-data/ebb/store"
+	ebbpebble "github.com/ebb-data/ebb/store/pebble"
+	"github.com/ebb-data/ebb/timeseries"
+)
+
+func init() { commands = append(commands, newBenchCmd) }
+
+// benchConfig is `ebb bench`'s flags.
+type benchConfig struct {
+	events     int
+	batch      int
+	payload    int
+	ids        int
+	queries    int
+	limit      int
+	expireRows int
+	dir        string
+	sync       bool
+	asJSON     bool
+}
+
+// benchResult is one measured phase.
+type benchResult struct {
+	Phase     string  `json:"phase"`
+	Ops       int     `json:"ops"`
+	Unit      string  `json:"unit"`
+	Seconds   float64 `json:"seconds"`
+	NsPerOp   float64 `json:"ns_per_op"`
+	PerSecond float64 `json:"per_second"`
+	P50Ns     float64 `json:"p50_ns,omitempty"`
+	P99Ns     float64 `json:"p99_ns,omitempty"`
+}
+
+type benchReport struct {
+	Backend string        `json:"backend"`
+	Synced  bool          `json:"synced"`
+	Results []benchResult `json:"results"`
+	// DropSpeedup is how many times cheaper dropping a shard was than
+	// deleting its rows one by one (what a per-row TTL costs).
+	DropSpeedup float64 `json:"drop_speedup"`
+}
+
+func newBenchCmd(*client) *cobra.Command {
+	var cfg benchConfig
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure ingest, query and expiry on the embedded backend",
+		Long: `Measure the time-sharded index on the embedded Pebble backend, in a
+temporary directory (or --dir): ingest events in batches, query pages of
+events, and expire a shard by dropping it against deleting the same rows one
+by one (what a per-row TTL costs). Prints a table, or JSON with --json. No
+server is needed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBench(cmd.Context(), cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&cfg.events, "events", 100_000, "events to ingest")
+	f.IntVar(&cfg.batch, "batch", 1000, "events per write (1..10000)")
+	f.IntVar(&cfg.payload, "payload", 100, "payload bytes per event")
+	f.IntVar(&cfg.ids, "index-ids", 100, "distinct index ids the events are spread over")
+	f.IntVar(&cfg.queries, "queries", 1000, "queries to run")
+	f.IntVar(&cfg.limit, "limit", 100, "events per query (1..10000)")
+	f.IntVar(&cfg.expireRows, "expire-rows", 100_000, "rows in the shard expired by drop and by row deletes")
+	f.StringVar(&cfg.dir, "dir", "", "directory for the store (default: a temporary one, removed afterwards)")
+	f.BoolVar(&cfg.sync, "sync", false, "sync every write to disk (the server's default); without it the figures show CPU cost rather than fsync latency")
+	f.BoolVar(&cfg.asJSON, "json", false, "print the results as JSON")
+	return cmd
+}
+
+func (c benchConfig) validate() error {
+	switch {
+	case c.events < 1, c.queries < 1, c.expireRows < 1, c.ids < 1, c.payload < 0:
+		return errors.New("--events, --queries, --expire-rows and --index-ids must be positive, --payload not negative")
+	case c.batch < 1 || c.batch > timeseries.MaxBatch:
+		return fmt.Errorf("--batch %d: want 1..%d", c.batch, timeseries.MaxBatch)
+	case c.limit < 1 || c.limit > store.MaxLimit:
+		return fmt.Errorf("--limit %d: want 1..%d", c.limit, store.MaxLimit)
+	}
+	return nil
+}
+
+// The bench index: daily shards, hourly partitions, 30 days' retention.
+var benchIndex = timeseries.Config{Name: "bench", TableBucket: 24 * time.Hour, PartitionBucket: time.Hour, Retention: 30 * 24 * time.Hour, Runway: 2}
+
+func runBench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	dir := cfg.dir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "ebb-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	st, err := ebbpebble.Open(dir, ebbpebble.Options{NoSync: !cfg.sync})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	svc, err := timeseries.New(timeseries.Options{Store: st})
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	if _, _, err := svc.Create(ctx, benchIndex); err != nil {
+		return err
+	}
+	bar := newProgress(stderr)
+	rep := benchReport{Backend: st.Capabilities().Backend, Synced: cfg.sync}
+
+	// Ingest: events over the last 20 hours, in batches.
+	now := time.Now()
+	payload := []byte(strings.Repeat("x", cfg.payload))
+	rng := rand.New(rand.NewPCG(1, 2))
+	batch := make([]timeseries.Event, 0, cfg.batch)
+	start := time.Now()
+	for i := 0; i < cfg.events; i += len(batch) {
+		batch = batch[:0]
+		for j := i; j < min(i+cfg.batch, cfg.events); j++ {
+			batch = append(batch, timeseries.Event{
+				IndexID:   fmt.Sprintf("id-%d", j%cfg.ids),
+				EventID:   fmt.Sprintf("event-%09d", j),
+				Timestamp: now.Add(-time.Duration(rng.Int64N(int64(20 * time.Hour)))),
+				Payload:   payload,
+			})
+		}
+		if _, err := svc.Put(ctx, benchIndex.Name, batch); err != nil {
+			return fmt.Errorf("ingest: %w", err)
+		}
+		bar.update("ingest", i+len(batch), cfg.events)
+	}
+	rep.Results = append(rep.Results, result("ingest", cfg.events, "events", time.Since(start), nil))
+
+	// Query: pages of the newest events of random index ids.
+	lat := make([]time.Duration, 0, cfg.queries)
+	start = time.Now()
+	for i := range cfg.queries {
+		t0 := time.Now()
+		_, err := svc.Query(ctx, benchIndex.Name, timeseries.Query{
+			IndexID: fmt.Sprintf("id-%d", rng.IntN(cfg.ids)), From: now.Add(-24 * time.Hour), To: now.Add(time.Hour), Desc: true, Limit: cfg.limit,
+		})
+		if err != nil {
+			return fmt.Errorf("query: %w", err)
+		}
+		lat = append(lat, time.Since(t0))
+		bar.update("query", i+1, cfg.queries)
+	}
+	rep.Results = append(rep.Results, result("query", cfg.queries, "queries", time.Since(start), lat))
+
+	// Expire: fill two past shards with the same rows; drop one, delete the
+	// other's rows one by one.
+	drop, err := fillShard(ctx, svc, now.Add(-10*24*time.Hour), cfg, payload, bar)
+	if err != nil {
+		return err
+	}
+	del, err := fillShard(ctx, svc, now.Add(-11*24*time.Hour), cfg, payload, bar)
+	if err != nil {
+		return err
+	}
+	// A shard expires weeks after its rows were written, long after they
+	// left the memtable for sstables.
+	if err := st.DB().Flush(); err != nil {
+		return err
+	}
+	start = time.Now()
+	if err := st.DropTable(ctx, drop.table); err != nil {
+		return fmt.Errorf("expire by drop: %w", err)
+	}
+	dropTime := time.Since(start)
+	rep.Results = append(rep.Results, result("expire: drop shard", cfg.expireRows, "rows", dropTime, nil))
+	start = time.Now()
+	for i, e := range del.events {
+		m := store.Mutation{Kind: store.DeleteRow, Partition: []any{e.IndexID, e.Timestamp.UnixMilli() / benchIndex.PartitionBucket.Milliseconds()},
+			Clustering: []any{e.Timestamp, e.EventID}}
+		if err := st.Write(ctx, del.table, []store.Mutation{m}); err != nil {
+			return fmt.Errorf("expire by row deletes: %w", err)
+		}
+		bar.update("expire: row deletes", i+1, len(del.events))
+	}
+	delTime := time.Since(start)
+	rep.Results = append(rep.Results, result("expire: row deletes", cfg.expireRows, "rows", delTime, nil))
+	rep.DropSpeedup = delTime.Seconds() / max(dropTime.Seconds(), 1e-9)
+	bar.done()
+
+	if cfg.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printBench(stdout, rep)
+	return nil
+}
+
+type filledShard struct {
+	table  string
+	events []timeseries.Event
+}
+
+// fillShard writes cfg.expireRows events into the shard holding day.
+func fillShard(ctx context.Context, svc *timeseries.Service, day time.Time, cfg benchConfig, payload []byte, bar *progress) (filledShard, error) {
+	startOfDay := shardmgr.BucketStart(day, benchIndex.TableBucket)
+	out := filledShard{table: shardmgr.ShardName(benchIndex.Name, startOfDay)}
+	step := benchIndex.TableBucket / time.Duration(cfg.expireRows+1)
+	for i := range cfg.expireRows {
+		out.events = append(out.events, timeseries.Event{
+			IndexID:   fmt.Sprintf("id-%d", i%cfg.ids),
+			EventID:   fmt.Sprintf("old-%09d", i),
+			Timestamp: startOfDay.Add(time.Duration(i+1) * step).Truncate(time.Millisecond),
+			Payload:   payload,
+		})
+	}
+	for i := 0; i < len(out.events); i += timeseries.MaxBatch {
+		if _, err := svc.Put(ctx, benchIndex.Name, out.events[i:min(i+timeseries.MaxBatch, len(out.events))]); err != nil {
+			return out, fmt.Errorf("fill %s: %w", out.table, err)
+		}
+		bar.update("expire: fill "+out.table, min(i+timeseries.MaxBatch, len(out.events)), len(out.events))
+	}
+	return out, nil
+}
+
+func result(phase string, ops int, unit string, d time.Duration, lat []time.Duration) benchResult {
+	r := benchResult{Phase: phase, Ops: ops, Unit: unit, Seconds: d.Seconds(),
+		NsPerOp: float64(d.Nanoseconds()) / float64(ops), PerSecond: float64(ops) / max(d.Seconds(), 1e-9)}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		r.P50Ns = float64(lat[len(lat)/2].Nanoseconds())
+		r.P99Ns = float64(lat[min(len(lat)-1, len(lat)*99/100)].Nanoseconds())
+	}
+	return r
+}
+
+func printBench(w io.Writer, rep benchReport) {
+	sync := "without sync"
+	if rep.Synced {
+		sync = "every write synced"
+	}
+	fmt.Fprintf(w, "ebb bench: backend %s, %s\n\n", rep.Backend, sync)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PHASE\tOPS\tTOTAL\tPER OP\tPER SECOND\tP50\tP99")
+	for _, r := range rep.Results {
+		p50, p99 := "-", "-"
+		if r.P50Ns > 0 {
+			p50, p99 = fmtNs(r.P50Ns), fmtNs(r.P99Ns)
+		}
+		fmt.Fprintf(tw, "%s\t%d %s\t%s\t%s\t%.0f\t%s\t%s\n", r.Phase, r.Ops, r.Unit,
+			time.Duration(r.Seconds*float64(time.Second)).Round(time.Microsecond), fmtNs(r.NsPerOp), r.PerSecond, p50, p99)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nDropping a shard expired its rows %.0fx faster than deleting them one by one.\n", rep.DropSpeedup)
+}
+
+func fmtNs(ns float64) string {
+	return time.Duration(ns).Round(10 * time.Nanosecond).String()
+}
+
+// progress draws a one-line progress bar on stderr, only when stderr is a
+// terminal: in a pipe or a log file it would be noise.
+type progress struct {
+	w       io.Writer
+	on      bool
+	lastPct int
+	phase   string
+}
+
+func newProgress(w io.Writer) *progress {
+	f, ok := w.(*os.File)
+	on := false
+	if ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			on = true
+		}
+	}
+	return &progress{w: w, on: on, lastPct: -1}
+}
+
+func (p *progress) update(phase string, done, total int) {
+	if !p.on {
+		return
+	}
+	pct := done * 100 / max(total, 1)
+	if pct == p.lastPct && phase == p.phase {
+		return
+	}
+	p.lastPct, p.phase = pct, phase
+	const width = 30
+	filled := pct * width / 100
+	fmt.Fprintf(p.w, "\r\033[K%-40s [%s%s] %3d%%", phase, strings.Repeat("#", filled), strings.Repeat(" ", width-filled), pct)
+}
+
+func (p *progress) done() {
+	if p.on {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ebb-data/ebb/lists"
+	"github.com/ebb-data/ebb/server"
+	ebbpebble "github.com/ebb-data/ebb/store/pebble"
+)
+
+// listsAPIServer serves the lists API over a Pebble store.
+func listsAPIServer(t *testing.T) string {
+	t.Helper()
+	st, err := ebbpebble.Open(t.TempDir(), ebbpebble.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	svc, err := lists.New(context.Background(), st, lists.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := server.New(server.Options{Store: st, Features: []server.Feature{server.Lists(svc)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// ebbRun runs the CLI against url and returns its exit code and output.
+func ebbRun(url string, args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	code := run(append([]string{"--server", url}, args...), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestListsCommands(t *testing.T) {
+	url := listsAPIServer(t)
+	ok := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := ebbRun(url, args...)
+		if code != 0 {
+			t.Fatalf("ebb %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+		}
+		return out
+	}
+	fails := func(want string, args ...string) {
+		t.Helper()
+		code, _, errOut := ebbRun(url, args...)
+		if code == 0 || !strings.Contains(errOut, want) {
+			t.Fatalf("ebb %s: exit %d, stderr %q; want a failure saying %q", strings.Join(args, " "), code, errOut, want)
+		}
+	}
+	// Names with '/', '#' and '|' travel escaped.
+	list := []string{"user/kind", "stories#1", "_", "id|42"}
+	ok("lists", "create-feature", list[0], list[1], "", "--ttl", "720h")
+	fails("conflict", "lists", "create-feature", list[0], list[1], "_", "--ttl", "1h")
+
+	now := time.Now().UTC()
+	ts := now.Add(-time.Minute).Format(time.RFC3339)
+	if out := ok(append([]string{"lists", "add"}, append(list, "--timestamp", ts, "story-1", "story-2")...)...); out != "written 2, skipped (expired) 0\n" {
+		t.Fatalf("add printed %q", out)
+	}
+	newer := now.Format(time.RFC3339)
+	ok(append([]string{"lists", "add"}, append(list, "--timestamp", newer, "--base64", "AAE=")...)...)
+	ok(append([]string{"lists", "add"}, append(list, "--timestamp", "2000-01-01T00:00:00Z", "ancient")...)...)
+
+	out := ok(append([]string{"lists", "get"}, list...)...)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || lines[0] != newer+"\t"+`"\x00\x01"` || !strings.HasSuffix(lines[1], "\tstory-2") && !strings.HasSuffix(lines[1], "\tstory-1") {
+		t.Fatalf("get printed %q", out)
+	}
+	if out := ok(append([]string{"lists", "get", "--limit", "1", "--base64"}, list...)...); out != newer+"\tAAE=\n" {
+		t.Fatalf("get --limit 1 --base64 printed %q", out)
+	}
+	if out := ok(append([]string{"lists", "get", "--min-timestamp", newer, "--json"}, list...)...); !strings.Contains(out, `"value":"AAE="`) || strings.Contains(out, "c3Rvcnk") {
+		t.Fatalf("get --min-timestamp --json printed %q", out)
+	}
+
+	fails("--value VALUE", append([]string{"lists", "rm"}, list...)...)
+	ok(append([]string{"lists", "rm", "--value", "story-1"}, list...)...)
+	if out := ok(append([]string{"lists", "get"}, list...)...); strings.Contains(out, "story-1") || !strings.Contains(out, "story-2") {
+		t.Fatalf("after rm --value: %q", out)
+	}
+	ok(append([]string{"lists", "rm", "--all"}, list...)...)
+	if out := ok(append([]string{"lists", "get"}, list...)...); out != "" {
+		t.Fatalf("after rm --all: %q", out)
+	}
+
+	ok("lists", "delete-feature", list[0], list[1], "_")
+	fails("not_found", append([]string{"lists", "get"}, list...)...)
+	var ae *apiError
+	err := (&client{server: url}).do("GET", listItemsPath(list), nil, nil)
+	if !errors.As(err, &ae) || ae.Status != 404 {
+		t.Fatalf("get after delete-feature: %v", err)
+	}
+}

@@ -1,0 +1,49 @@
+// Package expiry physically deletes rows soon after they expire, on every
+// backend.
+//
+// Read-resolved expiry (package store) already hides an expired row, but
+// the row still costs storage until something removes it, and native TTLs
+// are slow: DynamoDB deletes "within a few days", Keyspaces "within 10
+// days". This package removes such rows within seconds. It has two parts.
+//
+// # The decorator
+//
+// Wrap returns a store.Store that, for every upsert carrying an expiry (its
+// own, a cell's, or the table's default TTL), first records an entry in the
+// expiry index table IndexTable and then writes the row. Entries are keyed
+//
+//	partition  (window, shard)            window = start of the Window the entry is due in
+//	clustering (due, table, id)           id = hash of the row's encoded key
+//	values     (pk, ck, expires_at)       the row's encoded keys and its expiry
+//
+// so that one sweep of a window reads Shards small partitions rather than
+// one hot one. The index entry is written before the row: a crash in between
+// leaves an entry for a row that does not exist, which the sweeper removes
+// at no harm, rather than a row nobody will ever delete.
+//
+// An entry's due time is its expiry, but never earlier than Grace after the
+// write started. The sweeper therefore never looks for an entry before the
+// row it points at has landed, and a window it has finished can no longer
+// receive entries (writes slower than Grace re-index themselves).
+//
+// # The sweeper
+//
+// The Sweeper keeps a durable watermark in store.MetaTable (kind "sweeper"):
+// the start of the first window not yet completely swept. Each pass sweeps
+// every window from the watermark up to the one containing now (the current
+// window only up to now), then advances the watermark past the windows it
+// finished. A sweeper that was down for an hour catches up on restart; a
+// tick cadence that is not a multiple of the window misses nothing.
+//
+// Rows are removed with store.DeleteIfExpired, which the backend applies
+// only if the row has no live content at that moment, so a row whose expiry
+// was extended or removed after it was indexed survives (the extension wrote
+// its own entry); the stale entry is then deleted. Deletes go out in batches
+// of the backend's preferred size, grouped by table, retried with
+// exponential backoff on store.ErrThrottled and store.ErrUnavailable, and
+// optionally paced to MaxDeletesPerSecond.
+//
+// Tables can be left out with Options.Exclude (time-sharded index shards
+// expire by dropping whole tables); IndexTable and store.MetaTable are never
+// indexed.
+package expiry

@@ -1,0 +1,26 @@
+package expiry
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/dynamo/dynamotest"
+)
+
+// TestDynamo runs the expiry suite on the DynamoDB backend at
+// EBB_DYNAMODB_ENDPOINT (dynalite under `make test`). It fails, never skips,
+// when no endpoint is configured. Counts are scaled to an emulator: 2,000
+// rows expire in the same second (100,000 on the embedded backend), and the
+// downtime caught up on is 10 minutes of 5 s windows over 4 shards, since
+// every window costs one query per shard.
+func TestDynamo(t *testing.T) {
+	dynamotest.Require(t)
+	runSuite(t, func(t testing.TB, now func() time.Time) store.Store {
+		return dynamotest.New(t, now)
+	}, suiteConfig{
+		massRows: 2000,
+		downtime: 10 * time.Minute,
+		catchUp:  Options{Window: 5 * time.Second, Shards: 4},
+	})
+}

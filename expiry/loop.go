@@ -1,0 +1,178 @@
+package expiry
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// maxLoopBackoff caps the pause after consecutive failed passes.
+const maxLoopBackoff = time.Minute
+
+// Run sweeps until ctx is done: one pass at once (catching up on anything
+// missed while no sweeper ran), then one every SweepInterval and whenever
+// Trigger is called. A failed pass is logged, counted and tried again after
+// an exponential backoff. A pass in progress when ctx is done is
+// interrupted and keeps the progress it made. The caller owns the
+// goroutine; Start is the alternative where the Sweeper owns it.
+func (sw *Sweeper) Run(ctx context.Context) {
+	interval := sw.s.opts.SweepInterval
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	failures := 0
+	for {
+		if err := sw.tick(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			backoff := min(interval<<min(failures, 16), maxLoopBackoff)
+			sw.log.Warn("sweep failed; backing off", "err", err, "failures", failures, "backoff", backoff)
+			if sleep(ctx, backoff) != nil {
+				return
+			}
+			continue
+		}
+		failures = 0
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-sw.trigger:
+		}
+	}
+}
+
+// Start runs Run in a goroutine the Sweeper owns, until Close. Start after
+// Close, or a second Start, does nothing.
+func (sw *Sweeper) Start() {
+	sw.loop.Lock()
+	defer sw.loop.Unlock()
+	if sw.started || sw.closed {
+		return
+	}
+	sw.started = true
+	ctx, cancel := context.WithCancel(context.Background())
+	sw.cancel = cancel
+	go func() {
+		defer close(sw.done)
+		sw.Run(ctx)
+	}()
+}
+
+// Trigger asks a running loop for a pass now. It never blocks.
+func (sw *Sweeper) Trigger() {
+	select {
+	case sw.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops the loop Start started and waits for it. It is safe to call
+// more than once.
+func (sw *Sweeper) Close() {
+	sw.loop.Lock()
+	sw.closed = true
+	started, cancel := sw.started, sw.cancel
+	sw.loop.Unlock()
+	if started {
+		cancel()
+		<-sw.done
+	}
+}
+
+func (sw *Sweeper) tick(ctx context.Context) error {
+	res, err := sw.SweepOnce(ctx, sw.s.opts.Now())
+	if err != nil {
+		sw.s.m.sweeps.WithLabelValues("error").Inc()
+	} else {
+		sw.s.m.sweeps.WithLabelValues("ok").Inc()
+	}
+	if res.Entries > 0 || res.Windows > 1 {
+		sw.log.Debug("swept", "windows", res.Windows, "entries", res.Entries,
+			"deleted", res.Deleted, "dropped", res.Dropped, "watermark", res.Watermark)
+	}
+	return err
+}
+
+// Retries of one backend call on throttling or unavailability.
+const (
+	retryBase     = 50 * time.Millisecond
+	retryMax      = 5 * time.Second
+	retryAttempts = 8
+)
+
+// retry calls f until it succeeds, fails with an error that retrying
+// cannot fix, or has been tried retryAttempts times, waiting an
+// exponentially growing, jittered delay between tries.
+func (sw *Sweeper) retry(ctx context.Context, f func() error) error {
+	delay := sw.retryBase
+	for attempt := 1; ; attempt++ {
+		err := f()
+		if err == nil || attempt == sw.retryAttempts ||
+			!(errors.Is(err, store.ErrThrottled) || errors.Is(err, store.ErrUnavailable)) {
+			return err
+		}
+		sw.s.m.retries.Inc()
+		if err := sleep(ctx, delay/2+rand.N(delay/2+1)); err != nil {
+			return err
+		}
+		delay = min(2*delay, sw.retryMax)
+	}
+}
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// pacer spaces deletes so that they average at most rate per second. The
+// first batch goes at once; each batch pushes the next one back by its
+// size over the rate.
+type pacer struct {
+	rate float64
+	now  func() time.Time
+
+	mu   sync.Mutex
+	next time.Time
+}
+
+// newPacer returns nil, which never waits, for a zero rate. now must be
+// the clock the waiting timers run on (time.Now, which is fake inside a
+// synctest bubble), not Options.Now, which a test may hold still.
+func newPacer(rate float64, now func() time.Time) *pacer {
+	if rate <= 0 {
+		return nil
+	}
+	return &pacer{rate: rate, now: now}
+}
+
+// wait blocks until n more deletes may go.
+func (p *pacer) wait(ctx context.Context, n int) error {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	now := p.now()
+	if p.next.Before(now) {
+		p.next = now
+	}
+	at := p.next
+	p.next = p.next.Add(time.Duration(float64(n) / p.rate * float64(time.Second)))
+	p.mu.Unlock()
+	if d := at.Sub(now); d > 0 {
+		return sleep(ctx, d)
+	}
+	return nil
+}

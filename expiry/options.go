@@ -1,0 +1,145 @@
+package expiry
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// Options configures Wrap. The zero value of every field selects its
+// default; DefaultOptions lists them.
+type Options struct {
+	// Window is the width of one expiry window, the unit by which the
+	// sweeper's watermark advances. Whole milliseconds, at least 1 ms.
+	// Default 1s. It is recorded with the watermark: reopening an index
+	// with a different Window (or Shards) is refused, because entries
+	// already written could no longer be found.
+	Window time.Duration
+	// Shards is how many index partitions one window is spread over, so
+	// that no window is a hot partition. 1..1024, default 16.
+	Shards int
+	// Grace bounds how long a Write takes from reading the clock to the row
+	// landing. No row is swept sooner than Grace after its write started,
+	// and a Write that took longer re-indexes its rows. Default 1s.
+	Grace time.Duration
+	// Now is the clock. It must be the clock the wrapped Store resolves
+	// expiry with, since a physical delete is conditional on the backend
+	// agreeing that the row has expired. Nil means time.Now.
+	Now func() time.Time
+	// Logger receives sweep summaries and errors. Nil discards.
+	Logger *slog.Logger
+	// Registerer receives the metrics. Nil registers nothing.
+	Registerer prometheus.Registerer
+	// SweepInterval is the sweeper loop's tick. Default 1s.
+	SweepInterval time.Duration
+	// MaxDeletesPerSecond paces physical deletes so that a mass expiry does
+	// not starve foreground traffic. Zero means unlimited.
+	MaxDeletesPerSecond float64
+	// BatchSize is the number of deletes per Write. Default
+	// Capabilities().DeleteBatch of the wrapped Store, or 100.
+	BatchSize int
+	// Parallelism is how many index partitions of one window are swept at
+	// once. Default 4.
+	Parallelism int
+	// Exclude, if set, reports tables whose writes are not indexed (for
+	// example time-sharded index shards, which expire by drop).
+	Exclude func(table string) bool
+	// SpecTTL is how long a table's cached spec is trusted before it is
+	// read again (another process may drop and re-create the table).
+	// Default 1 minute.
+	SpecTTL time.Duration
+}
+
+// DefaultOptions returns the defaults that Wrap applies to zero fields
+// (BatchSize and Now excepted: they depend on the wrapped Store and the
+// environment).
+func DefaultOptions() Options {
+	return Options{
+		Window:        time.Second,
+		Shards:        16,
+		Grace:         time.Second,
+		SweepInterval: time.Second,
+		Parallelism:   4,
+		SpecTTL:       time.Minute,
+	}
+}
+
+// maxShards bounds Shards: every pass reads Shards partitions per window.
+const maxShards = 1024
+
+// Validate checks the options (after defaults are applied to zero fields)
+// and returns an error wrapping store.ErrInvalid.
+func (o Options) Validate() error {
+	o = o.withDefaults(0)
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: expiry: %s", store.ErrInvalid, fmt.Sprintf(format, args...)))
+	}
+	if o.Window < time.Millisecond || o.Window%time.Millisecond != 0 {
+		bad("window %s must be a positive whole number of milliseconds", o.Window)
+	}
+	if o.Shards < 1 || o.Shards > maxShards {
+		bad("shards %d outside 1..%d", o.Shards, maxShards)
+	}
+	if o.Grace < 0 {
+		bad("negative grace %s", o.Grace)
+	}
+	if o.SweepInterval < 0 {
+		bad("negative sweep interval %s", o.SweepInterval)
+	}
+	if o.MaxDeletesPerSecond < 0 {
+		bad("negative max deletes per second %g", o.MaxDeletesPerSecond)
+	}
+	if o.BatchSize < 0 {
+		bad("negative batch size %d", o.BatchSize)
+	}
+	if o.Parallelism < 0 {
+		bad("negative parallelism %d", o.Parallelism)
+	}
+	if o.SpecTTL < 0 {
+		bad("negative spec TTL %s", o.SpecTTL)
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults fills zero fields. deleteBatch is the wrapped Store's
+// preferred delete batch (0 if unknown).
+func (o Options) withDefaults(deleteBatch int) Options {
+	d := DefaultOptions()
+	if o.Window == 0 {
+		o.Window = d.Window
+	}
+	if o.Shards == 0 {
+		o.Shards = d.Shards
+	}
+	if o.Grace == 0 {
+		o.Grace = d.Grace
+	}
+	if o.SweepInterval == 0 {
+		o.SweepInterval = d.SweepInterval
+	}
+	if o.Parallelism == 0 {
+		o.Parallelism = d.Parallelism
+	}
+	if o.SpecTTL == 0 {
+		o.SpecTTL = d.SpecTTL
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = deleteBatch
+		if o.BatchSize <= 0 {
+			o.BatchSize = 100
+		}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}

@@ -1,0 +1,342 @@
+package expiry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// Sweeper physically deletes the rows its Store indexed, once they expire.
+// SweepOnce runs one pass; Start runs passes in the background until
+// Close. It is safe for concurrent use; passes are serialised. Several
+// processes may sweep the same backend: deletes are conditional and
+// idempotent, so the only cost is duplicated work.
+type Sweeper struct {
+	s     *Store
+	inner store.Store
+	meta  store.Meta
+	log   *slog.Logger
+	pace  *pacer
+
+	pass sync.Mutex // one pass at a time
+
+	// Retries of one backend call (constants; tests shorten them).
+	retryBase, retryMax time.Duration
+	retryAttempts       int
+
+	loop    sync.Mutex // guards started, closed, cancel
+	started bool
+	closed  bool
+	cancel  context.CancelFunc
+	trigger chan struct{}
+	done    chan struct{}
+}
+
+func newSweeper(s *Store) *Sweeper {
+	return &Sweeper{
+		s:       s,
+		inner:   s.inner,
+		meta:    store.Meta{S: s.inner},
+		log:     s.opts.Logger.With("component", "expiry"),
+		pace:    newPacer(s.opts.MaxDeletesPerSecond, time.Now),
+		trigger: make(chan struct{}, 1),
+		done:    make(chan struct{}),
+
+		retryBase:     retryBase,
+		retryMax:      retryMax,
+		retryAttempts: retryAttempts,
+	}
+}
+
+// Result summarises one pass.
+type Result struct {
+	// Watermark is the start of the first window not yet completely
+	// swept, after the pass.
+	Watermark time.Time
+	// Windows is how many windows the pass completed (the watermark moved
+	// past them).
+	Windows int
+	// Partitions is how many index partitions the pass read.
+	Partitions int
+	// Entries is how many index entries the pass processed and removed.
+	Entries int
+	// Deleted is how many conditional deletes were applied. A row whose
+	// expiry was extended after it was indexed survives its delete.
+	Deleted int
+	// Dropped is how many entries were removed without a delete: their
+	// table is gone or their key no longer fits its schema.
+	Dropped int
+}
+
+func (r *Result) add(o Result) {
+	r.Partitions += o.Partitions
+	r.Entries += o.Entries
+	r.Deleted += o.Deleted
+	r.Dropped += o.Dropped
+}
+
+// saveEvery bounds the work a crash during a long catch-up can lose: the
+// watermark is saved at least every saveEvery windows.
+const saveEvery = 64
+
+// SweepOnce sweeps every window from the watermark up to the one containing
+// now: entries due at or before now are processed (their rows deleted if
+// still expired, then the entries removed), and the watermark advances past
+// every window that ended at or before now and was swept without error.
+// An error stops the pass; the watermark keeps the progress made.
+func (sw *Sweeper) SweepOnce(ctx context.Context, now time.Time) (Result, error) {
+	sw.pass.Lock()
+	defer sw.pass.Unlock()
+	st, ok, err := loadState(ctx, sw.meta)
+	if err != nil {
+		return Result{}, err
+	}
+	if !ok {
+		return Result{}, fmt.Errorf("expiry: sweeper state missing from %s", store.MetaTable)
+	}
+	l := sw.s.layout
+	nowMs := now.UnixMilli()
+	var res Result
+	wm, saved := st.WatermarkMs, st.WatermarkMs
+	var passErr error
+	for w := wm; w <= l.windowOf(nowMs); w += l.windowMs {
+		if passErr = ctx.Err(); passErr != nil {
+			break
+		}
+		if passErr = sw.sweepWindow(ctx, w, now, &res); passErr != nil {
+			break
+		}
+		if w+l.windowMs-1 > nowMs {
+			break // the current window: more of its entries will fall due
+		}
+		wm = w + l.windowMs
+		res.Windows++
+		if wm-saved >= saveEvery*l.windowMs {
+			st.WatermarkMs = wm
+			if passErr = saveState(ctx, sw.meta, st); passErr != nil {
+				break
+			}
+			saved = wm
+		}
+	}
+	if wm != saved {
+		st.WatermarkMs = wm
+		// Progress made before a cancellation is still worth keeping.
+		if err := saveState(context.WithoutCancel(ctx), sw.meta, st); err != nil && passErr == nil {
+			passErr = err
+		}
+	}
+	res.Watermark = time.UnixMilli(wm).UTC()
+	sw.s.m.wmLag.Set(now.Sub(res.Watermark).Seconds())
+	return res, passErr
+}
+
+// sweepWindow sweeps the shards of one window, Parallelism at a time.
+func (sw *Sweeper) sweepWindow(ctx context.Context, w int64, now time.Time, res *Result) error {
+	shards := sw.s.layout.shards
+	workers := min(int64(sw.s.opts.Parallelism), shards)
+	next := make(chan int64)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for shard := range next {
+				var r Result
+				err := sw.sweepPartition(ctx, w, shard, now, &r)
+				mu.Lock()
+				res.add(r)
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for shard := range shards {
+		next <- shard
+	}
+	close(next)
+	wg.Wait()
+	return firstErr
+}
+
+// pageSize is how many index entries are read at once.
+func (sw *Sweeper) pageSize() int { return min(10*sw.s.opts.BatchSize, store.MaxLimit) }
+
+// sweepPartition processes the entries of one index partition due at or
+// before now, page by page.
+func (sw *Sweeper) sweepPartition(ctx context.Context, w, shard int64, now time.Time, res *Result) error {
+	q := store.Query{
+		Partition: []any{w, shard},
+		High:      store.Bound{Values: []any{time.UnixMilli(now.UnixMilli()).UTC()}, Inclusive: true},
+		Limit:     sw.pageSize(),
+	}
+	res.Partitions++
+	for {
+		var page store.Page
+		err := sw.retry(ctx, func() error {
+			var err error
+			page, err = sw.inner.Query(ctx, IndexTable, q)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("expiry: read window %d shard %d: %w", w, shard, err)
+		}
+		if len(page.Rows) > 0 {
+			if err := sw.processPage(ctx, w, shard, page.Rows, res); err != nil {
+				return err
+			}
+		}
+		if page.NextPageToken == nil {
+			return nil
+		}
+		q.PageToken = page.NextPageToken
+	}
+}
+
+// processPage deletes the rows a page of entries points at, grouped by
+// table, then removes the entries. A crash in between leaves the entries,
+// to be processed again: conditional deletes are idempotent.
+func (sw *Sweeper) processPage(ctx context.Context, w, shard int64, rows []store.Row, res *Result) error {
+	processed := make([]store.Mutation, 0, len(rows))
+	var order []string
+	byTable := map[string][]entry{}
+	for _, r := range rows {
+		e, err := entryFromRow(w, shard, r)
+		if err != nil {
+			sw.log.Warn("removing malformed index entry", "window", w, "shard", shard, "err", err)
+			sw.s.m.dropped.WithLabelValues("malformed").Inc()
+			res.Dropped++
+		} else {
+			if _, ok := byTable[e.table]; !ok {
+				order = append(order, e.table)
+			}
+			byTable[e.table] = append(byTable[e.table], e)
+		}
+		processed = append(processed, store.Mutation{
+			Kind: store.DeleteRow, Partition: []any{w, shard}, Clustering: r.Clustering,
+		})
+	}
+	for _, table := range order {
+		if err := sw.deleteRows(ctx, table, byTable[table], res); err != nil {
+			return err
+		}
+	}
+	for chunk := range slices.Chunk(processed, sw.s.opts.BatchSize) {
+		err := sw.retry(ctx, func() error { return sw.inner.Write(ctx, IndexTable, chunk) })
+		if err != nil {
+			return fmt.Errorf("expiry: remove swept entries: %w", err)
+		}
+	}
+	res.Entries += len(processed)
+	return nil
+}
+
+// deleteRows issues conditional deletes for entries of one table.
+func (sw *Sweeper) deleteRows(ctx context.Context, table string, entries []entry, res *Result) error {
+	muts, entries, err := sw.deletions(ctx, table, entries, res)
+	if err != nil || len(muts) == 0 {
+		return err
+	}
+	for len(muts) > 0 {
+		n := min(len(muts), sw.s.opts.BatchSize)
+		chunk, exps := muts[:n], entries[:n]
+		if err := sw.pace.wait(ctx, n); err != nil {
+			return err
+		}
+		err := sw.retry(ctx, func() error { return sw.inner.Write(ctx, table, chunk) })
+		var me *store.MutationError
+		switch {
+		case err == nil:
+			sw.s.m.deleted.Add(float64(n))
+			done := sw.s.opts.Now().UnixMilli()
+			for i := range exps {
+				sw.s.m.lag.Observe(float64(done-exps[i].exp) / 1e3)
+			}
+			res.Deleted += n
+			muts, entries = muts[n:], entries[n:]
+		case errors.Is(err, store.ErrTableNotFound):
+			sw.dropEntries("table_gone", len(muts), res)
+			return nil
+		case errors.As(err, &me) && me.Index >= 0 && me.Index < n &&
+			(errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrTooLarge)):
+			// One key the table refuses (its schema changed under a
+			// stale spec) must not block the others: drop it and retry.
+			sw.log.Warn("dropping index entry the table refuses", "table", table, "err", err)
+			sw.dropEntries("invalid_key", 1, res)
+			muts = append(muts[:me.Index:me.Index], muts[me.Index+1:]...)
+			entries = append(entries[:me.Index:me.Index], entries[me.Index+1:]...)
+		default:
+			return fmt.Errorf("expiry: delete expired rows of %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+// deletions decodes the entries' keys into conditional deletes and returns
+// them with the entries they came from; entries whose keys no longer decode
+// under the table's spec are dropped. If the table is gone, every entry is
+// dropped.
+func (sw *Sweeper) deletions(ctx context.Context, table string, entries []entry, res *Result) ([]store.Mutation, []entry, error) {
+	spec, err := sw.s.specs.get(ctx, table)
+	if errors.Is(err, store.ErrTableNotFound) {
+		sw.dropEntries("table_gone", len(entries), res)
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	muts := make([]store.Mutation, 0, len(entries))
+	kept := make([]entry, 0, len(entries))
+	refreshed := false
+	for _, e := range entries {
+		p, c, err := decodeKey(spec, e.pk, e.ck)
+		if err != nil && !refreshed {
+			// The table may have been re-created with another schema.
+			refreshed = true
+			if spec, err = sw.s.specs.refresh(ctx, table); err != nil {
+				if errors.Is(err, store.ErrTableNotFound) {
+					sw.dropEntries("table_gone", len(entries), res)
+					return nil, nil, nil
+				}
+				return nil, nil, err
+			}
+			p, c, err = decodeKey(spec, e.pk, e.ck)
+		}
+		if err != nil {
+			sw.dropEntries("invalid_key", 1, res)
+			continue
+		}
+		kept = append(kept, e)
+		muts = append(muts, store.Mutation{Kind: store.DeleteIfExpired, Partition: p, Clustering: c})
+	}
+	return muts, kept, nil
+}
+
+func decodeKey(spec *store.TableSpec, pk, ck []byte) (p, c []any, err error) {
+	p, rest, err := store.DecodeTuple(spec.PartitionKey, pk, false)
+	if err == nil && len(rest) > 0 {
+		err = errBadEntry
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err = store.DecodeClustering(spec, ck)
+	return p, c, err
+}
+
+func (sw *Sweeper) dropEntries(reason string, n int, res *Result) {
+	sw.s.m.dropped.WithLabelValues(reason).Add(float64(n))
+	res.Dropped += n
+}

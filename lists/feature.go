@@ -1,0 +1,424 @@
+package lists
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// Meta kinds owned by this package.
+const (
+	// kindFeature documents are keyed by metaKey(id).
+	kindFeature = "list_feature"
+	// kindTable documents are keyed by table name and hold the metaKey of
+	// the feature that owns the name.
+	kindTable = "list_table"
+)
+
+// Schema names of a feature table.
+const (
+	colEntity  = "entity_id"
+	colItemKey = "item_key"
+	colValue   = "value"
+	ixByValue  = "by_value"
+)
+
+// maxMetaKeyBytes keeps the meta key within store.MaxKeyBytes once
+// encoded, whatever JSON escaping does to control characters.
+const maxMetaKeyBytes = 1000
+
+// maxCandidates bounds the table names tried for one feature. A second
+// candidate is needed only on a 128-bit hash collision.
+const maxCandidates = 8
+
+// FeatureID names a list feature version. Every field may hold any valid
+// UTF-8, including '#', '|', '/' and NUL, up to MaxNameBytes bytes;
+// EntityType and Name must not be empty, Version "" is the default version.
+type FeatureID struct {
+	EntityType string
+	Name       string
+	Version    string
+}
+
+func (id FeatureID) String() string {
+	return fmt.Sprintf("list feature (entity type %q, feature %q, version %q)", id.EntityType, id.Name, id.Version)
+}
+
+// Feature is a list feature version as recorded in the meta table.
+type Feature struct {
+	FeatureID
+	// TTL is how long after its timestamp an item lives.
+	TTL time.Duration
+	// Table is the name of the table holding the version's items.
+	Table string
+	// Created is when the version was created, on the Service's clock.
+	Created time.Time
+}
+
+// featureDoc is the meta document of a feature.
+type featureDoc struct {
+	EntityType string    `json:"entity_type"`
+	Name       string    `json:"feature"`
+	Version    string    `json:"version"`
+	TTL        string    `json:"ttl"`
+	Table      string    `json:"table"`
+	Created    time.Time `json:"created"`
+}
+
+// Service serves list features and items on a Store. It is safe for
+// concurrent use.
+type Service struct {
+	st       store.Store
+	meta     store.Meta
+	caps     store.Capabilities
+	now      func() time.Time
+	log      *slog.Logger
+	cacheTTL time.Duration
+	m        *metrics
+
+	mu    sync.RWMutex
+	cache map[FeatureID]cachedFeature
+}
+
+type cachedFeature struct {
+	f      Feature
+	loaded time.Time
+}
+
+// New returns a Service on st, creating the meta table if needed. Pass the
+// store wrapped by the expiry decorator so that expired items are removed
+// physically, not only hidden.
+func New(ctx context.Context, st store.Store, opts Options) (*Service, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{
+		st:       st,
+		meta:     store.Meta{S: st},
+		caps:     st.Capabilities(),
+		now:      opts.Now,
+		log:      opts.Logger,
+		cacheTTL: opts.FeatureCacheTTL,
+		m:        m,
+		cache:    map[FeatureID]cachedFeature{},
+	}
+	if err := s.meta.Ensure(ctx); err != nil {
+		return nil, fmt.Errorf("lists: create meta table: %w", err)
+	}
+	return s, nil
+}
+
+func checkName(what, s string, allowEmpty bool) error {
+	switch {
+	case s == "" && !allowEmpty:
+		return fmt.Errorf("%w: %s is empty", store.ErrInvalid, what)
+	case len(s) > MaxNameBytes:
+		return fmt.Errorf("%w: %s is %d bytes, at most %d", store.ErrInvalid, what, len(s), MaxNameBytes)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%w: %s is not valid UTF-8", store.ErrInvalid, what)
+	}
+	return nil
+}
+
+// metaKey validates id and returns its meta key: the JSON array of its three
+// names. JSON quoting makes the key unambiguous for any valid UTF-8, which
+// separator-joined strings ("type#feature|version") are not.
+func metaKey(id FeatureID) (string, error) {
+	if err := checkName("entity type", id.EntityType, false); err != nil {
+		return "", err
+	}
+	if err := checkName("feature name", id.Name, false); err != nil {
+		return "", err
+	}
+	if err := checkName("version", id.Version, true); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal([3]string{id.EntityType, id.Name, id.Version})
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", store.ErrInvalid, err)
+	}
+	if len(b) > maxMetaKeyBytes {
+		return "", fmt.Errorf("%w: entity type, feature name and version are too long together (%d bytes quoted, at most %d)",
+			store.ErrInvalid, len(b), maxMetaKeyBytes)
+	}
+	return string(b), nil
+}
+
+// candidateName is the i-th table name tried for a feature's meta key.
+func candidateName(key string, i int) string {
+	in := key
+	if i > 0 {
+		in += "\x00" + strconv.Itoa(i)
+	}
+	sum := sha256.Sum256([]byte(in))
+	return "list_" + hex.EncodeToString(sum[:16])
+}
+
+// TableSpec returns the schema of a feature table.
+func TableSpec(name string, ttl time.Duration) store.TableSpec {
+	return store.TableSpec{
+		Name:            name,
+		PartitionKey:    []store.Column{{Name: colEntity, Type: store.TypeText}},
+		Clustering:      []store.Column{{Name: colItemKey, Type: store.TypeText}},
+		ClusteringOrder: store.Desc,
+		Values:          []store.Column{{Name: colValue, Type: store.TypeBytes}},
+		DefaultTTL:      ttl,
+		Indexes:         []store.IndexSpec{{Name: ixByValue, Column: colValue}},
+	}
+}
+
+func checkTTL(ttl time.Duration) error {
+	if ttl <= 0 || ttl%time.Millisecond != 0 {
+		return fmt.Errorf("%w: TTL %s must be a positive whole number of milliseconds", store.ErrInvalid, ttl)
+	}
+	return nil
+}
+
+// CreateFeature creates a list feature version with a TTL. It is
+// idempotent: when the version exists with the same TTL it returns it with
+// created false; with another TTL it returns an error wrapping
+// ErrFeatureConflict (and store.ErrConflict).
+func (s *Service) CreateFeature(ctx context.Context, id FeatureID, ttl time.Duration) (f Feature, created bool, err error) {
+	key, err := metaKey(id)
+	if err != nil {
+		return Feature{}, false, err
+	}
+	if err := checkTTL(ttl); err != nil {
+		return Feature{}, false, err
+	}
+	existing := func(f Feature) (Feature, bool, error) {
+		if f.TTL != ttl {
+			return Feature{}, false, fmt.Errorf("%w: %s has TTL %s, not %s", ErrFeatureConflict, id, f.TTL, ttl)
+		}
+		s.remember(f)
+		return f, false, nil
+	}
+	f, err = s.readFeature(ctx, id, key)
+	if err == nil {
+		return existing(f)
+	}
+	if !errors.Is(err, ErrFeatureNotFound) {
+		return Feature{}, false, err
+	}
+	name, err := s.claimTable(ctx, key)
+	if err != nil {
+		return Feature{}, false, fmt.Errorf("create %s: %w", id, err)
+	}
+	// The table comes first and the feature record last: a crash in
+	// between leaves a table that the next CreateFeature adopts (same TTL)
+	// or DeleteFeatureVersion drops, never a feature without its table.
+	if err := s.st.CreateTable(ctx, TableSpec(name, ttl)); err != nil {
+		if !errors.Is(err, store.ErrTableExists) {
+			return Feature{}, false, fmt.Errorf("create %s: %w", id, err)
+		}
+		// The table exists with another default TTL: another process
+		// created this version with another TTL, just now or in a create
+		// that was interrupted before recording it.
+		if f, rerr := s.readFeature(ctx, id, key); rerr == nil {
+			return existing(f)
+		}
+		return Feature{}, false, fmt.Errorf("%w: %s: its table %s exists with another TTL (a concurrent or interrupted create; delete the version and retry)",
+			ErrFeatureConflict, id, name)
+	}
+	f = Feature{FeatureID: id, TTL: ttl, Table: name, Created: s.now().UTC()}
+	doc, err := json.Marshal(featureDoc{
+		EntityType: id.EntityType, Name: id.Name, Version: id.Version,
+		TTL: ttl.String(), Table: name, Created: f.Created,
+	})
+	if err != nil {
+		return Feature{}, false, err
+	}
+	if err := s.meta.Put(ctx, kindFeature, key, doc); err != nil {
+		return Feature{}, false, fmt.Errorf("create %s: record: %w", id, err)
+	}
+	s.remember(f)
+	s.log.Info("list feature created", "entity_type", id.EntityType, "feature", id.Name, "version", id.Version, "ttl", ttl, "table", name)
+	return f, true, nil
+}
+
+// claimTable returns the table name of the feature with meta key key,
+// recording the claim. A name owned by another feature (a hash collision)
+// is skipped for the next candidate.
+func (s *Service) claimTable(ctx context.Context, key string) (string, error) {
+	for i := range maxCandidates {
+		name := candidateName(key, i)
+		owner, err := s.meta.Get(ctx, kindTable, name)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			if err := s.meta.Put(ctx, kindTable, name, []byte(key)); err != nil {
+				return "", fmt.Errorf("claim table %s: %w", name, err)
+			}
+			return name, nil
+		case err != nil:
+			return "", fmt.Errorf("claim table %s: %w", name, err)
+		case string(owner) == key:
+			return name, nil
+		}
+		s.log.Warn("list feature table name collision; trying the next candidate", "table", name)
+	}
+	return "", fmt.Errorf("lists: no free table name after %d candidates", maxCandidates)
+}
+
+// ownedTable finds the table claimed for key, if any.
+func (s *Service) ownedTable(ctx context.Context, key string) (string, bool, error) {
+	for i := range maxCandidates {
+		name := candidateName(key, i)
+		owner, err := s.meta.Get(ctx, kindTable, name)
+		switch {
+		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrTableNotFound):
+			return "", false, nil
+		case err != nil:
+			return "", false, err
+		case string(owner) == key:
+			return name, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// Feature returns a list feature version, or an error wrapping
+// ErrFeatureNotFound.
+func (s *Service) Feature(ctx context.Context, id FeatureID) (Feature, error) {
+	return s.lookup(ctx, id)
+}
+
+// DeleteFeatureVersion deletes a list feature version and every list of it
+// at once: one DropTable, whatever the number of items. It returns an error
+// wrapping ErrFeatureNotFound when the version does not exist.
+func (s *Service) DeleteFeatureVersion(ctx context.Context, id FeatureID) error {
+	key, err := metaKey(id)
+	if err != nil {
+		return err
+	}
+	s.forget(id)
+	defer s.forget(id) // a concurrent lookup may have cached it meanwhile
+	f, err := s.readFeature(ctx, id, key)
+	orphan := false
+	if errors.Is(err, ErrFeatureNotFound) {
+		// A create or delete interrupted part-way may have left a table
+		// claimed but unrecorded; finish the job, then report the version
+		// as missing, which it was.
+		name, ok, oerr := s.ownedTable(ctx, key)
+		if oerr != nil {
+			return fmt.Errorf("delete %s: %w", id, oerr)
+		}
+		if !ok {
+			return err
+		}
+		f.Table, orphan = name, true
+	} else if err != nil {
+		return err
+	}
+	// Drop first, then forget: a crash in between leaves a record whose
+	// table is gone, which the next delete finishes.
+	if err := s.st.DropTable(ctx, f.Table); err != nil {
+		return fmt.Errorf("delete %s: drop %s: %w", id, f.Table, err)
+	}
+	if !orphan {
+		if err := s.meta.Delete(ctx, kindFeature, key); err != nil {
+			return fmt.Errorf("delete %s: %w", id, err)
+		}
+	}
+	if err := s.meta.Delete(ctx, kindTable, f.Table); err != nil {
+		return fmt.Errorf("delete %s: %w", id, err)
+	}
+	if orphan {
+		return fmt.Errorf("%w: %s", ErrFeatureNotFound, id)
+	}
+	s.log.Info("list feature version deleted", "entity_type", id.EntityType, "feature", id.Name, "version", id.Version, "table", f.Table)
+	return nil
+}
+
+// readFeature reads a feature from the meta table, bypassing the cache.
+func (s *Service) readFeature(ctx context.Context, id FeatureID, key string) (Feature, error) {
+	doc, err := s.meta.Get(ctx, kindFeature, key)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTableNotFound) {
+		return Feature{}, fmt.Errorf("%w: %s", ErrFeatureNotFound, id)
+	}
+	if err != nil {
+		return Feature{}, fmt.Errorf("read %s: %w", id, err)
+	}
+	var d featureDoc
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return Feature{}, fmt.Errorf("read %s: malformed record: %w", id, err)
+	}
+	ttl, err := time.ParseDuration(d.TTL)
+	if err != nil || checkTTL(ttl) != nil || !store.NamePattern.MatchString(d.Table) {
+		return Feature{}, fmt.Errorf("read %s: malformed record %s", id, doc)
+	}
+	return Feature{FeatureID: id, TTL: ttl, Table: d.Table, Created: d.Created.UTC()}, nil
+}
+
+// lookup returns a feature, from the cache while it is fresh.
+func (s *Service) lookup(ctx context.Context, id FeatureID) (Feature, error) {
+	now := s.now()
+	s.mu.RLock()
+	c, ok := s.cache[id]
+	s.mu.RUnlock()
+	if ok && now.Sub(c.loaded) < s.cacheTTL && !now.Before(c.loaded) {
+		return c.f, nil
+	}
+	key, err := metaKey(id)
+	if err != nil {
+		return Feature{}, err
+	}
+	f, err := s.readFeature(ctx, id, key)
+	if err != nil {
+		if errors.Is(err, ErrFeatureNotFound) {
+			s.forget(id)
+		}
+		return Feature{}, err
+	}
+	s.remember(f)
+	return f, nil
+}
+
+func (s *Service) remember(f Feature) {
+	s.mu.Lock()
+	s.cache[f.FeatureID] = cachedFeature{f: f, loaded: s.now()}
+	s.mu.Unlock()
+}
+
+func (s *Service) forget(id FeatureID) {
+	s.mu.Lock()
+	delete(s.cache, id)
+	s.mu.Unlock()
+}
+
+// withFeature runs op on the feature's current record. When op finds the
+// table gone (another process deleted the version, perhaps re-creating
+// it), the record is read again and op retried once.
+func (s *Service) withFeature(ctx context.Context, id FeatureID, op func(Feature) error) error {
+	f, err := s.lookup(ctx, id)
+	if err != nil {
+		return err
+	}
+	err = op(f)
+	if !errors.Is(err, store.ErrTableNotFound) {
+		return err
+	}
+	s.forget(id)
+	if f, err = s.lookup(ctx, id); err != nil {
+		return err
+	}
+	if err = op(f); errors.Is(err, store.ErrTableNotFound) {
+		s.forget(id)
+		return fmt.Errorf("%w: %s (its table is gone)", ErrFeatureNotFound, id)
+	}
+	return err
+}

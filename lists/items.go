@@ -1,0 +1,326 @@
+package lists
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/base64"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// Item is one list item.
+type Item struct {
+	Value []byte
+	// Timestamp is the item's time, nanosecond precision, from 1970 up to
+	// the largest time Unix nanoseconds hold (year 2262).
+	Timestamp time.Time
+}
+
+// AddResult says what Add did.
+type AddResult struct {
+	// Written counts items written: every item not skipped. An item given
+	// twice (same value and timestamp) is the same item, written once and
+	// counted twice.
+	Written int
+	// SkippedExpired counts items not written because timestamp + TTL was
+	// already at or before now.
+	SkippedExpired int
+}
+
+// item_key layout: 19 digits of Unix nanoseconds, '#', base64 MD5.
+const (
+	tsDigits   = 19
+	itemKeyLen = tsDigits + 1 + 24
+)
+
+// maxTimestamp is the last time Unix nanoseconds (int64) can hold.
+var maxTimestamp = time.Unix(0, math.MaxInt64).UTC()
+
+// appendTS appends the 19-digit zero-padded decimal of ns (>= 0).
+func appendTS(dst []byte, ns int64) []byte {
+	var buf [tsDigits]byte
+	for i := tsDigits - 1; i >= 0; i-- {
+		buf[i] = byte('0' + ns%10)
+		ns /= 10
+	}
+	return append(dst, buf[:]...)
+}
+
+// ItemKey returns the item_key of an item: the timestamp as 19 zero-padded
+// digits of Unix nanoseconds, '#', and the standard base64 of the value's
+// MD5. The timestamp must be within the range Item documents.
+func ItemKey(ts time.Time, value []byte) string {
+	b := make([]byte, 0, itemKeyLen)
+	b = appendTS(b, ts.UnixNano())
+	b = append(b, '#')
+	sum := md5.Sum(value)
+	b = base64.StdEncoding.AppendEncode(b, sum[:])
+	return string(b)
+}
+
+// parseItemKey returns the timestamp an item_key starts with.
+func parseItemKey(key string) (time.Time, error) {
+	if len(key) != itemKeyLen || key[tsDigits] != '#' {
+		return time.Time{}, fmt.Errorf("lists: malformed item key %q", key)
+	}
+	// 19 digits always fit a uint64; the sign check catches the values
+	// past math.MaxInt64 that no item key holds.
+	var ns uint64
+	for i := range tsDigits {
+		d := key[i] - '0'
+		if d > 9 {
+			return time.Time{}, fmt.Errorf("lists: malformed item key %q", key)
+		}
+		ns = ns*10 + uint64(d)
+	}
+	if ns > math.MaxInt64 {
+		return time.Time{}, fmt.Errorf("lists: malformed item key %q", key)
+	}
+	return time.Unix(0, int64(ns)).UTC(), nil
+}
+
+func checkTimestamp(ts time.Time) error {
+	if ts.Before(time.Unix(0, 0)) || ts.After(maxTimestamp) {
+		return fmt.Errorf("%w: timestamp %s outside 1970-01-01..%s", store.ErrInvalid,
+			ts.UTC().Format(time.RFC3339Nano), maxTimestamp.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+func checkEntity(entityID string) error {
+	return checkName("entity ID", entityID, false)
+}
+
+// ceilMilli rounds t up to the millisecond, the store's expiry precision,
+// so that the store never hides an item before its exact expiry.
+func ceilMilli(t time.Time) time.Time {
+	r := t.Truncate(time.Millisecond)
+	if r.Before(t) {
+		r = r.Add(time.Millisecond)
+	}
+	return r
+}
+
+// Add adds items to the list of entityID. Each item expires at its
+// timestamp + the feature's TTL; an item already expired at now is skipped
+// and counted. Items with equal timestamps and distinct values coexist; an
+// item with the same timestamp and value as an existing one replaces it.
+//
+// At most MaxItemsPerAdd items, each value at most MaxValueBytes. A refused
+// Add writes nothing and returns an *ItemError naming the item (wrapping
+// store.ErrInvalid or store.ErrTooLarge), or an error wrapping
+// ErrFeatureNotFound.
+//
+// The items go out in one Write, atomic for the list when the backend
+// reports atomic partition batches of that size; otherwise in batches of
+// Capabilities().MaxAtomicBatch, each atomic, so a failed Add may have
+// written some of its items. Retrying it is always safe.
+func (s *Service) Add(ctx context.Context, id FeatureID, entityID string, items []Item) (AddResult, error) {
+	if err := checkEntity(entityID); err != nil {
+		return AddResult{}, err
+	}
+	if len(items) > MaxItemsPerAdd {
+		return AddResult{}, fmt.Errorf("%w: %d items, at most %d per add", store.ErrInvalid, len(items), MaxItemsPerAdd)
+	}
+	for i, it := range items {
+		if len(it.Value) > MaxValueBytes {
+			return AddResult{}, &ItemError{Index: i, Err: fmt.Errorf("%w: value is %d bytes, at most %d", store.ErrTooLarge, len(it.Value), MaxValueBytes)}
+		}
+		if err := checkTimestamp(it.Timestamp); err != nil {
+			return AddResult{}, &ItemError{Index: i, Err: err}
+		}
+	}
+	var res AddResult
+	err := s.withFeature(ctx, id, func(f Feature) error {
+		res = AddResult{}
+		muts := s.mutations(f, entityID, items, &res)
+		return s.write(ctx, f.Table, muts)
+	})
+	if err != nil {
+		return AddResult{}, err
+	}
+	s.m.written.Add(float64(res.Written))
+	s.m.skipped.Add(float64(res.SkippedExpired))
+	return res, nil
+}
+
+// mutations builds the upserts of the live items, one per distinct key:
+// DynamoDB refuses a transaction that touches one item twice.
+func (s *Service) mutations(f Feature, entityID string, items []Item, res *AddResult) []store.Mutation {
+	now := s.now()
+	partition := []any{entityID}
+	muts := make([]store.Mutation, 0, len(items))
+	var seen map[string]int
+	if len(items) > 1 {
+		seen = make(map[string]int, len(items))
+	}
+	for _, it := range items {
+		exp := it.Timestamp.Add(f.TTL)
+		if !exp.After(now) {
+			res.SkippedExpired++
+			continue
+		}
+		res.Written++
+		key := ItemKey(it.Timestamp, it.Value)
+		m := store.Mutation{
+			Partition:  partition,
+			Clustering: []any{key},
+			Cells:      []store.Cell{{Column: colValue, Value: nonNil(it.Value)}},
+			ExpiresAt:  ceilMilli(exp),
+		}
+		if seen != nil {
+			if i, dup := seen[key]; dup {
+				muts[i] = m
+				continue
+			}
+			seen[key] = len(muts)
+		}
+		muts = append(muts, m)
+	}
+	return muts
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// write sends muts in one Write when the backend applies it atomically, or
+// in atomic chunks of the backend's largest atomic batch.
+func (s *Service) write(ctx context.Context, table string, muts []store.Mutation) error {
+	chunk := len(muts)
+	if s.caps.AtomicPartitionBatch && s.caps.MaxAtomicBatch > 0 && s.caps.MaxAtomicBatch < chunk {
+		chunk = s.caps.MaxAtomicBatch
+	}
+	for len(muts) > 0 {
+		n := min(chunk, len(muts))
+		if err := s.st.Write(ctx, table, muts[:n]); err != nil {
+			return err
+		}
+		muts = muts[n:]
+	}
+	return nil
+}
+
+// Get returns up to limit live items of the list of entityID whose
+// timestamp is at or after minTimestamp (the zero time: no bound), newest
+// first; items with equal timestamps come in descending order of their
+// item keys. limit is 1..store.MaxLimit. A list never written is empty.
+func (s *Service) Get(ctx context.Context, id FeatureID, entityID string, minTimestamp time.Time, limit int) ([]Item, error) {
+	if err := checkEntity(entityID); err != nil {
+		return nil, err
+	}
+	if err := store.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	var out []Item
+	err := s.withFeature(ctx, id, func(f Feature) error {
+		// Every item of the feature lives exactly TTL past its timestamp,
+		// so the live items are those with timestamp > now - TTL: the
+		// range starts there, and expired items are never even read.
+		low := s.now().Add(-f.TTL).Add(time.Nanosecond)
+		if minTimestamp.After(low) {
+			low = minTimestamp
+		}
+		out = out[:0]
+		if low.After(maxTimestamp) {
+			return nil
+		}
+		q := store.Query{Partition: []any{entityID}, Limit: limit}
+		if low.After(time.Unix(0, 0)) {
+			q.Low = store.Bound{Values: []any{string(appendTS(nil, low.UnixNano()))}, Inclusive: true}
+		}
+		page, err := s.st.Query(ctx, f.Table, q)
+		if err != nil {
+			return err
+		}
+		if out == nil {
+			out = make([]Item, 0, len(page.Rows))
+		}
+		for _, r := range page.Rows {
+			v, ok := r.Values[0].([]byte)
+			if !ok {
+				continue // no live value: the row is on its way out
+			}
+			key, _ := r.Clustering[0].(string)
+			ts, err := parseItemKey(key)
+			if err != nil {
+				return err
+			}
+			out = append(out, Item{Value: v, Timestamp: ts})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.m.read.Add(float64(len(out)))
+	if out == nil {
+		out = []Item{}
+	}
+	return out, nil
+}
+
+// RemoveByValue deletes every item of the list of entityID whose value is
+// value, and returns how many live items it deleted. It looks the items up
+// by the value index and deletes them in batches of at most RemoveBatch.
+// An item with that value added concurrently may survive.
+func (s *Service) RemoveByValue(ctx context.Context, id FeatureID, entityID string, value []byte) (int, error) {
+	if err := checkEntity(entityID); err != nil {
+		return 0, err
+	}
+	if len(value) > MaxValueBytes {
+		return 0, fmt.Errorf("%w: value is %d bytes, at most %d", store.ErrTooLarge, len(value), MaxValueBytes)
+	}
+	removed := 0
+	err := s.withFeature(ctx, id, func(f Feature) error {
+		partition := []any{entityID}
+		keys, err := s.st.QueryIndex(ctx, f.Table, ixByValue, partition, nonNil(value))
+		if err != nil {
+			return err
+		}
+		// The store resolves expiry to the millisecond, so it may still
+		// list an item that expired less than a millisecond ago. Such an
+		// item is deleted with the rest but not counted: it was no longer
+		// in the list.
+		live := s.now().Add(-f.TTL)
+		batch := make([]store.Mutation, 0, RemoveBatch)
+		for len(keys) > 0 {
+			n := min(RemoveBatch, len(keys))
+			batch = batch[:0]
+			counted := 0
+			for _, ck := range keys[:n] {
+				batch = append(batch, store.Mutation{Kind: store.DeleteRow, Partition: partition, Clustering: ck})
+				if key, _ := ck[0].(string); key != "" {
+					if ts, err := parseItemKey(key); err == nil && ts.After(live) {
+						counted++
+					}
+				}
+			}
+			if err := s.st.Write(ctx, f.Table, batch); err != nil {
+				return err
+			}
+			removed += counted
+			keys = keys[n:]
+		}
+		return nil
+	})
+	s.m.removed.Add(float64(removed))
+	return removed, err
+}
+
+// RemoveAll deletes every item of the list of entityID with one partition
+// delete.
+func (s *Service) RemoveAll(ctx context.Context, id FeatureID, entityID string) error {
+	if err := checkEntity(entityID); err != nil {
+		return err
+	}
+	return s.withFeature(ctx, id, func(f Feature) error {
+		return s.st.DeletePartition(ctx, f.Table, []any{entityID})
+	})
+}

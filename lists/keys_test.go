@@ -1,0 +1,87 @@
+package lists
+
+import (
+	"crypto/md5"
+	"encoding/base64"
+	"math"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+func TestItemKeyFormat(t *testing.T) {
+	value := []byte("story-1")
+	sum := md5.Sum(value)
+	md5b64 := base64.StdEncoding.EncodeToString(sum[:])
+	for _, tc := range []struct {
+		ts   time.Time
+		want string
+	}{
+		{time.Unix(0, 1724949845430000000), "1724949845430000000#" + md5b64},
+		{time.Unix(0, 0), "0000000000000000000#" + md5b64},
+		{time.Unix(0, 42), "0000000000000000042#" + md5b64},
+		{time.Unix(0, math.MaxInt64), "9223372036854775807#" + md5b64},
+	} {
+		got := ItemKey(tc.ts, value)
+		if got != tc.want {
+			t.Errorf("ItemKey(%d) = %q, want %q", tc.ts.UnixNano(), got, tc.want)
+		}
+		ts, err := parseItemKey(got)
+		if err != nil || !ts.Equal(tc.ts) {
+			t.Errorf("parseItemKey(%q) = %s, %v", got, ts, err)
+		}
+	}
+	for _, bad := range []string{"", "123#abc", "9223372036854775808#" + md5b64, "00000000000000000x0#" + md5b64, "0000000000000000000-" + md5b64} {
+		if _, err := parseItemKey(bad); err == nil {
+			t.Errorf("parseItemKey(%q) accepted", bad)
+		}
+	}
+}
+
+// TestItemKeyOrder checks that item keys sort as (timestamp, MD5): a later
+// item always has a greater key, whatever the values.
+func TestItemKeyOrder(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		a := rapid.Int64Range(0, math.MaxInt64).Draw(rt, "a")
+		b := rapid.Int64Range(0, math.MaxInt64).Draw(rt, "b")
+		va := rapid.SliceOf(rapid.Byte()).Draw(rt, "va")
+		vb := rapid.SliceOf(rapid.Byte()).Draw(rt, "vb")
+		ka, kb := ItemKey(time.Unix(0, a), va), ItemKey(time.Unix(0, b), vb)
+		if a < b && ka >= kb || a > b && ka <= kb {
+			rt.Fatalf("timestamps %d, %d but keys %q, %q", a, b, ka, kb)
+		}
+	})
+}
+
+// TestMetaKeyUnambiguous checks that different feature triples never share
+// a meta key or a table name, and that every name is a valid table name.
+func TestMetaKeyUnambiguous(t *testing.T) {
+	name := rapid.StringOfN(rapid.SampledFrom([]rune{'a', 'b', '#', '|', '/', '"', '\\', 0, ',', '[', ']', 'é'}), 0, 6, -1)
+	rapid.Check(t, func(rt *rapid.T) {
+		x := FeatureID{EntityType: "e" + name.Draw(rt, "xe"), Name: "n" + name.Draw(rt, "xn"), Version: name.Draw(rt, "xv")}
+		y := FeatureID{EntityType: "e" + name.Draw(rt, "ye"), Name: "n" + name.Draw(rt, "yn"), Version: name.Draw(rt, "yv")}
+		kx, err := metaKey(x)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		ky, err := metaKey(y)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if (kx == ky) != (x == y) {
+			rt.Fatalf("%v and %v: meta keys %q and %q", x, y, kx, ky)
+		}
+		for i := range 3 {
+			nx, ny := candidateName(kx, i), candidateName(ky, i)
+			if !store.NamePattern.MatchString(nx) || len(nx) > store.MaxNameLen {
+				rt.Fatalf("table name %q is not a valid table name", nx)
+			}
+			if (nx == ny) != (x == y) {
+				rt.Fatalf("%v and %v: table names %q and %q", x, y, nx, ny)
+			}
+		}
+	})
+}

@@ -1,0 +1,144 @@
+package lists
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// Limits of the API (API.md "Lists").
+const (
+	// MaxItemsPerAdd is the most items one Add accepts.
+	MaxItemsPerAdd = 1000
+	// MaxValueBytes is the largest item value.
+	MaxValueBytes = 64 << 10
+	// MaxNameBytes bounds the entity type, feature name, version and entity
+	// ID, each in bytes of UTF-8.
+	MaxNameBytes = 256
+	// RemoveBatch is the most deletes RemoveByValue sends in one Write: a
+	// middle ground between one huge delete and one delete per item, both
+	// of which degrade badly on the remote backends.
+	RemoveBatch = 10
+)
+
+// Errors. Each wraps the store sentinel the HTTP layer maps to its code,
+// so callers may match either.
+var (
+	// ErrFeatureNotFound: no such list feature version.
+	ErrFeatureNotFound error = &sentinel{"lists: no such feature", store.ErrNotFound}
+	// ErrFeatureConflict: the feature version exists with another TTL.
+	ErrFeatureConflict error = &sentinel{"lists: feature exists with a different TTL", store.ErrConflict}
+)
+
+// sentinel is an error of this package that is also a store sentinel for
+// errors.Is, without repeating the store's message.
+type sentinel struct {
+	msg  string
+	base error
+}
+
+func (e *sentinel) Error() string { return e.msg }
+func (e *sentinel) Unwrap() error { return e.base }
+
+// ItemError names the item of an Add that was refused; it wraps
+// store.ErrInvalid or store.ErrTooLarge.
+type ItemError struct {
+	Index int
+	Err   error
+}
+
+func (e *ItemError) Error() string { return fmt.Sprintf("item %d: %v", e.Index, e.Err) }
+func (e *ItemError) Unwrap() error { return e.Err }
+
+// Options configures New. The zero value is valid.
+type Options struct {
+	// Now is the clock deciding which items are expired. It must be the
+	// clock the Store resolves expiry with. Nil means time.Now.
+	Now func() time.Time
+	// Logger receives feature creations and deletions. Nil discards.
+	Logger *slog.Logger
+	// Registerer receives the metrics. Nil registers nothing.
+	Registerer prometheus.Registerer
+	// FeatureCacheTTL is how long a feature read from the meta table is
+	// trusted before it is read again, so that a version another process
+	// deleted and re-created with another TTL is noticed. A table found
+	// gone is noticed at once regardless. Zero means DefaultFeatureCacheTTL.
+	FeatureCacheTTL time.Duration
+}
+
+// DefaultFeatureCacheTTL is the default Options.FeatureCacheTTL.
+const DefaultFeatureCacheTTL = 10 * time.Second
+
+// DefaultOptions returns the options New applies to zero fields (Now
+// excepted).
+func DefaultOptions() Options {
+	return Options{FeatureCacheTTL: DefaultFeatureCacheTTL}
+}
+
+// Validate checks the options; errors wrap store.ErrInvalid.
+func (o Options) Validate() error {
+	if o.FeatureCacheTTL < 0 {
+		return fmt.Errorf("%w: lists: negative FeatureCacheTTL", store.ErrInvalid)
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.FeatureCacheTTL == 0 {
+		o.FeatureCacheTTL = DefaultFeatureCacheTTL
+	}
+	return o
+}
+
+// metrics count items through the service.
+type metrics struct {
+	written prometheus.Counter
+	skipped prometheus.Counter
+	read    prometheus.Counter
+	removed prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		written: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ebb_list_items_written_total",
+			Help: "List items written by Add.",
+		}),
+		skipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ebb_list_items_skipped_expired_total",
+			Help: "List items Add did not write because they had already expired.",
+		}),
+		read: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ebb_list_items_read_total",
+			Help: "List items returned by Get.",
+		}),
+		removed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ebb_list_items_removed_by_value_total",
+			Help: "List items deleted by RemoveByValue.",
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	cs := []prometheus.Collector{m.written, m.skipped, m.read, m.removed}
+	for i, c := range cs {
+		if err := reg.Register(c); err != nil {
+			// Leave the registry as it was, so that a caller may retry.
+			for _, done := range cs[:i] {
+				reg.Unregister(done)
+			}
+			return nil, fmt.Errorf("lists: register metrics: %w", err)
+		}
+	}
+	return m, nil
+}

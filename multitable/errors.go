@@ -1,0 +1,147 @@
+package multitable
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// Sentinel errors. Each wraps the store sentinel the HTTP layer maps, so
+// callers may test for either with errors.Is.
+var (
+	// ErrNoTable: no logical table of that name exists (or it is being
+	// deleted). It wraps store.ErrNotFound.
+	ErrNoTable error = &sentinel{"multitable: no such table", store.ErrNotFound}
+	// ErrNoItem: the item does not exist or has expired. It wraps
+	// store.ErrNotFound.
+	ErrNoItem error = &sentinel{"multitable: no such item", store.ErrNotFound}
+	// ErrConflict: a logical table of that name exists with a different
+	// configuration. It wraps store.ErrConflict.
+	ErrConflict error = &sentinel{"multitable: table exists with a different configuration", store.ErrConflict}
+	// ErrDeleting: the table is being deleted (a delete failed part way);
+	// repeat the delete before creating it again. It wraps
+	// store.ErrConflict.
+	ErrDeleting error = &sentinel{"multitable: table is being deleted", store.ErrConflict}
+	// ErrInvalid: a bad table name, key, timestamp, TTL, attribute
+	// document, limit or page token. Nothing was written. It wraps
+	// store.ErrInvalid.
+	ErrInvalid error = &sentinel{"multitable: invalid argument", store.ErrInvalid}
+	// ErrTooLarge: the attribute document exceeds MaxAttributesBytes.
+	// Nothing was written. It wraps store.ErrTooLarge.
+	ErrTooLarge error = &sentinel{"multitable: too large", store.ErrTooLarge}
+)
+
+// sentinel is an error of this package that is also a store sentinel.
+type sentinel struct {
+	msg  string
+	base error
+}
+
+func (e *sentinel) Error() string { return e.msg }
+func (e *sentinel) Unwrap() error { return e.base }
+
+// Limits.
+const (
+	// MaxNameLen bounds a logical table name (see NamePattern).
+	MaxNameLen = 128
+	// MaxKeyBytes bounds an item key: 1..MaxKeyBytes bytes of UTF-8, a NUL
+	// byte counting as two because the key encoding escapes it. Together
+	// with the timestamp, the escaped key fits the store's 1024-byte
+	// clustering-key limit.
+	MaxKeyBytes = 1000
+	// MaxAttributesBytes bounds an item's attribute document, measured as
+	// compact JSON (insignificant white space removed): 256 KiB.
+	MaxAttributesBytes = 256 << 10
+)
+
+// NamePattern is what a logical table name must match.
+var NamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// Earliest and latest item timestamps: the years RFC 3339 can write.
+var (
+	minTime = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
+)
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// CheckName validates a logical table name.
+func CheckName(name string) error {
+	if !NamePattern.MatchString(name) {
+		return invalid("table name %q must match %s", clip(name), NamePattern)
+	}
+	return nil
+}
+
+// CheckKey validates an item key.
+func CheckKey(key string) error {
+	if key == "" {
+		return invalid("empty key")
+	}
+	if !utf8.ValidString(key) {
+		return invalid("key is not valid UTF-8")
+	}
+	if n := len(key) + strings.Count(key, "\x00"); n > MaxKeyBytes {
+		return invalid("key is %d bytes (NUL bytes counting twice), at most %d", n, MaxKeyBytes)
+	}
+	return nil
+}
+
+func checkTimestamp(ts time.Time) error {
+	if ts.IsZero() {
+		return invalid("timestamp is required")
+	}
+	if ts.Before(minTime) || ts.After(maxTime) {
+		return invalid("timestamp %s is outside years 0000..9999", ts.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+func checkTTL(what string, d time.Duration) error {
+	if d < 0 {
+		return invalid("%s %s is negative", what, d)
+	}
+	if d > 0 && d%time.Millisecond != 0 {
+		// Expiry is kept to the millisecond; silently rounding a TTL would
+		// make an item live shorter or longer than asked.
+		return invalid("%s %s is not a whole number of milliseconds", what, d)
+	}
+	return nil
+}
+
+// compactAttributes validates an attribute document and returns it as
+// compact JSON. Absent or null attributes are the empty object.
+func compactAttributes(raw json.RawMessage) ([]byte, error) {
+	trimmed := strings.TrimSpace(string(raw))
+	if trimmed == "" || trimmed == "null" {
+		return []byte("{}"), nil
+	}
+	if trimmed[0] != '{' {
+		return nil, invalid("attributes must be a JSON object")
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(trimmed))
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, invalid("attributes are not valid JSON: %v", err)
+	}
+	if buf.Len() > MaxAttributesBytes {
+		return nil, fmt.Errorf("%w: attributes are %d bytes as compact JSON, at most %d", ErrTooLarge, buf.Len(), MaxAttributesBytes)
+	}
+	return buf.Bytes(), nil
+}
+
+// clip shortens a user-supplied string for an error message.
+func clip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	return s[:61] + "..."
+}

@@ -1,0 +1,48 @@
+package multitable
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are a Registry's counters.
+type metrics struct {
+	ops     *prometheus.CounterVec
+	repairs *prometheus.CounterVec
+	stale   prometheus.Counter
+	retired prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		ops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ebb_multitable_operations_total",
+			Help: "Completed shared-table item operations, by operation (put, get, delete, list).",
+		}, []string{"op"}),
+		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ebb_multitable_repairs_total",
+			Help: "Listing rows restored after a concurrent writer or remover took them away, by row kind (entry, bucket).",
+		}, []string{"kind"}),
+		stale: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ebb_multitable_stale_entries_total",
+			Help: "Listing entries skipped because their item was gone or had moved (garbage of races, crashes or writes in flight).",
+		}),
+		retired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ebb_multitable_buckets_retired_total",
+			Help: "Empty time buckets removed from a table's bucket directory by listings.",
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var registered []prometheus.Collector
+	for _, c := range []prometheus.Collector{m.ops, m.repairs, m.stale, m.retired} {
+		if err := reg.Register(c); err != nil {
+			for _, r := range registered {
+				reg.Unregister(r)
+			}
+			return nil, err
+		}
+		registered = append(registered, c)
+	}
+	return m, nil
+}

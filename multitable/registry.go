@@ -1,0 +1,408 @@
+package multitable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// MetaKind is the store.Meta kind under which logical tables are recorded.
+const MetaKind = "table"
+
+// Options configures a Registry. The zero value of every field selects its
+// default (see DefaultOptions).
+type Options struct {
+	// Now is the clock item TTLs count from. It should be the clock the
+	// Store resolves expiry with. Nil means time.Now.
+	Now func() time.Time
+	// Logger receives repairs and clean-up failures. Nil discards.
+	Logger *slog.Logger
+	// Registerer receives the metrics. Nil registers nothing.
+	Registerer prometheus.Registerer
+	// BucketWidth is the time-bucket width of tables created from now on
+	// (each table keeps the width it was created with): whole seconds,
+	// 1s..8760h. Default 1h. Narrower buckets keep partitions small under
+	// heavy writes; wider ones mean fewer bucket rows for sparse tables.
+	BucketWidth time.Duration
+	// RecordTTL is how long a table's configuration, once read, is trusted
+	// before it is read again: another process's delete of a table is seen
+	// within it. Default 1s; negative reads it on every operation. This
+	// process's own creates and deletes are seen at once.
+	RecordTTL time.Duration
+	// ReadParallelism is how many item rows a listing reads at once when it
+	// verifies a page's entries; 1 reads them one by one. Default: 1 on the
+	// embedded backend, whose reads are in-process and CPU-bound (parallel
+	// reads measured slower there), 8 on remote backends, whose reads are
+	// round trips.
+	ReadParallelism int
+}
+
+// DefaultOptions returns the defaults Open applies to zero fields, for a
+// remote backend (see ReadParallelism).
+func DefaultOptions() Options {
+	return Options{BucketWidth: time.Hour, ReadParallelism: 8, RecordTTL: time.Second}
+}
+
+// embeddedBackend is Capabilities().Backend of the in-process backend.
+const embeddedBackend = "pebble"
+
+// Validate checks the options after defaults are applied; errors wrap
+// ErrInvalid.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	if o.BucketWidth < time.Second || o.BucketWidth > 8760*time.Hour || o.BucketWidth%time.Second != 0 {
+		return invalid("bucket width %s: want whole seconds in 1s..8760h", o.BucketWidth)
+	}
+	if o.ReadParallelism < 1 || o.ReadParallelism > 256 {
+		return invalid("read parallelism %d: want 1..256", o.ReadParallelism)
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.BucketWidth == 0 {
+		o.BucketWidth = d.BucketWidth
+	}
+	if o.ReadParallelism == 0 {
+		o.ReadParallelism = d.ReadParallelism
+	}
+	if o.RecordTTL == 0 {
+		o.RecordTTL = d.RecordTTL
+	}
+	return o
+}
+
+// Registry is the set of logical tables in one Store, and the operations
+// on their items. It is safe for concurrent use, also by several processes
+// sharing a backend: it keeps no state another process could invalidate
+// except a cache of bucket rows it has written, keyed by table generation.
+type Registry struct {
+	st      store.Store
+	meta    store.Meta
+	opts    Options
+	log     *slog.Logger
+	now     func() time.Time
+	metrics *metrics
+	buckets *bucketCache
+	records *recordCache
+
+	// ddl serializes creating and deleting tables within this process.
+	ddl sync.Mutex
+}
+
+// Open returns a Registry over st, creating store.MetaTable and ItemsTable
+// if needed.
+func Open(ctx context.Context, st store.Store, opts Options) (*Registry, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.ReadParallelism == 0 && st.Capabilities().Backend == embeddedBackend {
+		opts.ReadParallelism = 1
+	}
+	opts = opts.withDefaults()
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("multitable: register metrics: %w", err)
+	}
+	meta := store.Meta{S: st}
+	if err := meta.Ensure(ctx); err != nil {
+		return nil, fmt.Errorf("multitable: create %s: %w", store.MetaTable, err)
+	}
+	if err := st.CreateTable(ctx, ItemsSpec); err != nil {
+		return nil, fmt.Errorf("multitable: create %s: %w", ItemsTable, err)
+	}
+	return &Registry{
+		st: st, meta: meta, opts: opts, log: opts.Logger, now: opts.Now,
+		metrics: m, buckets: newBucketCache(bucketCacheSize),
+		records: newRecordCache(opts.RecordTTL, opts.Now),
+	}, nil
+}
+
+// Config is a logical table's configuration.
+type Config struct {
+	// DefaultTTL applies to items put without a TTL of their own; zero
+	// means they never expire. Whole milliseconds.
+	DefaultTTL time.Duration
+}
+
+// Table describes a logical table.
+type Table struct {
+	Name string
+	Config
+	// BucketWidth is the width of the time buckets its listing uses.
+	BucketWidth time.Duration
+	// CreatedAt is when this incarnation of the table was created.
+	CreatedAt time.Time
+}
+
+// record is a logical table's document in store.MetaTable.
+type record struct {
+	DefaultTTLMs int64     `json:"default_ttl_ms"`
+	BucketMs     int64     `json:"bucket_ms"`
+	Gen          int64     `json:"gen"`
+	CreatedAt    time.Time `json:"created_at"`
+	// Deleting is set while the table's rows are being purged; Deleted
+	// marks a tombstone, kept so that a re-created table gets the next
+	// generation.
+	Deleting bool `json:"deleting,omitempty"`
+	Deleted  bool `json:"deleted,omitempty"`
+}
+
+func (r record) live() bool { return !r.Deleting && !r.Deleted }
+
+func (r record) table(name string) Table {
+	return Table{
+		Name:        name,
+		Config:      Config{DefaultTTL: time.Duration(r.DefaultTTLMs) * time.Millisecond},
+		BucketWidth: time.Duration(r.BucketMs) * time.Millisecond,
+		CreatedAt:   r.CreatedAt,
+	}
+}
+
+func (r record) ref(name string) tableRef {
+	return tableRef{name: name, gen: r.Gen, bucketMs: r.BucketMs}
+}
+
+func loadRecord(ctx context.Context, meta store.Meta, name string) (record, bool, error) {
+	doc, err := meta.Get(ctx, MetaKind, name)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTableNotFound) {
+		return record{}, false, nil
+	}
+	if err != nil {
+		return record{}, false, fmt.Errorf("read table %s: %w", name, err)
+	}
+	var r record
+	if err := json.Unmarshal(doc, &r); err != nil {
+		return record{}, false, fmt.Errorf("multitable: table %s: corrupt record: %w", name, err)
+	}
+	return r, true, nil
+}
+
+func (g *Registry) saveRecord(ctx context.Context, name string, r record) error {
+	doc, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	// Forget before and after: reads that began before the write finished
+	// must not cache what they saw.
+	g.records.forget(name)
+	defer g.records.forget(name)
+	if err := g.meta.Put(ctx, MetaKind, name, doc); err != nil {
+		return fmt.Errorf("write table %s: %w", name, err)
+	}
+	return nil
+}
+
+// lookup returns the live table name refers to, or ErrNoTable.
+func (g *Registry) lookup(ctx context.Context, name string) (record, error) {
+	if err := CheckName(name); err != nil {
+		return record{}, err
+	}
+	if r, ok := g.records.get(name); ok {
+		return r, nil
+	}
+	read, epoch := g.now(), g.records.begin()
+	r, ok, err := loadRecord(ctx, g.meta, name)
+	if err != nil {
+		return record{}, err
+	}
+	if !ok || !r.live() {
+		return record{}, fmt.Errorf("%w: %q", ErrNoTable, name)
+	}
+	g.records.put(name, r, read, epoch)
+	return r, nil
+}
+
+// CreateTable creates a logical table. It returns created == false and no
+// error when an identical table exists, and ErrConflict when one with a
+// different configuration exists, and ErrDeleting when one of that name
+// is being deleted.
+func (g *Registry) CreateTable(ctx context.Context, name string, cfg Config) (t Table, created bool, err error) {
+	if err := CheckName(name); err != nil {
+		return Table{}, false, err
+	}
+	if err := checkTTL("default TTL", cfg.DefaultTTL); err != nil {
+		return Table{}, false, err
+	}
+	g.ddl.Lock()
+	defer g.ddl.Unlock()
+	old, ok, err := loadRecord(ctx, g.meta, name)
+	if err != nil {
+		return Table{}, false, err
+	}
+	switch {
+	case ok && old.Deleting:
+		return Table{}, false, fmt.Errorf("%w: %q; repeat the delete, then create it", ErrDeleting, name)
+	case ok && old.live():
+		if old.DefaultTTLMs != cfg.DefaultTTL.Milliseconds() {
+			return Table{}, false, fmt.Errorf("%w: table %q has default TTL %s, not %s", ErrConflict, name,
+				time.Duration(old.DefaultTTLMs)*time.Millisecond, cfg.DefaultTTL)
+		}
+		return old.table(name), false, nil
+	}
+	r := record{
+		DefaultTTLMs: cfg.DefaultTTL.Milliseconds(),
+		BucketMs:     g.opts.BucketWidth.Milliseconds(),
+		// The generation follows the tombstone's, so two processes creating
+		// the same table at once agree on it.
+		Gen:       old.Gen + 1,
+		CreatedAt: g.now().UTC().Truncate(time.Millisecond),
+	}
+	if err := g.saveRecord(ctx, name, r); err != nil {
+		return Table{}, false, err
+	}
+	g.log.Info("logical table created", "table", name, "default_ttl", cfg.DefaultTTL, "gen", r.Gen)
+	return r.table(name), true, nil
+}
+
+// Table returns a logical table, or ErrNoTable.
+func (g *Registry) Table(ctx context.Context, name string) (Table, error) {
+	r, err := g.lookup(ctx, name)
+	if err != nil {
+		return Table{}, err
+	}
+	return r.table(name), nil
+}
+
+// Tables returns every live logical table, by name.
+func (g *Registry) Tables(ctx context.Context) ([]Table, error) {
+	recs, err := liveRecords(ctx, g.meta)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Table, 0, len(recs))
+	for _, nr := range recs {
+		out = append(out, nr.rec.table(nr.name))
+	}
+	return out, nil
+}
+
+type namedRecord struct {
+	name string
+	rec  record
+}
+
+func liveRecords(ctx context.Context, meta store.Meta) ([]namedRecord, error) {
+	docs, err := meta.List(ctx, MetaKind)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]namedRecord, 0, len(docs))
+	for name, doc := range docs {
+		var r record
+		if err := json.Unmarshal(doc, &r); err != nil {
+			return nil, fmt.Errorf("multitable: table %s: corrupt record: %w", name, err)
+		}
+		if r.live() {
+			out = append(out, namedRecord{name, r})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
+}
+
+// DeleteTable deletes a logical table and every item in it. Deleting a
+// missing table is not an error. The table disappears at once (its items
+// can no longer be read, and a table created later under the same name
+// starts empty); its rows are then purged. If the purge fails the table
+// stays in a deleting state, refusing reads, writes and re-creation, until
+// a repeated DeleteTable completes it.
+func (g *Registry) DeleteTable(ctx context.Context, name string) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	g.ddl.Lock()
+	defer g.ddl.Unlock()
+	r, ok, err := loadRecord(ctx, g.meta, name)
+	if err != nil || !ok || r.Deleted {
+		return err
+	}
+	if !r.Deleting {
+		r.Deleting = true
+		if err := g.saveRecord(ctx, name, r); err != nil {
+			return err
+		}
+	}
+	n, err := g.purge(ctx, r.ref(name))
+	if err != nil {
+		return fmt.Errorf("purge table %s (repeat the delete to finish it): %w", name, err)
+	}
+	if err := g.saveRecord(ctx, name, record{Gen: r.Gen, Deleted: true}); err != nil {
+		return err
+	}
+	g.log.Info("logical table deleted", "table", name, "gen", r.Gen, "rows_purged", n)
+	return nil
+}
+
+// purge deletes every row of one table incarnation reachable through its
+// bucket directory: items, entries, then bucket rows, so that an
+// interrupted purge can resume from the directory.
+func (g *Registry) purge(ctx context.Context, t tableRef) (int, error) {
+	batch := g.st.Capabilities().DeleteBatch
+	if batch <= 0 {
+		batch = 100
+	}
+	purged := 0
+	flush := func(muts []store.Mutation) error {
+		if len(muts) == 0 {
+			return nil
+		}
+		purged += len(muts)
+		return g.st.Write(ctx, ItemsTable, muts)
+	}
+	err := walkBuckets(ctx, g.st, t, nil, func(b int64, rows []bucketRow) error {
+		q := store.Query{Partition: t.entryPartition(b), Limit: batch / 2}
+		if q.Limit < 1 {
+			q.Limit = 1
+		}
+		for {
+			page, err := g.st.Query(ctx, ItemsTable, q)
+			if err != nil {
+				return err
+			}
+			var muts []store.Mutation
+			for _, row := range page.Rows {
+				key := row.Clustering[1].(string)
+				muts = append(muts, store.Mutation{Kind: store.DeleteRow, Partition: t.itemPartition(key), Clustering: itemClustering(key)})
+			}
+			// Items first: an entry without its item is harmless garbage,
+			// an item without its entry would be unreachable.
+			if err := flush(muts); err != nil {
+				return err
+			}
+			muts = muts[:0]
+			for _, row := range page.Rows {
+				muts = append(muts, store.Mutation{Kind: store.DeleteRow, Partition: row.Partition, Clustering: row.Clustering})
+			}
+			if err := flush(muts); err != nil {
+				return err
+			}
+			if page.NextPageToken == nil {
+				break
+			}
+			q.PageToken = page.NextPageToken
+		}
+		var muts []store.Mutation
+		for _, r := range rows {
+			muts = append(muts, t.bucketDelete(r))
+		}
+		return flush(muts)
+	})
+	return purged, err
+}

@@ -1,0 +1,332 @@
+package server
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/ebb-data/ebb/shardmgr"
+	"github.com/ebb-data/ebb/timeseries"
+)
+
+// Indexes serves the time-sharded index API (API.md "Time-sharded
+// indexes") on svc.
+func Indexes(svc *timeseries.Service) Feature {
+	return func(s *Server) {
+		s.MapError(timeseries.ErrNoShard, http.StatusUnprocessableEntity, CodeNoShard)
+		h := indexHandlers{svc: svc}
+		byName := ResourceFromPath(KindIndex, "name")
+		// Listing every index is a collection route: admin or *:* only.
+		s.Route("GET /v1/indexes", func(*http.Request) Resource { return Resource{Kind: KindIndex} }, h.list)
+		s.Route("PUT /v1/indexes/{name}", byName, h.create)
+		s.Route("GET /v1/indexes/{name}", byName, h.get)
+		s.Route("DELETE /v1/indexes/{name}", byName, h.delete)
+		s.Route("POST /v1/indexes/{name}/events", byName, h.putEvents)
+		s.Route("GET /v1/indexes/{name}/events", byName, h.getEvents)
+		s.Route("POST /v1/indexes/{name}/reconcile", byName, h.reconcile)
+	}
+}
+
+type indexHandlers struct{ svc *timeseries.Service }
+
+// indexRequest is the body of PUT /v1/indexes/{name}.
+type indexRequest struct {
+	TableBucket     string          `json:"table_bucket"`
+	PartitionBucket string          `json:"partition_bucket"`
+	Retention       string          `json:"retention"`
+	Runway          *int            `json:"runway"`
+	Capacity        *capacityPolicy `json:"capacity"`
+}
+
+// capacityPolicy is the optional capacity policy of an index: the hot
+// shard provisioned at hot units, the next one pre-warmed to peak units.
+type capacityPolicy struct {
+	HotReadUnits   int64 `json:"hot_read_units"`
+	HotWriteUnits  int64 `json:"hot_write_units"`
+	PeakReadUnits  int64 `json:"peak_read_units,omitempty"`
+	PeakWriteUnits int64 `json:"peak_write_units,omitempty"`
+}
+
+type indexJSON struct {
+	Name            string          `json:"name"`
+	TableBucket     string          `json:"table_bucket"`
+	PartitionBucket string          `json:"partition_bucket"`
+	Retention       string          `json:"retention"`
+	Runway          int             `json:"runway"`
+	Capacity        *capacityPolicy `json:"capacity,omitempty"`
+	Shards          []shardJSON     `json:"shards"`
+	RunwayRemaining string          `json:"runway_remaining"`
+}
+
+type shardJSON struct {
+	Table    string `json:"table"`
+	Start    string `json:"start"`
+	End      string `json:"end"`
+	State    string `json:"state"`
+	Capacity string `json:"capacity"`
+}
+
+func indexView(idx timeseries.Index) indexJSON {
+	out := indexJSON{
+		Name:            idx.Name,
+		TableBucket:     shardmgr.FormatDuration(idx.TableBucket),
+		PartitionBucket: shardmgr.FormatDuration(idx.PartitionBucket),
+		Retention:       shardmgr.FormatDuration(idx.Retention),
+		Runway:          idx.Runway,
+		Shards:          make([]shardJSON, 0, len(idx.Shards)),
+		RunwayRemaining: shardmgr.FormatDuration(idx.RunwayRemaining.Round(time.Second)),
+	}
+	if c := idx.Capacity; c.Enabled() {
+		out.Capacity = &capacityPolicy{HotReadUnits: c.HotRead, HotWriteUnits: c.HotWrite, PeakReadUnits: c.PeakRead, PeakWriteUnits: c.PeakWrite}
+	}
+	for _, sh := range idx.Shards {
+		out.Shards = append(out.Shards, shardJSON{
+			Table: sh.Table, Start: formatTime(sh.Start), End: formatTime(sh.End),
+			State: sh.State, Capacity: sh.Capacity.Mode.String(),
+		})
+	}
+	return out
+}
+
+func (h indexHandlers) create(w http.ResponseWriter, r *http.Request) error {
+	var req indexRequest
+	if err := DecodeJSON(r, &req); err != nil {
+		return err
+	}
+	cfg := timeseries.Config{Name: r.PathValue("name")}
+	for _, f := range []struct {
+		name string
+		val  string
+		dst  *time.Duration
+	}{
+		{"table_bucket", req.TableBucket, &cfg.TableBucket},
+		{"partition_bucket", req.PartitionBucket, &cfg.PartitionBucket},
+		{"retention", req.Retention, &cfg.Retention},
+	} {
+		if f.val == "" {
+			return Errorf(http.StatusBadRequest, CodeInvalidArgument, "%s is required (a Go duration such as \"168h\")", f.name)
+		}
+		d, err := ParseDuration(f.val)
+		if err != nil {
+			return Errorf(http.StatusBadRequest, CodeInvalidArgument, "%s: %v", f.name, err)
+		}
+		*f.dst = d
+	}
+	if req.Runway != nil {
+		if *req.Runway < 1 {
+			return Errorf(http.StatusBadRequest, CodeInvalidArgument, "runway %d must be at least 1", *req.Runway)
+		}
+		cfg.Runway = *req.Runway
+	}
+	if c := req.Capacity; c != nil {
+		if c.HotWriteUnits < 1 || c.HotReadUnits < 1 {
+			return Errorf(http.StatusBadRequest, CodeInvalidArgument, "capacity: hot_read_units and hot_write_units must be at least 1")
+		}
+		cfg.Capacity = shardmgr.CapacityPolicy{HotRead: c.HotReadUnits, HotWrite: c.HotWriteUnits, PeakRead: c.PeakReadUnits, PeakWrite: c.PeakWriteUnits}
+	}
+	idx, created, err := h.svc.Create(r.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	return WriteJSON(w, status, indexView(idx))
+}
+
+func (h indexHandlers) get(w http.ResponseWriter, r *http.Request) error {
+	idx, err := h.svc.Get(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, indexView(idx))
+}
+
+func (h indexHandlers) list(w http.ResponseWriter, r *http.Request) error {
+	idxs, err := h.svc.List(r.Context())
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Indexes []indexJSON `json:"indexes"`
+	}{Indexes: make([]indexJSON, 0, len(idxs))}
+	for _, idx := range idxs {
+		out.Indexes = append(out.Indexes, indexView(idx))
+	}
+	return WriteJSON(w, http.StatusOK, out)
+}
+
+func (h indexHandlers) delete(w http.ResponseWriter, r *http.Request) error {
+	if err := h.svc.Delete(r.Context(), r.PathValue("name")); err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusNoContent, nil)
+}
+
+// eventJSON is one event on the wire. Pointers tell a missing field from an
+// empty one, so the message can say which.
+type eventJSON struct {
+	IndexID   *string `json:"index_id"`
+	EventID   *string `json:"event_id"`
+	Timestamp *string `json:"timestamp"`
+	Payload   *string `json:"payload"`
+}
+
+func (h indexHandlers) putEvents(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Events []eventJSON `json:"events"`
+	}
+	if err := DecodeJSON(r, &req); err != nil {
+		return err
+	}
+	if req.Events == nil {
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "events is required")
+	}
+	if len(req.Events) > timeseries.MaxBatch {
+		return Errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "%d events in one request, at most %d", len(req.Events), timeseries.MaxBatch)
+	}
+	events := make([]timeseries.Event, len(req.Events))
+	for i, e := range req.Events {
+		bad := func(format string, args ...any) error {
+			return Errorf(http.StatusBadRequest, CodeInvalidArgument, "event %d: %s", i, fmt.Sprintf(format, args...))
+		}
+		if e.IndexID == nil || e.EventID == nil || e.Timestamp == nil {
+			return bad("index_id, event_id and timestamp are required")
+		}
+		ts, err := ParseTime(*e.Timestamp)
+		if err != nil {
+			return bad("timestamp: %v", err)
+		}
+		var payload []byte
+		if e.Payload != nil {
+			if payload, err = base64.StdEncoding.DecodeString(*e.Payload); err != nil {
+				return bad("payload is not standard base64: %v", err)
+			}
+		}
+		events[i] = timeseries.Event{IndexID: *e.IndexID, EventID: *e.EventID, Timestamp: ts, Payload: payload}
+	}
+	n, err := h.svc.Put(r.Context(), r.PathValue("name"), events)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, map[string]int{"written": n})
+}
+
+type eventOut struct {
+	IndexID   string `json:"index_id"`
+	EventID   string `json:"event_id"`
+	Timestamp string `json:"timestamp"`
+	Payload   []byte `json:"payload"` // standard base64
+}
+
+func (h indexHandlers) getEvents(w http.ResponseWriter, r *http.Request) error {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "malformed query string: %v", err)
+	}
+	q := timeseries.Query{IndexID: v.Get("index_id")}
+	if q.IndexID == "" {
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "index_id is required")
+	}
+	for _, p := range []struct {
+		name string
+		dst  *time.Time
+	}{{"from", &q.From}, {"to", &q.To}} {
+		if s := v.Get(p.name); s != "" {
+			if *p.dst, err = ParseTime(s); err != nil {
+				return Errorf(http.StatusBadRequest, CodeInvalidArgument, "%s: %v", p.name, err)
+			}
+		}
+	}
+	switch v.Get("order") {
+	case "", "asc":
+	case "desc":
+		q.Desc = true
+	default:
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "order %q: want asc or desc", v.Get("order"))
+	}
+	if q.Limit, err = ParseLimit(r); err != nil {
+		return err
+	}
+	if tok := v.Get("page_token"); tok != "" {
+		if q.PageToken, err = base64.RawURLEncoding.DecodeString(tok); err != nil {
+			return Errorf(http.StatusBadRequest, CodeInvalidArgument, "malformed page_token")
+		}
+	}
+	page, err := h.svc.Query(r.Context(), r.PathValue("name"), q)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Events        []eventOut `json:"events"`
+		NextPageToken string     `json:"next_page_token,omitempty"`
+	}{Events: make([]eventOut, len(page.Events))}
+	for i, e := range page.Events {
+		out.Events[i] = eventOut{IndexID: e.IndexID, EventID: e.EventID, Timestamp: formatTime(e.Timestamp), Payload: e.Payload}
+	}
+	if page.NextPageToken != nil {
+		out.NextPageToken = base64.RawURLEncoding.EncodeToString(page.NextPageToken)
+	}
+	return WriteJSON(w, http.StatusOK, out)
+}
+
+// actionJSON is one planned action: API.md's op, table and reason, plus
+// the capacity target, whether a guard deferred it and, once applied,
+// whether it failed.
+type actionJSON struct {
+	Op       string `json:"op"`
+	Table    string `json:"table"`
+	Reason   string `json:"reason"`
+	Capacity string `json:"capacity,omitempty"`
+	Deferred bool   `json:"deferred,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+func (h indexHandlers) reconcile(w http.ResponseWriter, r *http.Request) error {
+	var ro shardmgr.RunOptions
+	v := r.URL.Query()
+	for _, p := range []struct {
+		name string
+		dst  *bool
+	}{{"dry_run", &ro.DryRun}, {"allow_clock_jump", &ro.AllowClockJump}} {
+		switch v.Get(p.name) {
+		case "", "false":
+		case "true":
+			*p.dst = true
+		default:
+			return Errorf(http.StatusBadRequest, CodeInvalidArgument, "%s %q: want true or false", p.name, v.Get(p.name))
+		}
+	}
+	plan, results, err := h.svc.Reconcile(r.Context(), r.PathValue("name"), ro)
+	if err != nil && plan.Index == "" {
+		return err // nothing planned: the index or the backend is the problem
+	}
+	failed := map[string]string{}
+	for _, res := range results {
+		if res.Err != nil {
+			failed[string(res.Action.Op)+" "+res.Action.Table] = res.Err.Error()
+		}
+	}
+	if err != nil && len(failed) == 0 {
+		// Every action went through but recording the run failed.
+		return err
+	}
+	out := struct {
+		Actions      []actionJSON `json:"actions"`
+		Unrecognized []string     `json:"unrecognized,omitempty"`
+		Applied      bool         `json:"applied"`
+	}{Actions: make([]actionJSON, 0, len(plan.Actions)), Unrecognized: plan.Unrecognized, Applied: !ro.DryRun}
+	for _, a := range plan.Actions {
+		aj := actionJSON{Op: string(a.Op), Table: a.Table, Reason: a.Reason, Deferred: a.Deferred, Error: failed[string(a.Op)+" "+a.Table]}
+		if a.Op == shardmgr.OpSetCapacity || a.Op == shardmgr.OpPrewarm {
+			aj.Capacity = shardmgr.FormatCapacity(a.Capacity)
+		}
+		out.Actions = append(out.Actions, aj)
+	}
+	return WriteJSON(w, http.StatusOK, out)
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

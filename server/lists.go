@@ -1,0 +1,203 @@
+package server
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ebb-data/ebb/lists"
+)
+
+// Lists serves the feature-store list API (API.md "Lists") on svc.
+//
+// Path segments arrive unescaped from the router (r.PathValue), so an
+// escaped '/' (%2F), '#' (%23) or NUL (%00) stays inside its segment. The
+// version "_" stands for the default (empty) version.
+func Lists(svc *lists.Service) Feature {
+	return func(s *Server) {
+		h := listHandlers{svc: svc}
+		res := ResourceFromPath(KindList, "entity_type")
+		const feature = "/v1/list-features/{entity_type}/{feature}/{version}"
+		const items = "/v1/lists/{entity_type}/{feature}/{version}/{entity_id}/items"
+		s.Route("PUT "+feature, res, h.putFeature)
+		s.Route("GET "+feature, res, h.getFeature)
+		s.Route("DELETE "+feature, res, h.deleteFeature)
+		s.Route("POST "+items, res, h.addItems)
+		s.Route("GET "+items, res, h.getItems)
+		s.Route("DELETE "+items, res, h.removeItems)
+	}
+}
+
+type listHandlers struct{ svc *lists.Service }
+
+// DefaultListVersion is the path segment naming a feature's default
+// (empty) version.
+const DefaultListVersion = "_"
+
+// listFeatureID reads the feature from the path.
+func listFeatureID(r *http.Request) lists.FeatureID {
+	id := lists.FeatureID{
+		EntityType: r.PathValue("entity_type"),
+		Name:       r.PathValue("feature"),
+		Version:    r.PathValue("version"),
+	}
+	if id.Version == DefaultListVersion {
+		id.Version = ""
+	}
+	return id
+}
+
+// listFeatureJSON is a list feature version on the wire.
+type listFeatureJSON struct {
+	EntityType string `json:"entity_type"`
+	Feature    string `json:"feature"`
+	Version    string `json:"version"`
+	TTL        string `json:"ttl"`
+	Created    string `json:"created"`
+}
+
+func listFeatureView(f lists.Feature) listFeatureJSON {
+	return listFeatureJSON{
+		EntityType: f.EntityType, Feature: f.Name, Version: f.Version,
+		TTL: f.TTL.String(), Created: f.Created.UTC().Format(time.RFC3339Nano),
+	}
+}
+
+func (h listHandlers) putFeature(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		TTL *string `json:"ttl"`
+	}
+	if err := DecodeJSON(r, &req); err != nil {
+		return err
+	}
+	if req.TTL == nil {
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "ttl is required (a Go duration such as \"720h\")")
+	}
+	ttl, err := ParseDuration(*req.TTL)
+	if err != nil {
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "ttl: %v", err)
+	}
+	f, created, err := h.svc.CreateFeature(r.Context(), listFeatureID(r), ttl)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	return WriteJSON(w, status, listFeatureView(f))
+}
+
+func (h listHandlers) getFeature(w http.ResponseWriter, r *http.Request) error {
+	f, err := h.svc.Feature(r.Context(), listFeatureID(r))
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, listFeatureView(f))
+}
+
+func (h listHandlers) deleteFeature(w http.ResponseWriter, r *http.Request) error {
+	if err := h.svc.DeleteFeatureVersion(r.Context(), listFeatureID(r)); err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusNoContent, nil)
+}
+
+// listItemJSON is one item on the wire; pointers tell a missing field from
+// an empty one.
+type listItemJSON struct {
+	Value     *string `json:"value"`
+	Timestamp *string `json:"timestamp"`
+}
+
+type listItemOut struct {
+	Value     []byte `json:"value"` // standard base64
+	Timestamp string `json:"timestamp"`
+}
+
+func (h listHandlers) addItems(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Items []listItemJSON `json:"items"`
+	}
+	if err := DecodeJSON(r, &req); err != nil {
+		return err
+	}
+	if req.Items == nil {
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "items is required")
+	}
+	if len(req.Items) > lists.MaxItemsPerAdd {
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "%d items in one request, at most %d", len(req.Items), lists.MaxItemsPerAdd)
+	}
+	items := make([]lists.Item, len(req.Items))
+	for i, it := range req.Items {
+		bad := func(format string, args ...any) error {
+			return Errorf(http.StatusBadRequest, CodeInvalidArgument, "item %d: %s", i, fmt.Sprintf(format, args...))
+		}
+		if it.Value == nil || it.Timestamp == nil {
+			return bad("value and timestamp are required")
+		}
+		ts, err := ParseTime(*it.Timestamp)
+		if err != nil {
+			return bad("timestamp: %v", err)
+		}
+		v, err := base64.StdEncoding.DecodeString(*it.Value)
+		if err != nil {
+			return bad("value is not standard base64: %v", err)
+		}
+		items[i] = lists.Item{Value: v, Timestamp: ts}
+	}
+	res, err := h.svc.Add(r.Context(), listFeatureID(r), r.PathValue("entity_id"), items)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, map[string]int{"written": res.Written, "skipped_expired": res.SkippedExpired})
+}
+
+func (h listHandlers) getItems(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	var minTS time.Time
+	if s := q.Get("min_timestamp"); s != "" {
+		var err error
+		if minTS, err = ParseTime(s); err != nil {
+			return Errorf(http.StatusBadRequest, CodeInvalidArgument, "min_timestamp: %v", err)
+		}
+	}
+	limit, err := ParseLimit(r)
+	if err != nil {
+		return err
+	}
+	items, err := h.svc.Get(r.Context(), listFeatureID(r), r.PathValue("entity_id"), minTS, limit)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Items []listItemOut `json:"items"`
+	}{Items: make([]listItemOut, len(items))}
+	for i, it := range items {
+		out.Items[i] = listItemOut{Value: it.Value, Timestamp: it.Timestamp.UTC().Format(time.RFC3339Nano)}
+	}
+	return WriteJSON(w, http.StatusOK, out)
+}
+
+func (h listHandlers) removeItems(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	id, entity := listFeatureID(r), r.PathValue("entity_id")
+	if !q.Has("value") {
+		if err := h.svc.RemoveAll(r.Context(), id, entity); err != nil {
+			return err
+		}
+		return WriteJSON(w, http.StatusNoContent, nil)
+	}
+	// A '+' left unescaped in a query string arrives as a space, which
+	// base64 never holds: put it back rather than refuse the request.
+	v, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(q.Get("value"), " ", "+"))
+	if err != nil {
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "value is not standard base64: %v", err)
+	}
+	if _, err := h.svc.RemoveByValue(r.Context(), id, entity, v); err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusNoContent, nil)
+}

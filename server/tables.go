@@ -1,0 +1,221 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/ebb-data/ebb/multitable"
+)
+
+// Tables is the Feature of shared tables (API.md "Multitable"): logical
+// tables multiplexed into one physical table by reg. Every route acts on
+// the logical table named in its path (scope table:NAME), except listing
+// every table, which is a collection route.
+func Tables(reg *multitable.Registry) Feature {
+	return func(s *Server) {
+		h := tablesHandler{reg: reg}
+		res := ResourceFromPath(KindTable, "table")
+		all := func(*http.Request) Resource { return Resource{Kind: KindTable} }
+		s.Route("GET /v1/tables", all, h.listTables)
+		s.Route("PUT /v1/tables/{table}", res, h.putTable)
+		s.Route("GET /v1/tables/{table}", res, h.getTable)
+		s.Route("DELETE /v1/tables/{table}", res, h.deleteTable)
+		s.Route("GET /v1/tables/{table}/items", res, h.listItems)
+		s.Route("PUT /v1/tables/{table}/items/{key}", res, h.putItem)
+		s.Route("GET /v1/tables/{table}/items/{key}", res, h.getItem)
+		s.Route("DELETE /v1/tables/{table}/items/{key}", res, h.deleteItem)
+	}
+}
+
+type tablesHandler struct{ reg *multitable.Registry }
+
+// sharedTableJSON is one logical table in the API.
+type sharedTableJSON struct {
+	Name       string `json:"name"`
+	DefaultTTL string `json:"default_ttl"`
+	CreatedAt  string `json:"created_at"`
+}
+
+func sharedTable(t multitable.Table) sharedTableJSON {
+	return sharedTableJSON{Name: t.Name, DefaultTTL: t.DefaultTTL.String(), CreatedAt: sharedTime(t.CreatedAt)}
+}
+
+// sharedItemJSON is one item in the API; ExpiresAt is null when the item never
+// expires.
+type sharedItemJSON struct {
+	Key        string          `json:"key"`
+	Timestamp  string          `json:"timestamp"`
+	Attributes json.RawMessage `json:"attributes"`
+	ExpiresAt  *string         `json:"expires_at"`
+}
+
+func sharedItem(it multitable.Item) sharedItemJSON {
+	out := sharedItemJSON{Key: it.Key, Timestamp: sharedTime(it.Timestamp), Attributes: it.Attributes}
+	if !it.ExpiresAt.IsZero() {
+		s := sharedTime(it.ExpiresAt)
+		out.ExpiresAt = &s
+	}
+	return out
+}
+
+// sharedTime writes a time as RFC 3339 in UTC with as many fractional
+// digits as it has (milliseconds at most for stored times).
+func sharedTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func (h tablesHandler) listTables(w http.ResponseWriter, r *http.Request) error {
+	tables, err := h.reg.Tables(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]sharedTableJSON, 0, len(tables))
+	for _, t := range tables {
+		out = append(out, sharedTable(t))
+	}
+	return WriteJSON(w, http.StatusOK, map[string]any{"tables": out})
+}
+
+func (h tablesHandler) putTable(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		DefaultTTL *string `json:"default_ttl"`
+	}
+	// Every field is optional, so an empty body is the default table.
+	if r.ContentLength != 0 {
+		if err := DecodeJSON(r, &body); err != nil {
+			return err
+		}
+	}
+	var cfg multitable.Config
+	if body.DefaultTTL != nil {
+		d, err := ParseDuration(*body.DefaultTTL)
+		if err != nil {
+			return err
+		}
+		cfg.DefaultTTL = d
+	}
+	t, created, err := h.reg.CreateTable(r.Context(), r.PathValue("table"), cfg)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	return WriteJSON(w, status, sharedTable(t))
+}
+
+func (h tablesHandler) getTable(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.reg.Table(r.Context(), r.PathValue("table"))
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, sharedTable(t))
+}
+
+func (h tablesHandler) deleteTable(w http.ResponseWriter, r *http.Request) error {
+	if err := h.reg.DeleteTable(r.Context(), r.PathValue("table")); err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusNoContent, nil)
+}
+
+func (h tablesHandler) putItem(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Timestamp  *string         `json:"timestamp"`
+		Attributes json.RawMessage `json:"attributes"`
+		TTL        *string         `json:"ttl"`
+	}
+	if err := DecodeJSON(r, &body); err != nil {
+		return err
+	}
+	if body.Timestamp == nil {
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "timestamp is required")
+	}
+	ts, err := ParseTime(*body.Timestamp)
+	if err != nil {
+		return err
+	}
+	in := multitable.PutItem{Key: r.PathValue("key"), Timestamp: ts, Attributes: body.Attributes}
+	if body.TTL != nil {
+		d, err := ParseDuration(*body.TTL)
+		if err != nil {
+			return err
+		}
+		in.TTL = &d
+	}
+	it, err := h.reg.Put(r.Context(), r.PathValue("table"), in)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, sharedItem(it))
+}
+
+func (h tablesHandler) getItem(w http.ResponseWriter, r *http.Request) error {
+	it, err := h.reg.Get(r.Context(), r.PathValue("table"), r.PathValue("key"))
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, sharedItem(it))
+}
+
+func (h tablesHandler) deleteItem(w http.ResponseWriter, r *http.Request) error {
+	if err := h.reg.Delete(r.Context(), r.PathValue("table"), r.PathValue("key")); err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusNoContent, nil)
+}
+
+func (h tablesHandler) listItems(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	limit, err := ParseLimit(r)
+	if err != nil {
+		return err
+	}
+	lq := multitable.ListQuery{Limit: limit, PageToken: q.Get("page_token")}
+	if q.Has("after") {
+		after, err := ParseTime(q.Get("after"))
+		if err != nil {
+			return err
+		}
+		lq.After = &after
+	}
+	page, err := h.reg.List(r.Context(), r.PathValue("table"), lq)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Items         []sharedItemJSON `json:"items"`
+		NextPageToken string           `json:"next_page_token,omitempty"`
+	}{Items: make([]sharedItemJSON, 0, len(page.Items)), NextPageToken: page.NextPageToken}
+	for _, it := range page.Items {
+		out.Items = append(out.Items, sharedItem(it))
+	}
+	return WriteJSON(w, http.StatusOK, out)
+}
+
+// sharedTableUsageJSON is one logical table in GET /v1/admin/tables.
+type sharedTableUsageJSON struct {
+	Name       string `json:"name"`
+	DefaultTTL string `json:"default_ttl"`
+	// Items counts live items; Bytes sums their keys, attribute documents
+	// and timestamps.
+	Items int64 `json:"items"`
+	Bytes int64 `json:"bytes"`
+}
+
+// logicalTableUsage reports every shared table in the store, for the admin
+// view. It reads the store directly, so it works whether or not the Tables
+// feature is installed.
+func (s *Server) logicalTableUsage(ctx context.Context) ([]sharedTableUsageJSON, error) {
+	usage, err := multitable.Usage(ctx, s.store)
+	if err != nil {
+		return nil, fmt.Errorf("shared table usage: %w", err)
+	}
+	out := make([]sharedTableUsageJSON, 0, len(usage))
+	for _, u := range usage {
+		out = append(out, sharedTableUsageJSON{Name: u.Name, DefaultTTL: u.DefaultTTL.String(), Items: u.Items, Bytes: u.Bytes})
+	}
+	return out, nil
+}

@@ -1,0 +1,212 @@
+package shardmgr
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// metaKind is the ebb_meta kind under which the manager keeps one state
+// document per index.
+const metaKind = "shardmgr"
+
+// state is the manager's durable record for one index.
+type state struct {
+	LastRun LastRun            `json:"last_run"`
+	Tables  map[string]History `json:"tables,omitempty"`
+}
+
+// Observe lists the tables under the index's prefix and attaches the
+// manager's records: the input of NewPlan.
+func Observe(ctx context.Context, st store.Store, index string) ([]Shard, LastRun, error) {
+	infos, err := st.Tables(ctx, index+"_")
+	if err != nil {
+		return nil, LastRun{}, fmt.Errorf("shardmgr: list shards of %s: %w", index, err)
+	}
+	s, err := loadState(ctx, st, index)
+	if err != nil {
+		return nil, LastRun{}, err
+	}
+	shards := make([]Shard, 0, len(infos))
+	for _, info := range infos {
+		shards = append(shards, Shard{Table: info.Spec.Name, Capacity: info.Capacity, History: s.Tables[info.Spec.Name]})
+	}
+	return shards, s.LastRun, nil
+}
+
+func loadState(ctx context.Context, st store.Store, index string) (state, error) {
+	var s state
+	doc, err := store.Meta{S: st}.Get(ctx, metaKind, index)
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrTableNotFound):
+		return s, nil
+	case err != nil:
+		return s, fmt.Errorf("shardmgr: load state of %s: %w", index, err)
+	}
+	if err := json.Unmarshal(doc, &s); err != nil {
+		return s, fmt.Errorf("shardmgr: state of %s is corrupt: %w", index, err)
+	}
+	return s, nil
+}
+
+// Result is the outcome of one applied action.
+type Result struct {
+	Action Action
+	// Err is nil when the action was applied.
+	Err error
+}
+
+// Apply carries out the plan's pending actions in order. Each action is
+// independent: one that fails is reported in its Result and the others
+// still run. Every action is idempotent (creating an existing shard with
+// the same spec, dropping a missing one and setting the capacity a table
+// already has are no-ops), so applying a plan twice is safe.
+func Apply(ctx context.Context, st store.Store, plan Plan) []Result {
+	var out []Result
+	for _, a := range plan.Actions {
+		if a.Deferred {
+			continue
+		}
+		var err error
+		switch a.Op {
+		case OpCreate:
+			spec := plan.Schema
+			spec.Name = a.Table
+			err = st.CreateTable(ctx, spec)
+		case OpDrop:
+			err = st.DropTable(ctx, a.Table)
+		case OpSetCapacity, OpPrewarm:
+			err = st.SetCapacity(ctx, a.Table, a.Capacity)
+		default:
+			err = fmt.Errorf("%w: unknown op %q", store.ErrInvalid, a.Op)
+		}
+		if err != nil {
+			err = fmt.Errorf("%s %s: %w", a.Op, a.Table, err)
+		}
+		out = append(out, Result{Action: a, Err: err})
+	}
+	return out
+}
+
+// Failed joins the errors of failed results; nil when every action was
+// applied.
+func Failed(results []Result) error {
+	var errs []error
+	for _, r := range results {
+		if r.Err != nil {
+			errs = append(errs, r.Err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// record saves what a run did: capacity switches and pre-warms for the
+// provider's limits, and the run's time for the clock-jump guard (unless
+// the guard tripped and was not overridden, so that it keeps holding).
+func record(ctx context.Context, st store.Store, cfg Config, plan Plan, results []Result, observed []Shard, allowJump bool) error {
+	cfg = cfg.withDefaults()
+	s, err := loadState(ctx, st, cfg.Index)
+	if err != nil {
+		return err
+	}
+	live := map[string]bool{}
+	for _, sh := range observed {
+		live[sh.Table] = true
+	}
+	tables := map[string]History{}
+	for name, h := range s.Tables {
+		if live[name] {
+			tables[name] = h
+		}
+	}
+	now := plan.Now
+	for _, r := range results {
+		if r.Err != nil {
+			continue
+		}
+		a := r.Action
+		h := tables[a.Table]
+		switch {
+		case a.Op == OpDrop:
+			delete(tables, a.Table)
+			continue
+		case a.Switch:
+			h.Switches = append(h.Switches, now)
+		}
+		if a.Op == OpPrewarm && a.Capacity.Mode == store.Provisioned {
+			h.PrewarmedAt = now
+		}
+		if a.Op == OpSetCapacity || a.Op == OpPrewarm || a.Op == OpCreate {
+			tables[a.Table] = h
+		}
+	}
+	// Switches older than the window no longer count against the limit.
+	for name, h := range tables {
+		kept := h.Switches[:0:0]
+		for _, t := range h.Switches {
+			if t.After(now.Add(-cfg.Capacity.SwitchWindow)) {
+				kept = append(kept, t)
+			}
+		}
+		h.Switches = kept
+		if len(h.Switches) == 0 && h.PrewarmedAt.IsZero() {
+			delete(tables, name)
+			continue
+		}
+		tables[name] = h
+	}
+	s.Tables = tables
+	if !plan.ClockJump || allowJump {
+		s.LastRun.At = now
+	}
+	doc, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("shardmgr: encode state of %s: %w", cfg.Index, err)
+	}
+	if err := (store.Meta{S: st}).Put(ctx, metaKind, cfg.Index, doc); err != nil {
+		return fmt.Errorf("shardmgr: save state of %s: %w", cfg.Index, err)
+	}
+	return nil
+}
+
+// Forget removes the manager's records of an index (when it is deleted).
+func Forget(ctx context.Context, st store.Store, index string) error {
+	err := store.Meta{S: st}.Delete(ctx, metaKind, index)
+	if errors.Is(err, store.ErrTableNotFound) {
+		return nil
+	}
+	return err
+}
+
+// runwayEnd returns the end of the last shard that exists after results
+// were applied to observed, or the zero time when none does.
+func runwayEnd(cfg Config, observed []Shard, results []Result) time.Time {
+	starts := map[int64]bool{}
+	for _, sh := range observed {
+		if start, kind := ParseShardName(cfg.Index, cfg.TableBucket, sh.Table); kind == ShardOf {
+			starts[start.Unix()] = true
+		}
+	}
+	for _, r := range results {
+		if r.Err != nil {
+			continue
+		}
+		switch r.Action.Op {
+		case OpCreate:
+			starts[r.Action.Start.Unix()] = true
+		case OpDrop:
+			delete(starts, r.Action.Start.Unix())
+		}
+	}
+	var end time.Time
+	for s := range starts {
+		if e := time.Unix(s, 0).Add(cfg.TableBucket).UTC(); e.After(end) {
+			end = e
+		}
+	}
+	return end
+}

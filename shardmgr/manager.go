@@ -1,0 +1,325 @@
+package shardmgr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// ErrClosed is returned by Run after Close.
+var ErrClosed = errors.New("shardmgr: manager closed")
+
+// DefaultInterval is the reconcile interval when Options.Interval is zero.
+const DefaultInterval = 30 * time.Second
+
+// firstBackoff is the first retry delay after a failed run; it doubles up
+// to the interval, so a failing manager never runs less often than a
+// healthy one.
+const firstBackoff = time.Second
+
+// Options configures a Manager.
+type Options struct {
+	// Store holds the shards and the ebb_meta table. Required.
+	Store store.Store
+	// Configs returns every index to manage, read afresh each run so that
+	// indexes created or deleted elsewhere are picked up. Required.
+	Configs func(context.Context) ([]Config, error)
+	// Interval between runs. Zero means DefaultInterval.
+	Interval time.Duration
+	// Now is the clock. Nil means time.Now.
+	Now func() time.Time
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Registerer receives the manager's metrics; nil keeps them
+	// unexported.
+	Registerer prometheus.Registerer
+	// Changed, if set, is called after a run that created or dropped
+	// shards of an index, so that callers caching shard lists refresh.
+	Changed func(index string)
+}
+
+// RunOptions changes one Reconcile.
+type RunOptions struct {
+	// DryRun plans without applying or recording anything.
+	DryRun bool
+	// AllowClockJump confirms a clock jump: drops the guard would defer
+	// are applied and the run is recorded.
+	AllowClockJump bool
+}
+
+// Manager runs the reconcile loop over every index. It is safe for
+// concurrent use; runs are serialized.
+type Manager struct {
+	opts    Options
+	log     *slog.Logger
+	now     func() time.Time
+	metrics *metrics
+	trigger chan struct{}
+
+	runMu     sync.Mutex // serializes runs
+	metaReady bool       // guarded by runMu
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	done    chan struct{}
+	started bool
+	closed  bool
+}
+
+// New returns a Manager; it does nothing until Run.
+func New(opts Options) (*Manager, error) {
+	if opts.Store == nil || opts.Configs == nil {
+		return nil, errors.New("shardmgr: Options.Store and Options.Configs are required")
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = DefaultInterval
+	}
+	m := &Manager{
+		opts:    opts,
+		log:     opts.Logger,
+		now:     opts.Now,
+		metrics: newMetrics(),
+		trigger: make(chan struct{}, 1),
+	}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	if opts.Registerer != nil {
+		if err := m.metrics.register(opts.Registerer); err != nil {
+			return nil, fmt.Errorf("shardmgr: register metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// Run reconciles every index at once and then every Interval, or sooner
+// when triggered, until ctx is done or Close is called. A failed run is
+// logged and counted and retried after a backoff (1 s doubling, at most
+// Interval). Run returns nil when stopped, ErrClosed after Close, and an
+// error if it is already running.
+func (m *Manager) Run(ctx context.Context) error {
+	m.mu.Lock()
+	switch {
+	case m.closed:
+		m.mu.Unlock()
+		return ErrClosed
+	case m.started:
+		m.mu.Unlock()
+		return errors.New("shardmgr: Run called twice")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	m.started, m.cancel, m.done = true, cancel, make(chan struct{})
+	done := m.done
+	m.mu.Unlock()
+	defer close(done)
+	defer cancel()
+
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	backoff := time.Duration(0)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		case <-m.trigger:
+		}
+		next := m.opts.Interval
+		if err := m.RunOnce(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			backoff = min(max(2*backoff, firstBackoff), m.opts.Interval)
+			next = backoff
+			m.log.Error("reconcile failed; retrying", "err", err, "retry_in", backoff)
+		} else {
+			backoff = 0
+		}
+		timer.Reset(next)
+	}
+}
+
+// Trigger asks a running loop to run now; it never blocks.
+func (m *Manager) Trigger() {
+	select {
+	case m.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops Run and waits for it to return. It is safe to call more than
+// once and without Run.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	cancel, done := m.cancel, m.done
+	m.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	return nil
+}
+
+// RunOnce reconciles every index once. Indexes are independent: one that
+// fails does not stop the others; the errors are joined.
+func (m *Manager) RunOnce(ctx context.Context) error {
+	cfgs, err := m.opts.Configs(ctx)
+	if err != nil {
+		m.metrics.failures.Inc()
+		return fmt.Errorf("shardmgr: list indexes: %w", err)
+	}
+	var errs []error
+	for _, cfg := range cfgs {
+		if _, _, err := m.Reconcile(ctx, cfg, RunOptions{}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	m.metrics.lastSuccess.Set(float64(m.now().UnixNano()) / 1e9)
+	return nil
+}
+
+// Reconcile runs observe, plan and (unless DryRun) apply for one index and
+// returns the plan and what applying it did. The error is non-nil when
+// observing failed or any action failed; the results still tell which
+// actions were applied.
+func (m *Manager) Reconcile(ctx context.Context, cfg Config, ro RunOptions) (Plan, []Result, error) {
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	now := m.now()
+	plan, results, err := m.reconcile(ctx, cfg, now, ro)
+	if err != nil && !ro.DryRun {
+		m.metrics.failures.Inc()
+		m.log.Warn("reconcile of index failed", "index", cfg.Index, "err", err)
+	}
+	return plan, results, err
+}
+
+func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro RunOptions) (Plan, []Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return Plan{}, nil, err
+	}
+	observed, last, err := Observe(ctx, m.opts.Store, cfg.Index)
+	if err != nil {
+		return Plan{}, nil, err
+	}
+	if ro.AllowClockJump {
+		last = LastRun{}
+	}
+	plan := NewPlan(cfg, now, observed, last)
+	if len(plan.Unrecognized) > 0 {
+		m.log.Warn("tables with the index prefix are not its shards; left alone", "index", cfg.Index, "tables", plan.Unrecognized)
+	}
+	if ro.DryRun {
+		return plan, nil, nil
+	}
+	if plan.ClockJump {
+		m.log.Warn("clock moved forward beyond the guard; drops deferred", "index", cfg.Index, "now", now)
+	}
+	results := Apply(ctx, m.opts.Store, plan)
+	changed := false
+	for _, r := range results {
+		if r.Err != nil {
+			m.log.Warn("reconcile action failed", "index", cfg.Index, "op", r.Action.Op, "table", r.Action.Table, "err", r.Err)
+			continue
+		}
+		m.metrics.actions.WithLabelValues(string(r.Action.Op)).Inc()
+		m.log.Info("reconcile action applied", "index", cfg.Index, "op", r.Action.Op, "table", r.Action.Table, "reason", r.Action.Reason)
+		changed = changed || r.Action.Op == OpCreate || r.Action.Op == OpDrop
+	}
+	if changed && m.opts.Changed != nil {
+		m.opts.Changed(cfg.Index)
+	}
+	if end := runwayEnd(cfg, observed, results); !end.IsZero() {
+		m.metrics.runway.WithLabelValues(cfg.Index).Set(end.Sub(now).Seconds())
+	}
+	errs := []error{Failed(results)}
+	if err := m.ensureMeta(ctx); err != nil {
+		errs = append(errs, err)
+	} else if err := record(ctx, m.opts.Store, cfg, plan, results, observed, ro.AllowClockJump); err != nil {
+		errs = append(errs, err)
+	}
+	return plan, results, errors.Join(errs...)
+}
+
+func (m *Manager) ensureMeta(ctx context.Context) error {
+	if m.metaReady {
+		return nil
+	}
+	if err := (store.Meta{S: m.opts.Store}).Ensure(ctx); err != nil {
+		return fmt.Errorf("shardmgr: create %s: %w", store.MetaTable, err)
+	}
+	m.metaReady = true
+	return nil
+}
+
+// Forget removes an index's records and metric series, after the index
+// was deleted.
+func (m *Manager) Forget(ctx context.Context, index string) error {
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	m.metrics.runway.DeleteLabelValues(index)
+	return Forget(ctx, m.opts.Store, index)
+}
+
+// Exclusive runs f while no reconcile runs, so that deleting an index
+// cannot race with a run re-creating its shards.
+func (m *Manager) Exclusive(f func() error) error {
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	return f()
+}
+
+type metrics struct {
+	runway      *prometheus.GaugeVec
+	lastSuccess prometheus.Gauge
+	actions     *prometheus.CounterVec
+	failures    prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		runway: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ebb_shard_runway_seconds",
+			Help: "Time from now to the end of the index's last existing shard: how long writes keep working if the manager stops.",
+		}, []string{"index"}),
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ebb_reconcile_last_success_timestamp_seconds",
+			Help: "Unix time of the last reconcile run that succeeded for every index.",
+		}),
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ebb_reconcile_actions_total",
+			Help: "Shard actions applied, by op (create, drop, set_capacity, prewarm).",
+		}, []string{"op"}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ebb_reconcile_failures_total",
+			Help: "Reconciles of an index (or listings of indexes) that failed.",
+		}),
+	}
+}
+
+func (m *metrics) register(r prometheus.Registerer) error {
+	cs := []prometheus.Collector{m.runway, m.lastSuccess, m.actions, m.failures}
+	for i, c := range cs {
+		if err := r.Register(c); err != nil {
+			for _, done := range cs[:i] {
+				r.Unregister(done)
+			}
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,377 @@
+package shardmgr
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// Op is what an Action does.
+type Op string
+
+// Ops.
+const (
+	OpCreate      Op = "create"
+	OpDrop        Op = "drop"
+	OpSetCapacity Op = "set_capacity"
+	OpPrewarm     Op = "prewarm"
+)
+
+// Shard is one observed table under the index's prefix. Plan parses the
+// name itself, so observed tables that are not shards are reported instead
+// of being trusted.
+type Shard struct {
+	Table    string
+	Capacity store.Capacity
+	// History is what the manager recorded about the table.
+	History History
+}
+
+// History is the manager's record of one shard's capacity changes, kept in
+// the ebb_meta table because the provider's limits count them.
+type History struct {
+	// Switches are the times the table went from provisioned to on-demand,
+	// oldest first.
+	Switches []time.Time `json:"switches,omitempty"`
+	// PrewarmedAt is when the table was provisioned at peak to pre-warm it
+	// (backends without warm throughput); zero when it was not.
+	PrewarmedAt time.Time `json:"prewarmed_at,omitzero"`
+}
+
+// LastRun is the manager's record of the last run it applied for an
+// index.
+type LastRun struct {
+	// At is the clock reading of that run; zero when there was none.
+	At time.Time `json:"at,omitzero"`
+}
+
+// Action is one step of a Plan.
+type Action struct {
+	Op    Op
+	Table string
+	// Start and End bound the shard's time range [Start, End).
+	Start, End time.Time
+	// Reason says why, for people reading the plan.
+	Reason string
+	// Capacity is the target of OpSetCapacity and OpPrewarm.
+	Capacity store.Capacity
+	// Switch marks a change from provisioned to on-demand, which the
+	// provider limits and the manager records.
+	Switch bool
+	// Deferred actions are reported but not applied: a guard or a limit
+	// holds them back, as Reason says.
+	Deferred bool
+}
+
+// Plan is what one run would do for one index.
+type Plan struct {
+	Index string
+	Now   time.Time
+	// Schema is the spec shards are created with (Config.Schema).
+	Schema store.TableSpec
+	// Actions in the order Apply runs them: creates (hot shard first), then
+	// capacity changes, then drops (oldest first).
+	Actions []Action
+	// Unrecognized are tables with the index's prefix that are not its
+	// shards; they are left alone.
+	Unrecognized []string
+	// ClockJump is set when drops were deferred because the clock moved
+	// forward more than Guards.MaxClockJump since the last run; such a run
+	// is not recorded, so the guard holds until an operator confirms.
+	ClockJump bool
+}
+
+// Pending returns the actions that are not deferred.
+func (p Plan) Pending() []Action {
+	var out []Action
+	for _, a := range p.Actions {
+		if !a.Deferred {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// NewPlan computes what to do for cfg at now, given the tables observed
+// under the index's prefix and the last recorded run. It is a pure
+// function: the same inputs always give the same plan.
+//
+// The desired shards are every shard that is not expired (end + retention
+// > now) up to Runway shards after the hot one. A missing desired shard is
+// created; an existing shard whose end + retention <= now is dropped,
+// subject to the guards; with a capacity policy, each remaining shard's
+// capacity is moved towards its target, subject to the switch limit.
+func NewPlan(cfg Config, now time.Time, observed []Shard, last LastRun) Plan {
+	cfg = cfg.withDefaults()
+	plan := Plan{Index: cfg.Index, Now: now, Schema: cfg.Schema}
+	tb := cfg.TableBucket
+
+	existing := map[int64]Shard{} // by start, Unix seconds
+	for _, sh := range observed {
+		start, kind := ParseShardName(cfg.Index, tb, sh.Table)
+		switch kind {
+		case ShardOf:
+			existing[start.Unix()] = sh
+		case Unrecognized:
+			plan.Unrecognized = append(plan.Unrecognized, sh.Table)
+		}
+	}
+	slices.Sort(plan.Unrecognized)
+
+	hot := BucketStart(now, tb)
+	first := BucketStart(now.Add(-cfg.Retention), tb)
+	if first.Before(time.Unix(0, 0)) {
+		first = time.Unix(0, 0).UTC()
+	}
+	last1 := hot.Add(time.Duration(cfg.Runway) * tb)
+
+	// Creates: hot shard first, then the runway nearest first, then the
+	// past newest first, so that the shards writes need soonest exist
+	// soonest if applying is slow or interrupted.
+	var creates []Action
+	for s := first; !s.After(last1); s = s.Add(tb) {
+		if _, ok := existing[s.Unix()]; ok {
+			continue
+		}
+		creates = append(creates, Action{
+			Op: OpCreate, Table: ShardName(cfg.Index, s), Start: s, End: s.Add(tb),
+			Reason: createReason(s, hot, tb, cfg.Retention),
+		})
+	}
+	slices.SortStableFunc(creates, func(a, b Action) int {
+		return createRank(a.Start, hot) - createRank(b.Start, hot)
+	})
+	plan.Actions = append(plan.Actions, creates...)
+
+	// Drops, oldest first, behind the guards.
+	starts := make([]int64, 0, len(existing))
+	for s := range existing {
+		starts = append(starts, s)
+	}
+	slices.Sort(starts)
+	jump := !last.At.IsZero() && now.Sub(last.At) > cfg.Guards.MaxClockJump
+	var drops []Action
+	dropped := map[int64]bool{}
+	for _, s := range starts {
+		start := time.Unix(s, 0).UTC()
+		end := start.Add(tb)
+		if end.Add(cfg.Retention).After(now) {
+			continue
+		}
+		a := Action{
+			Op: OpDrop, Table: existing[s].Table, Start: start, End: end,
+			Reason: fmt.Sprintf("expired: end %s + retention %s <= now", fmtTime(end), FormatDuration(cfg.Retention)),
+		}
+		switch {
+		case jump:
+			plan.ClockJump = true
+			a.Deferred = true
+			a.Reason = fmt.Sprintf("deferred: clock moved forward %s since the last run at %s (guard %s); confirm with allow_clock_jump",
+				FormatDuration(now.Sub(last.At)), fmtTime(last.At), FormatDuration(cfg.Guards.MaxClockJump))
+		case len(drops)-countDeferred(drops) >= cfg.Guards.MaxDropsPerRun:
+			a.Deferred = true
+			a.Reason = fmt.Sprintf("deferred: at most %d drops per run (%s)", cfg.Guards.MaxDropsPerRun, a.Reason)
+		default:
+			dropped[s] = true
+		}
+		drops = append(drops, a)
+	}
+
+	if cfg.Capacity.Enabled() {
+		var caps []Action
+		for s := first; !s.After(last1); s = s.Add(tb) {
+			if _, ok := existing[s.Unix()]; !ok {
+				caps = append(caps, capacityActions(cfg, now, hot, Shard{Table: ShardName(cfg.Index, s)}, s)...)
+			}
+		}
+		for _, s := range starts {
+			if !dropped[s] {
+				caps = append(caps, capacityActions(cfg, now, hot, existing[s], time.Unix(s, 0).UTC())...)
+			}
+		}
+		slices.SortStableFunc(caps, func(a, b Action) int { return a.Start.Compare(b.Start) })
+		plan.Actions = append(plan.Actions, caps...)
+	}
+	plan.Actions = append(plan.Actions, drops...)
+	return plan
+}
+
+func countDeferred(as []Action) int {
+	n := 0
+	for _, a := range as {
+		if a.Deferred {
+			n++
+		}
+	}
+	return n
+}
+
+// createRank orders creates: hot, then future nearest first, then past
+// newest first.
+func createRank(s, hot time.Time) int {
+	d := int(s.Sub(hot) / time.Second)
+	if d >= 0 {
+		return d
+	}
+	return 1<<40 - d
+}
+
+func createReason(s, hot time.Time, tb, retention time.Duration) string {
+	switch {
+	case s.Equal(hot):
+		return "hot shard: holds now"
+	case s.After(hot):
+		n := int(s.Sub(hot) / tb)
+		return fmt.Sprintf("runway: starts in %d bucket%s", n, plural(n))
+	}
+	return fmt.Sprintf("inside retention until %s", fmtTime(s.Add(tb).Add(retention)))
+}
+
+// capacityActions returns the capacity change sh needs, if any.
+func capacityActions(cfg Config, now, hot time.Time, sh Shard, start time.Time) []Action {
+	p := cfg.Capacity
+	cur := sh.Capacity
+	base := Action{Table: sh.Table, Start: start, End: start.Add(cfg.TableBucket)}
+	set := func(op Op, c store.Capacity, reason string) []Action {
+		a := base
+		a.Op, a.Capacity, a.Reason = op, c, reason
+		if cur.Mode == store.Provisioned && c.Mode == store.OnDemand {
+			a.Switch = true
+			if n, next := switchesInWindow(sh.History, now, p.SwitchWindow); n >= p.SwitchLimit {
+				a.Deferred = true
+				a.Reason = fmt.Sprintf("deferred: %d switches to on-demand in the last %s (limit %d), next allowed at %s (%s)",
+					n, FormatDuration(p.SwitchWindow), p.SwitchLimit, fmtTime(next), reason)
+			}
+		}
+		return []Action{a}
+	}
+	onDemand := store.Capacity{Mode: store.OnDemand}
+	switch {
+	case start.Equal(hot):
+		want := store.Capacity{Mode: store.Provisioned, ReadUnits: p.HotRead, WriteUnits: p.HotWrite}
+		if cur.Mode == store.Provisioned && cur.ReadUnits == want.ReadUnits && cur.WriteUnits == want.WriteUnits {
+			return nil
+		}
+		return set(OpSetCapacity, want, "hot shard: provisioned")
+	case start.Equal(hot.Add(cfg.TableBucket)):
+		if cfg.WarmThroughput {
+			want := store.Capacity{Mode: store.OnDemand, WarmRead: p.PeakRead, WarmWrite: p.PeakWrite}
+			if cur.Mode == store.OnDemand && cur.WarmRead >= p.PeakRead && cur.WarmWrite >= p.PeakWrite {
+				return nil
+			}
+			return set(OpPrewarm, want, "next shard: pre-warm to peak throughput")
+		}
+		if sh.History.PrewarmedAt.IsZero() {
+			want := store.Capacity{Mode: store.Provisioned, ReadUnits: p.PeakRead, WriteUnits: p.PeakWrite}
+			return set(OpPrewarm, want, fmt.Sprintf("next shard: pre-warm provisioned at peak for %s, then on-demand", FormatDuration(p.PrewarmHold)))
+		}
+		if cur.Mode == store.Provisioned && !now.Before(sh.History.PrewarmedAt.Add(p.PrewarmHold)) {
+			return set(OpSetCapacity, onDemand, fmt.Sprintf("next shard: pre-warmed at %s, back to on-demand", fmtTime(sh.History.PrewarmedAt)))
+		}
+		return nil
+	}
+	if cur.Mode == store.Provisioned {
+		state := "past"
+		if start.After(hot) {
+			state = "future"
+		}
+		return set(OpSetCapacity, onDemand, state+" shard: on-demand")
+	}
+	return nil
+}
+
+// switchesInWindow counts the switches within (now - window, now] and
+// returns when the oldest of them leaves the window.
+func switchesInWindow(h History, now time.Time, window time.Duration) (int, time.Time) {
+	n := 0
+	var next time.Time
+	for _, t := range h.Switches {
+		if t.After(now.Add(-window)) && !t.After(now) {
+			if n == 0 {
+				next = t.Add(window)
+			}
+			n++
+		}
+	}
+	return n, next
+}
+
+// String renders the plan like a Terraform plan: one line per action,
+// "+" create, "-" drop, "~" capacity, "!" deferred, "?" unrecognized.
+func (p Plan) String() string {
+	var b strings.Builder
+	for _, a := range p.Actions {
+		b.WriteString(FormatAction(string(a.Op), a.Table, capacityTarget(a), a.Reason, a.Deferred))
+		b.WriteByte('\n')
+	}
+	for _, t := range p.Unrecognized {
+		fmt.Fprintf(&b, "? %-13s %s  (unrecognized: not a shard of %s; left alone)\n", "ignore", t, p.Index)
+	}
+	if len(p.Actions) == 0 && len(p.Unrecognized) == 0 {
+		b.WriteString("no changes\n")
+	}
+	return b.String()
+}
+
+func capacityTarget(a Action) string {
+	if a.Op == OpSetCapacity || a.Op == OpPrewarm {
+		return FormatCapacity(a.Capacity)
+	}
+	return ""
+}
+
+// FormatAction renders one plan line; the CLI renders plans it receives
+// over HTTP with it too.
+func FormatAction(op, table, capacity, reason string, deferred bool) string {
+	sym := "~"
+	switch {
+	case deferred:
+		sym = "!"
+	case op == string(OpCreate):
+		sym = "+"
+	case op == string(OpDrop):
+		sym = "-"
+	}
+	line := fmt.Sprintf("%s %-13s %s", sym, op, table)
+	if capacity != "" {
+		line += " -> " + capacity
+	}
+	return line + "  (" + reason + ")"
+}
+
+// FormatCapacity renders a capacity: "on_demand",
+// "on_demand(warm read=R write=W)" or "provisioned(read=R write=W)".
+func FormatCapacity(c store.Capacity) string {
+	if c.Mode == store.Provisioned {
+		return fmt.Sprintf("provisioned(read=%d write=%d)", c.ReadUnits, c.WriteUnits)
+	}
+	if c.WarmRead > 0 || c.WarmWrite > 0 {
+		return fmt.Sprintf("on_demand(warm read=%d write=%d)", c.WarmRead, c.WarmWrite)
+	}
+	return "on_demand"
+}
+
+// FormatDuration renders d as Go does, without zero trailing units:
+// "168h", "1h30m", "90s" becomes "1m30s".
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

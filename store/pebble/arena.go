@@ -1,0 +1,69 @@
+package pebble
+
+import (
+	"github.com/ebb-data/ebb/internal/keyenc"
+	"github.com/ebb-data/ebb/store"
+)
+
+// arena hands out the small slices a page of rows is decoded into from a
+// few large allocations, so reading a row costs no allocation of its own
+// beyond boxing its values. Slices it returns are full (len == cap), so an
+// append by the caller never overwrites a neighbour.
+type arena struct {
+	anys  []any
+	bytes []byte
+}
+
+func (a *arena) take(n int) []any {
+	if cap(a.anys)-len(a.anys) < n {
+		a.anys = make([]any, 0, max(256, n))
+	}
+	l := len(a.anys)
+	a.anys = a.anys[:l+n]
+	return a.anys[l : l+n : l+n]
+}
+
+func (a *arena) copyBytes(p []byte) []byte {
+	if len(p) == 0 {
+		return []byte{} // empty, never nil: nil means absent
+	}
+	if cap(a.bytes)-len(a.bytes) < len(p) {
+		a.bytes = make([]byte, 0, max(8192, len(p)))
+	}
+	l := len(a.bytes)
+	a.bytes = append(a.bytes, p...)
+	return a.bytes[l : l+len(p) : l+len(p)]
+}
+
+// decodeClustering decodes an encoded clustering key into arena memory.
+func decodeClustering(spec *store.TableSpec, b []byte, a *arena) ([]any, error) {
+	desc := spec.ClusteringOrder == store.Desc
+	out := a.take(len(spec.Clustering))
+	var buf [128]byte
+	for i, c := range spec.Clustering {
+		var err error
+		switch c.Type {
+		case store.TypeText, store.TypeBytes:
+			var bs []byte
+			if bs, b, err = keyenc.AppendDecodedBytes(buf[:0], b, desc); err != nil {
+				return nil, err
+			}
+			if c.Type == store.TypeText {
+				out[i] = string(bs)
+			} else {
+				out[i] = a.copyBytes(bs)
+			}
+		case store.TypeInt64:
+			out[i], b, err = keyenc.DecodeInt64(b, desc)
+		case store.TypeTimestamp:
+			out[i], b, err = keyenc.DecodeTime(b, desc)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(b) > 0 {
+		return nil, keyenc.ErrCorrupt
+	}
+	return out, nil
+}

@@ -1,0 +1,180 @@
+// Package timeseries is ebb's time-sharded index: events keyed by
+// (index_id, timestamp, event_id) that expire after a retention, stored one
+// table ("shard") per time bucket so that expiring a bucket is dropping a
+// table instead of deleting every row.
+//
+// The Service is the query router. On the write path it derives each
+// event's shard (floor(ts / table_bucket)) and partition bucket
+// (floor(ts / partition_bucket)) and writes one batch per shard; on the read
+// path it visits shards, then partition buckets, in the requested order and
+// stops as soon as it has the rows asked for. Expiry is read-resolved and
+// exact: an event whose timestamp + retention <= now is never returned,
+// whether or not its shard has been dropped yet. Package shardmgr creates
+// and drops the shards; the Service drives it.
+package timeseries
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ebb-data/ebb/shardmgr"
+	"github.com/ebb-data/ebb/store"
+)
+
+// Sentinel errors. Errors about the request also wrap the store sentinel
+// the HTTP layer maps (store.ErrInvalid, store.ErrNotFound, ...).
+var (
+	// ErrNoShard: no shard table exists for an event's time, either because
+	// it is beyond the runway or because the manager has been down longer
+	// than the runway. Nothing was written.
+	ErrNoShard = errors.New("timeseries: no shard for that time")
+	// ErrIndexNotFound: no index of that name. Also wraps store.ErrNotFound.
+	ErrIndexNotFound = errors.New("timeseries: index not found")
+)
+
+// DefaultRunway is the runway of a Config whose Runway is zero.
+const DefaultRunway = 2
+
+// MaxIDBytes bounds index_id and event_id.
+const MaxIDBytes = 256
+
+// MaxBatch is the most events one Put accepts.
+const MaxBatch = 10000
+
+// Column names of a shard table.
+const (
+	colIndexID = "index_id"
+	colBucket  = "bucket"
+	colTS      = "ts"
+	colEventID = "event_id"
+	colPayload = "payload"
+)
+
+// shardSchema is the spec of every shard table (the name is set per shard):
+// ((index_id, bucket), ts, event_id) -> payload, with no default TTL since
+// expiry is by dropping the table and by filtering on read.
+var shardSchema = store.TableSpec{
+	PartitionKey: []store.Column{{Name: colIndexID, Type: store.TypeText}, {Name: colBucket, Type: store.TypeInt64}},
+	Clustering:   []store.Column{{Name: colTS, Type: store.TypeTimestamp}, {Name: colEventID, Type: store.TypeText}},
+	Values:       []store.Column{{Name: colPayload, Type: store.TypeBytes}},
+}
+
+// Config is an index's configuration. It cannot be changed once the index
+// exists: its shards are laid out by it.
+type Config struct {
+	// Name matches shardmgr.IndexNamePattern: ^[a-z][a-z0-9_]{0,30}$.
+	Name string `json:"name"`
+	// TableBucket is the time width of a shard: whole seconds, a multiple
+	// of PartitionBucket.
+	TableBucket time.Duration `json:"table_bucket"`
+	// PartitionBucket is the time width of one partition (per index_id)
+	// within a shard: whole milliseconds, > 0. A read visits every
+	// partition bucket its range covers, so it should be wide enough that
+	// most partitions hold rows.
+	PartitionBucket time.Duration `json:"partition_bucket"`
+	// Retention is how long an event lives after its timestamp: > 0, whole
+	// milliseconds.
+	Retention time.Duration `json:"retention"`
+	// Runway is how many shards exist after the one holding now; zero
+	// means DefaultRunway.
+	Runway int `json:"runway"`
+	// Capacity is the capacity policy of the shards; the zero value leaves
+	// every shard on-demand.
+	Capacity shardmgr.CapacityPolicy `json:"capacity"`
+}
+
+// WithDefaults returns c with zero fields defaulted.
+func (c Config) WithDefaults() Config {
+	if c.Runway == 0 {
+		c.Runway = DefaultRunway
+	}
+	return c
+}
+
+// Validate checks c (after WithDefaults). Errors wrap store.ErrInvalid.
+func (c Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: index %q: %s", store.ErrInvalid, c.Name, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case !shardmgr.IndexNamePattern.MatchString(c.Name):
+		return bad("name must match %s", shardmgr.IndexNamePattern)
+	case c.TableBucket <= 0 || c.TableBucket%time.Second != 0:
+		return bad("table_bucket %s must be a positive whole number of seconds", c.TableBucket)
+	case c.PartitionBucket <= 0 || c.PartitionBucket%time.Millisecond != 0:
+		return bad("partition_bucket %s must be a positive whole number of milliseconds", c.PartitionBucket)
+	case c.TableBucket%c.PartitionBucket != 0:
+		return bad("table_bucket %s must be a multiple of partition_bucket %s", c.TableBucket, c.PartitionBucket)
+	case c.Retention <= 0 || c.Retention%time.Millisecond != 0:
+		return bad("retention %s must be a positive whole number of milliseconds", c.Retention)
+	}
+	return c.shardConfig(shardmgr.Guards{}, false).Validate()
+}
+
+// shardConfig is the manager's view of the index.
+func (c Config) shardConfig(g shardmgr.Guards, warm bool) shardmgr.Config {
+	return shardmgr.Config{
+		Index:          c.Name,
+		TableBucket:    c.TableBucket,
+		Retention:      c.Retention,
+		Runway:         c.Runway,
+		Schema:         shardSchema,
+		Capacity:       c.Capacity,
+		Guards:         g,
+		WarmThroughput: warm,
+	}
+}
+
+// Layout arithmetic, in Unix milliseconds. All of it is epoch-aligned UTC;
+// timestamps are refused before 1970, so division and floor agree.
+
+func (c Config) tbMs() int64 { return c.TableBucket.Milliseconds() }
+func (c Config) pbMs() int64 { return c.PartitionBucket.Milliseconds() }
+
+// shardOf returns the start (Unix ms) of the shard holding tsMs.
+func (c Config) shardOf(tsMs int64) int64 { return tsMs / c.tbMs() * c.tbMs() }
+
+// bucketOf returns the partition bucket number of tsMs.
+func (c Config) bucketOf(tsMs int64) int64 { return tsMs / c.pbMs() }
+
+// shardTable returns the shard table holding shard start startMs.
+func (c Config) shardTable(startMs int64) string {
+	return shardmgr.ShardName(c.Name, time.UnixMilli(startMs))
+}
+
+// Index is an index as reported: its config, its shards and its runway.
+type Index struct {
+	Config
+	// Shards sorted by start.
+	Shards []ShardInfo
+	// RunwayRemaining is the time from now to the end of the last existing
+	// shard; zero or negative when none is ahead.
+	RunwayRemaining time.Duration
+}
+
+// Shard states relative to now.
+const (
+	StateFuture = "future"
+	StateHot    = "hot"
+	StatePast   = "past"
+)
+
+// ShardInfo describes one shard.
+type ShardInfo struct {
+	Table      string
+	Start, End time.Time
+	// State is StateFuture, StateHot or StatePast.
+	State    string
+	Capacity store.Capacity
+}
+
+// EventError names the event of a batch that was refused; nothing of the
+// batch was written.
+type EventError struct {
+	Index int
+	Err   error
+}
+
+func (e *EventError) Error() string { return fmt.Sprintf("event %d: %v", e.Index, e.Err) }
+func (e *EventError) Unwrap() error { return e.Err }

@@ -1,0 +1,309 @@
+package timeseries
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// Query selects events of one index_id.
+type Query struct {
+	IndexID string
+	// From and To bound the timestamps: [From, To). A zero From is
+	// unbounded below (the retention window bounds it anyway); a zero To
+	// is unbounded above.
+	From, To time.Time
+	// Desc returns the newest first; the default is oldest first. Events
+	// are ordered by (timestamp, event_id), reversed for Desc.
+	Desc bool
+	// Limit is the most events to return: 1..store.MaxLimit.
+	Limit int
+	// PageToken resumes after the last event of a previous page of the same
+	// query; nil starts at the beginning.
+	PageToken []byte
+}
+
+// Page is one page of events.
+type Page struct {
+	Events []Event
+	// NextPageToken is nil when the range is known to be exhausted. It may
+	// be set on a page that happened to end exactly at the last event, in
+	// which case the next page is empty: finding out would mean reading
+	// partitions the page did not need.
+	NextPageToken []byte
+}
+
+// Query returns live events of q.IndexID in [From, To) clipped to the
+// retention window, in order. It visits shards, and partition buckets
+// within them, in the query's order, touching only those the range covers,
+// and stops as soon as it has Limit events.
+func (s *Service) Query(ctx context.Context, index string, q Query) (Page, error) {
+	cfg, err := s.config(ctx, index)
+	if err != nil {
+		return Page{}, err
+	}
+	if err := checkID("index_id", q.IndexID); err != nil {
+		return Page{}, err
+	}
+	if err := store.CheckLimit(q.Limit); err != nil {
+		return Page{}, err
+	}
+	if !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To) {
+		return Page{}, fmt.Errorf("%w: from %s is not before to %s", store.ErrInvalid,
+			q.From.UTC().Format(time.RFC3339Nano), q.To.UTC().Format(time.RFC3339Nano))
+	}
+	var pos *position
+	if len(q.PageToken) > 0 {
+		p, err := decodeToken(cfg, q.PageToken, q.Desc)
+		if err != nil {
+			return Page{}, err
+		}
+		pos = &p
+	}
+
+	// The range in Unix ms, [lo, hi). An event is live while ts +
+	// retention > now, so the oldest live ms is floor(now - retention) + 1.
+	now := s.now()
+	lo := max(floorMs(now.Add(-cfg.Retention))+1, 0)
+	if !q.From.IsZero() {
+		lo = max(lo, ceilMs(q.From))
+	}
+	hi := int64(math.MaxInt64)
+	if !q.To.IsZero() {
+		hi = ceilMs(q.To)
+	}
+	page := Page{Events: []Event{}}
+	if lo >= hi {
+		return page, nil
+	}
+	// A token outside the range (its events expired meanwhile, or another
+	// range) resumes from the range's edge.
+	if pos != nil && (pos.ts < lo || pos.ts >= hi) {
+		if (pos.ts < lo) != q.Desc {
+			pos = nil
+		} else {
+			return page, nil // the position is past the range's end
+		}
+	}
+
+	starts, err := s.shardStarts(ctx, cfg, false)
+	if err != nil {
+		return Page{}, err
+	}
+	// Resuming narrows the partitions to visit to those from the token's
+	// bucket on; the token's own bound is applied in its partition.
+	elo, ehi := lo, hi
+	if pos != nil {
+		if q.Desc {
+			ehi = min(ehi, (pos.bucket+1)*cfg.pbMs())
+		} else {
+			elo = max(elo, pos.bucket*cfg.pbMs())
+		}
+	}
+	cur := newCursor(cfg, starts, elo, ehi, q.Desc)
+	for p, ok := cur.next(); ok; p, ok = cur.next() {
+		want := q.Limit - len(page.Events)
+		sq := store.Query{
+			Partition: []any{q.IndexID, p.bucket},
+			Low:       store.Bound{Values: []any{time.UnixMilli(max(lo, p.lo)).UTC()}, Inclusive: true},
+			High:      store.Bound{Values: []any{time.UnixMilli(min(hi, p.hi)).UTC()}},
+			Reverse:   q.Desc,
+			// One more than needed tells whether the partition has more.
+			Limit: min(want+1, store.MaxLimit),
+		}
+		if pos != nil && p.bucket == pos.bucket {
+			after := store.Bound{Values: []any{time.UnixMilli(pos.ts).UTC(), pos.eventID}}
+			if q.Desc {
+				sq.High = after
+			} else {
+				sq.Low = after
+			}
+		}
+		res, err := s.st.Query(ctx, cfg.shardTable(p.shard), sq)
+		if errors.Is(err, store.ErrTableNotFound) {
+			// Dropped since it was listed; whatever it held is expired.
+			s.invalidateShards(index)
+			continue
+		}
+		if err != nil {
+			return Page{}, fmt.Errorf("timeseries: query %s: %w", cfg.shardTable(p.shard), err)
+		}
+		more := len(res.Rows) > want || (len(res.Rows) == want && res.NextPageToken != nil)
+		for _, r := range res.Rows[:min(len(res.Rows), want)] {
+			page.Events = append(page.Events, rowEvent(r))
+		}
+		if len(page.Events) < q.Limit {
+			continue
+		}
+		if more || cur.hasNext() {
+			last := page.Events[len(page.Events)-1]
+			page.NextPageToken = encodeToken(cfg, last.Timestamp.UnixMilli(), last.EventID, q.Desc)
+		}
+		break
+	}
+	return page, nil
+}
+
+// part is one partition to visit: a bucket of one shard, with the bucket's
+// time bounds in Unix ms.
+type part struct {
+	shard, bucket int64
+	lo, hi        int64
+}
+
+// cursor walks the partitions covering [lo, hi) in the existing shards, in
+// query order, lazily: a range may cover far more partitions than a page
+// visits.
+type cursor struct {
+	cfg    Config
+	shards []int64 // overlapping shards, in query order
+	lo, hi int64
+	desc   bool
+	si     int   // current shard
+	b      int64 // next bucket in the current shard
+	ok     bool  // b is valid
+}
+
+func newCursor(cfg Config, starts []int64, lo, hi int64, desc bool) *cursor {
+	c := &cursor{cfg: cfg, lo: lo, hi: hi, desc: desc}
+	for _, sh := range starts {
+		if sh+cfg.tbMs() > lo && sh < hi {
+			c.shards = append(c.shards, sh)
+		}
+	}
+	if desc {
+		slices.Reverse(c.shards)
+	}
+	c.si = -1
+	c.advanceShard()
+	return c
+}
+
+// bounds returns the first and last bucket of shard sh inside the range.
+func (c *cursor) bounds(sh int64) (first, last int64) {
+	return c.cfg.bucketOf(max(c.lo, sh)), c.cfg.bucketOf(min(c.hi-1, sh+c.cfg.tbMs()-1))
+}
+
+func (c *cursor) advanceShard() {
+	c.si++
+	c.ok = c.si < len(c.shards)
+	if !c.ok {
+		return
+	}
+	first, last := c.bounds(c.shards[c.si])
+	c.b = first
+	if c.desc {
+		c.b = last
+	}
+}
+
+func (c *cursor) hasNext() bool { return c.ok }
+
+func (c *cursor) next() (part, bool) {
+	if !c.ok {
+		return part{}, false
+	}
+	sh := c.shards[c.si]
+	pb := c.cfg.pbMs()
+	p := part{shard: sh, bucket: c.b, lo: c.b * pb, hi: (c.b + 1) * pb}
+	first, last := c.bounds(sh)
+	if c.desc {
+		c.b--
+	} else {
+		c.b++
+	}
+	if c.b < first || c.b > last {
+		c.advanceShard()
+	}
+	return p, true
+}
+
+func rowEvent(r store.Row) Event {
+	e := Event{}
+	e.IndexID, _ = r.Partition[0].(string)
+	e.Timestamp, _ = r.Clustering[0].(time.Time)
+	e.EventID, _ = r.Clustering[1].(string)
+	e.Payload, _ = r.Values[0].([]byte)
+	if e.Payload == nil {
+		e.Payload = []byte{}
+	}
+	return e
+}
+
+// floorMs and ceilMs round t to Unix milliseconds.
+func floorMs(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if time.UnixMilli(ms).After(t) {
+		ms-- // UnixMilli truncates towards zero before 1970
+	}
+	return ms
+}
+
+func ceilMs(t time.Time) int64 {
+	ms := floorMs(t)
+	if time.UnixMilli(ms).Before(t) {
+		ms++
+	}
+	return ms
+}
+
+// position is where a page ended: the last event returned.
+type position struct {
+	shard, bucket int64 // shard start (Unix ms) and partition bucket
+	ts            int64 // Unix ms
+	eventID       string
+}
+
+// Page token layout, version 1:
+//
+//	version(1) flags(1: bit 0 = desc) shard-start-ms(8) bucket(8) ts-ms(8) event_id
+//
+// The shard and bucket are redundant with ts; they are checked on decode so
+// that a token of another index layout, or a corrupted one, is refused
+// instead of resuming somewhere else.
+const tokenVersion = 1
+
+func encodeToken(cfg Config, tsMs int64, eventID string, desc bool) []byte {
+	b := make([]byte, 0, 26+len(eventID))
+	flags := byte(0)
+	if desc {
+		flags = 1
+	}
+	b = append(b, tokenVersion, flags)
+	b = binary.BigEndian.AppendUint64(b, uint64(cfg.shardOf(tsMs)))
+	b = binary.BigEndian.AppendUint64(b, uint64(cfg.bucketOf(tsMs)))
+	b = binary.BigEndian.AppendUint64(b, uint64(tsMs))
+	return append(b, eventID...)
+}
+
+func decodeToken(cfg Config, b []byte, desc bool) (position, error) {
+	bad := func(why string) (position, error) {
+		return position{}, fmt.Errorf("%w: malformed page token (%s)", store.ErrInvalid, why)
+	}
+	if len(b) < 27 || b[0] != tokenVersion || b[1]&^1 != 0 {
+		return bad("unknown format")
+	}
+	if (b[1] == 1) != desc {
+		return bad("it belongs to a query in the other order")
+	}
+	p := position{
+		shard:   int64(binary.BigEndian.Uint64(b[2:])),
+		bucket:  int64(binary.BigEndian.Uint64(b[10:])),
+		ts:      int64(binary.BigEndian.Uint64(b[18:])),
+		eventID: string(b[26:]),
+	}
+	if p.ts < 0 || p.ts >= maxTime.UnixMilli() || p.shard != cfg.shardOf(p.ts) || p.bucket != cfg.bucketOf(p.ts) {
+		return bad("position does not match the index layout")
+	}
+	if len(p.eventID) > MaxIDBytes || !utf8.ValidString(p.eventID) {
+		return bad("bad event id")
+	}
+	return p, nil
+}

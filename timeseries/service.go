@@ -1,0 +1,446 @@
+package timeseries
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ebb-data/ebb/shardmgr"
+	"github.com/ebb-data/ebb/store"
+)
+
+// metaKind is the ebb_meta kind holding index configs, keyed by name.
+const metaKind = "index"
+
+// DefaultCacheTTL is how long the Service trusts its cached index configs
+// and shard lists when Options.CacheTTL is zero.
+const DefaultCacheTTL = 5 * time.Second
+
+// Options configures a Service.
+type Options struct {
+	// Store holds the shards and the ebb_meta table. Required.
+	Store store.Store
+	// Now is the clock for expiry and for the manager. Nil means time.Now.
+	Now func() time.Time
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Registerer receives the index and manager metrics; nil keeps them
+	// unexported.
+	Registerer prometheus.Registerer
+	// ReconcileInterval is the manager loop's interval; zero means
+	// shardmgr.DefaultInterval.
+	ReconcileInterval time.Duration
+	// Guards for the manager; zero values take shardmgr's defaults.
+	Guards shardmgr.Guards
+	// CacheTTL bounds how stale the cached configs and shard lists may be
+	// (other processes sharing the backend create and drop shards). A write
+	// that misses the cache always refreshes it. Zero means
+	// DefaultCacheTTL.
+	CacheTTL time.Duration
+}
+
+// Service is the time-sharded index: index lifecycle, writes, reads and the
+// shard manager. It is safe for concurrent use.
+type Service struct {
+	st      store.Store
+	now     func() time.Time
+	log     *slog.Logger
+	ttl     time.Duration
+	guards  shardmgr.Guards
+	warm    bool
+	mgr     *shardmgr.Manager
+	metrics *metrics
+
+	adminMu sync.Mutex // serializes Create and Delete
+
+	mu      sync.Mutex
+	configs map[string]cachedConfig
+	shards  map[string]cachedShards
+}
+
+type cachedConfig struct {
+	cfg    Config
+	loaded time.Time
+}
+
+type cachedShards struct {
+	starts []int64 // shard starts, Unix ms, sorted
+	loaded time.Time
+}
+
+// New returns a Service. Its manager does nothing until Manager().Run.
+func New(opts Options) (*Service, error) {
+	if opts.Store == nil {
+		return nil, errors.New("timeseries: Options.Store is required")
+	}
+	s := &Service{
+		st:      opts.Store,
+		now:     opts.Now,
+		log:     opts.Logger,
+		ttl:     opts.CacheTTL,
+		guards:  opts.Guards,
+		warm:    opts.Store.Capabilities().WarmThroughput,
+		metrics: newMetrics(),
+		configs: map[string]cachedConfig{},
+		shards:  map[string]cachedShards{},
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.ttl <= 0 {
+		s.ttl = DefaultCacheTTL
+	}
+	mgr, err := shardmgr.New(shardmgr.Options{
+		Store:      opts.Store,
+		Configs:    s.shardConfigs,
+		Interval:   opts.ReconcileInterval,
+		Now:        s.now,
+		Logger:     s.log,
+		Registerer: opts.Registerer,
+		Changed:    s.invalidateShards,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if opts.Registerer != nil {
+		if err := s.metrics.register(opts.Registerer); err != nil {
+			return nil, fmt.Errorf("timeseries: register metrics: %w", err)
+		}
+	}
+	s.mgr = mgr
+	return s, nil
+}
+
+// Manager returns the shard manager; run its loop with Manager().Run.
+func (s *Service) Manager() *shardmgr.Manager { return s.mgr }
+
+// Close stops the manager loop; the Store stays open (the caller owns it).
+func (s *Service) Close() error { return s.mgr.Close() }
+
+// Create creates an index and, synchronously, its shards. It returns the
+// index and whether it was created: an identical index is not an error
+// (created is false, and its shards are reconciled anyway); one with a
+// different config is ErrConflict.
+func (s *Service) Create(ctx context.Context, cfg Config) (Index, bool, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return Index{}, false, err
+	}
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
+	meta := store.Meta{S: s.st}
+	if err := meta.Ensure(ctx); err != nil {
+		return Index{}, false, fmt.Errorf("timeseries: create %s: %w", store.MetaTable, err)
+	}
+	old, err := s.loadConfig(ctx, cfg.Name)
+	created := false
+	switch {
+	case errors.Is(err, ErrIndexNotFound):
+		doc, err := json.Marshal(cfg)
+		if err != nil {
+			return Index{}, false, fmt.Errorf("timeseries: encode config: %w", err)
+		}
+		if err := meta.Put(ctx, metaKind, cfg.Name, doc); err != nil {
+			return Index{}, false, fmt.Errorf("timeseries: save index %s: %w", cfg.Name, err)
+		}
+		created = true
+	case err != nil:
+		return Index{}, false, err
+	case old != cfg:
+		return Index{}, false, fmt.Errorf("%w: index %q exists with a different config", store.ErrConflict, cfg.Name)
+	}
+	s.cacheConfig(cfg)
+	// Writes need the shards at once, not at the next tick.
+	if _, _, err := s.mgr.Reconcile(ctx, s.shardConfig(cfg), shardmgr.RunOptions{}); err != nil {
+		return Index{}, created, fmt.Errorf("timeseries: create shards of %s: %w", cfg.Name, err)
+	}
+	idx, err := s.describe(ctx, cfg)
+	return idx, created, err
+}
+
+// Get returns an index with its shards.
+func (s *Service) Get(ctx context.Context, name string) (Index, error) {
+	if err := checkName(name); err != nil {
+		return Index{}, err
+	}
+	cfg, err := s.loadConfig(ctx, name)
+	if err != nil {
+		return Index{}, err
+	}
+	return s.describe(ctx, cfg)
+}
+
+// List returns every index with its shards, sorted by name.
+func (s *Service) List(ctx context.Context) ([]Index, error) {
+	cfgs, err := s.listConfigs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Index, 0, len(cfgs))
+	for _, cfg := range cfgs {
+		idx, err := s.describe(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, idx)
+	}
+	return out, nil
+}
+
+// Delete drops every shard of an index and its config. The config goes
+// first, so that no manager run re-creates shards while they are being
+// dropped; if Delete fails half-way, calling it again drops the remaining
+// shards.
+func (s *Service) Delete(ctx context.Context, name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
+	return s.mgr.Exclusive(func() error {
+		cfg, err := s.loadConfig(ctx, name)
+		found := err == nil
+		if err != nil && !errors.Is(err, ErrIndexNotFound) {
+			return err
+		}
+		// Without a config (a Delete that failed half-way), any canonical
+		// "{name}_{seconds}" table is a leftover shard.
+		tb := time.Second
+		if found {
+			tb = cfg.TableBucket
+			if err := (store.Meta{S: s.st}).Delete(ctx, metaKind, name); err != nil {
+				return fmt.Errorf("timeseries: delete index %s: %w", name, err)
+			}
+		}
+		s.forget(name)
+		infos, err := s.st.Tables(ctx, name+"_")
+		if err != nil {
+			return fmt.Errorf("timeseries: list shards of %s: %w", name, err)
+		}
+		var errs []error
+		dropped := 0
+		for _, info := range infos {
+			if _, kind := shardmgr.ParseShardName(name, tb, info.Spec.Name); kind != shardmgr.ShardOf {
+				continue
+			}
+			if err := s.st.DropTable(ctx, info.Spec.Name); err != nil {
+				errs = append(errs, fmt.Errorf("drop %s: %w", info.Spec.Name, err))
+				continue
+			}
+			dropped++
+		}
+		if err := errors.Join(errs...); err != nil {
+			return fmt.Errorf("timeseries: delete index %s: %w", name, err)
+		}
+		if !found && dropped == 0 {
+			return notFound(name)
+		}
+		s.metrics.forget(name)
+		if err := shardmgr.Forget(ctx, s.st, name); err != nil {
+			return fmt.Errorf("timeseries: delete index %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// Reconcile plans (and unless ro.DryRun applies) the shard changes of one
+// index now. The error is non-nil when an action failed; the plan and
+// results are returned either way.
+func (s *Service) Reconcile(ctx context.Context, name string, ro shardmgr.RunOptions) (shardmgr.Plan, []shardmgr.Result, error) {
+	if err := checkName(name); err != nil {
+		return shardmgr.Plan{}, nil, err
+	}
+	cfg, err := s.loadConfig(ctx, name)
+	if err != nil {
+		return shardmgr.Plan{}, nil, err
+	}
+	return s.mgr.Reconcile(ctx, s.shardConfig(cfg), ro)
+}
+
+func (s *Service) shardConfig(cfg Config) shardmgr.Config {
+	return cfg.shardConfig(s.guards, s.warm)
+}
+
+// shardConfigs feeds the manager loop: every index, read afresh.
+func (s *Service) shardConfigs(ctx context.Context) ([]shardmgr.Config, error) {
+	cfgs, err := s.listConfigs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]shardmgr.Config, len(cfgs))
+	for i, c := range cfgs {
+		out[i] = s.shardConfig(c)
+	}
+	return out, nil
+}
+
+// describe reports an index's shards as they are now.
+func (s *Service) describe(ctx context.Context, cfg Config) (Index, error) {
+	infos, err := s.st.Tables(ctx, cfg.Name+"_")
+	if err != nil {
+		return Index{}, fmt.Errorf("timeseries: list shards of %s: %w", cfg.Name, err)
+	}
+	now := s.now()
+	idx := Index{Config: cfg, Shards: []ShardInfo{}}
+	var starts []int64
+	var last time.Time
+	for _, info := range infos {
+		start, kind := shardmgr.ParseShardName(cfg.Name, cfg.TableBucket, info.Spec.Name)
+		if kind != shardmgr.ShardOf {
+			continue
+		}
+		end := start.Add(cfg.TableBucket)
+		state := StateHot
+		switch {
+		case !now.Before(end):
+			state = StatePast
+		case now.Before(start):
+			state = StateFuture
+		}
+		idx.Shards = append(idx.Shards, ShardInfo{Table: info.Spec.Name, Start: start, End: end, State: state, Capacity: info.Capacity})
+		starts = append(starts, start.UnixMilli())
+		if end.After(last) {
+			last = end
+		}
+	}
+	slices.SortFunc(idx.Shards, func(a, b ShardInfo) int { return a.Start.Compare(b.Start) })
+	if !last.IsZero() {
+		idx.RunwayRemaining = max(last.Sub(now), 0)
+	}
+	slices.Sort(starts)
+	s.mu.Lock()
+	s.shards[cfg.Name] = cachedShards{starts: starts, loaded: now}
+	s.mu.Unlock()
+	return idx, nil
+}
+
+// config returns an index's config, from the cache when fresh.
+func (s *Service) config(ctx context.Context, name string) (Config, error) {
+	now := s.now()
+	s.mu.Lock()
+	c, ok := s.configs[name]
+	s.mu.Unlock()
+	if ok && now.Sub(c.loaded) < s.ttl && !now.Before(c.loaded) {
+		return c.cfg, nil
+	}
+	if err := checkName(name); err != nil {
+		return Config{}, err
+	}
+	return s.loadConfig(ctx, name)
+}
+
+// loadConfig reads an index's config from ebb_meta and caches it.
+func (s *Service) loadConfig(ctx context.Context, name string) (Config, error) {
+	doc, err := store.Meta{S: s.st}.Get(ctx, metaKind, name)
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrTableNotFound):
+		s.forget(name)
+		return Config{}, notFound(name)
+	case err != nil:
+		return Config{}, fmt.Errorf("timeseries: load index %s: %w", name, err)
+	}
+	var cfg Config
+	if err := json.Unmarshal(doc, &cfg); err != nil {
+		return Config{}, fmt.Errorf("timeseries: index %s: corrupt config: %w", name, err)
+	}
+	s.cacheConfig(cfg)
+	return cfg, nil
+}
+
+func (s *Service) listConfigs(ctx context.Context) ([]Config, error) {
+	docs, err := store.Meta{S: s.st}.List(ctx, metaKind)
+	if err != nil {
+		return nil, fmt.Errorf("timeseries: list indexes: %w", err)
+	}
+	out := make([]Config, 0, len(docs))
+	for name, doc := range docs {
+		var cfg Config
+		if err := json.Unmarshal(doc, &cfg); err != nil {
+			// One corrupt document must not stop the others being managed.
+			s.log.Error("index config is corrupt; skipped", "index", name, "err", err)
+			continue
+		}
+		out = append(out, cfg)
+	}
+	slices.SortFunc(out, func(a, b Config) int {
+		if a.Name < b.Name {
+			return -1
+		}
+		if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+func (s *Service) cacheConfig(cfg Config) {
+	now := s.now()
+	s.mu.Lock()
+	s.configs[cfg.Name] = cachedConfig{cfg: cfg, loaded: now}
+	s.mu.Unlock()
+}
+
+// forget drops everything cached about an index.
+func (s *Service) forget(name string) {
+	s.mu.Lock()
+	delete(s.configs, name)
+	delete(s.shards, name)
+	s.mu.Unlock()
+}
+
+func (s *Service) invalidateShards(name string) {
+	s.mu.Lock()
+	delete(s.shards, name)
+	s.mu.Unlock()
+}
+
+// shardStarts returns the index's shard starts (Unix ms, sorted), from the
+// cache unless it is stale or refresh is set.
+func (s *Service) shardStarts(ctx context.Context, cfg Config, refresh bool) ([]int64, error) {
+	now := s.now()
+	if !refresh {
+		s.mu.Lock()
+		c, ok := s.shards[cfg.Name]
+		s.mu.Unlock()
+		if ok && now.Sub(c.loaded) < s.ttl && !now.Before(c.loaded) {
+			return c.starts, nil
+		}
+	}
+	infos, err := s.st.Tables(ctx, cfg.Name+"_")
+	if err != nil {
+		return nil, fmt.Errorf("timeseries: list shards of %s: %w", cfg.Name, err)
+	}
+	var starts []int64
+	for _, info := range infos {
+		if start, kind := shardmgr.ParseShardName(cfg.Name, cfg.TableBucket, info.Spec.Name); kind == shardmgr.ShardOf {
+			starts = append(starts, start.UnixMilli())
+		}
+	}
+	slices.Sort(starts)
+	s.mu.Lock()
+	s.shards[cfg.Name] = cachedShards{starts: starts, loaded: now}
+	s.mu.Unlock()
+	return starts, nil
+}
+
+func checkName(name string) error {
+	if !shardmgr.IndexNamePattern.MatchString(name) {
+		return fmt.Errorf("%w: index name %q must match %s", store.ErrInvalid, name, shardmgr.IndexNamePattern)
+	}
+	return nil
+}
+
+func notFound(name string) error {
+	return fmt.Errorf("%w: %w: %q", ErrIndexNotFound, store.ErrNotFound, name)
+}

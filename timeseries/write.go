@@ -1,0 +1,225 @@
+package timeseries
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// Event is one indexed event.
+type Event struct {
+	// IndexID is what the index is queried by (an account, a user...):
+	// 1..MaxIDBytes bytes of valid UTF-8, any characters.
+	IndexID string
+	// EventID identifies the event within (IndexID, Timestamp):
+	// 1..MaxIDBytes bytes of valid UTF-8, any characters.
+	EventID string
+	// Timestamp, stored at millisecond precision; from 1970 on.
+	Timestamp time.Time
+	Payload   []byte
+}
+
+// maxTime bounds timestamps: shard names hold at most 12 digits of
+// seconds, and RFC 3339 ends at year 9999.
+var maxTime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Refusal reasons, the reason label of ebb_index_write_refused_total.
+const (
+	reasonInvalid  = "invalid"
+	reasonTooLarge = "too_large"
+	reasonExpired  = "expired"
+	reasonNoShard  = "no_shard"
+	reasonError    = "error"
+)
+
+// Put writes events to the index: idempotent upserts keyed by (IndexID,
+// Timestamp, EventID), so retrying a failed Put is safe.
+//
+// The whole batch is checked before anything is written, and it is refused
+// whole, with an *EventError naming the first offending event, when any
+// event is malformed (store.ErrInvalid, store.ErrTooLarge), already expired
+// (timestamp + retention <= now: store.ErrExpired) or falls in a shard that
+// does not exist (ErrNoShard). Events are then written with one store.Write
+// per shard. Only when the backend fails mid-way (or a shard is dropped
+// concurrently) can part of the batch have been written; the error says so
+// and retrying is safe.
+func (s *Service) Put(ctx context.Context, index string, events []Event) (int, error) {
+	cfg, err := s.config(ctx, index)
+	if err != nil {
+		return 0, err
+	}
+	if len(events) > MaxBatch {
+		s.metrics.refused(index, reasonTooLarge)
+		return 0, fmt.Errorf("%w: %d events in one batch, at most %d", store.ErrTooLarge, len(events), MaxBatch)
+	}
+	if len(events) == 0 {
+		return 0, nil
+	}
+	now := s.now()
+	maxRow := s.st.Capabilities().MaxRowBytes
+	ms := make([]int64, len(events))
+	for i := range events {
+		e := &events[i]
+		ts, err := checkEvent(cfg, e, now, maxRow)
+		if err != nil {
+			s.metrics.refused(index, refusalReason(err))
+			return 0, &EventError{Index: i, Err: err}
+		}
+		ms[i] = ts
+	}
+
+	// Group by shard, keeping the batch's order within each, so that each
+	// shard gets one Write. A batch nearly always falls in one shard.
+	shardOf := make([]int64, len(events))
+	var shards []int64 // distinct, in order of first appearance
+	for i, ts := range ms {
+		shardOf[i] = cfg.shardOf(ts)
+		if len(shards) == 0 || (shards[len(shards)-1] != shardOf[i] && !slices.Contains(shards, shardOf[i])) {
+			shards = append(shards, shardOf[i])
+		}
+	}
+	order := make([]int, 0, len(events))
+	for _, sh := range shards {
+		for i := range events {
+			if shardOf[i] == sh {
+				order = append(order, i)
+			}
+		}
+	}
+
+	// Every shard must exist before anything is written.
+	starts, err := s.shardStarts(ctx, cfg, false)
+	if err != nil {
+		return 0, err
+	}
+	refreshed := false
+	for _, i := range order {
+		start := shardOf[i]
+		if _, ok := slices.BinarySearch(starts, start); ok {
+			continue
+		}
+		if !refreshed {
+			// The manager (here or in another process) may have created
+			// it since the list was cached.
+			refreshed = true
+			if starts, err = s.shardStarts(ctx, cfg, true); err != nil {
+				return 0, err
+			}
+			if _, ok := slices.BinarySearch(starts, start); ok {
+				continue
+			}
+		}
+		s.metrics.refused(index, reasonNoShard)
+		return 0, &EventError{Index: i, Err: fmt.Errorf("%w: %s: timestamp %s needs shard %s",
+			ErrNoShard, index, events[i].Timestamp.UTC().Format(time.RFC3339Nano), cfg.shardTable(start))}
+	}
+
+	// The mutations share backing arrays to keep allocations per event
+	// low; the store does not retain them.
+	muts := make([]store.Mutation, len(events))
+	keys := make([]any, 4*len(events))
+	cells := make([]store.Cell, len(events))
+	pbMs := cfg.pbMs()
+	for j, i := range order {
+		e := &events[i]
+		k := keys[4*j : 4*j+4 : 4*j+4]
+		k[0], k[1], k[2], k[3] = e.IndexID, ms[i]/pbMs, time.UnixMilli(ms[i]).UTC(), e.EventID
+		payload := e.Payload
+		if payload == nil {
+			payload = []byte{}
+		}
+		cells[j] = store.Cell{Column: colPayload, Value: payload}
+		muts[j] = store.Mutation{Partition: k[0:2:2], Clustering: k[2:4:4], Cells: cells[j : j+1 : j+1]}
+	}
+	written := 0
+	for lo := 0; lo < len(order); {
+		start := shardOf[order[lo]]
+		hi := lo + 1
+		for hi < len(order) && shardOf[order[hi]] == start {
+			hi++
+		}
+		table := cfg.shardTable(start)
+		if err := s.st.Write(ctx, table, muts[lo:hi]); err != nil {
+			if errors.Is(err, store.ErrTableNotFound) {
+				// Dropped since it was listed: only possible for data
+				// past retention, or when the index was deleted.
+				s.invalidateShards(index)
+				s.metrics.refused(index, reasonNoShard)
+				err = fmt.Errorf("%w: %s: shard %s is gone: %w", ErrNoShard, index, table, err)
+			} else {
+				s.metrics.refused(index, reasonError)
+			}
+			s.metrics.written(index, written)
+			if written > 0 {
+				return written, fmt.Errorf("timeseries: %d of %d events written before %s failed (retrying is safe): %w", written, len(events), table, err)
+			}
+			return 0, fmt.Errorf("timeseries: write %s: %w", table, err)
+		}
+		written += hi - lo
+		lo = hi
+	}
+	s.metrics.written(index, written)
+	return written, nil
+}
+
+// checkEvent validates one event at now and returns its timestamp in Unix
+// milliseconds.
+func checkEvent(cfg Config, e *Event, now time.Time, maxRow int) (int64, error) {
+	if err := checkID("index_id", e.IndexID); err != nil {
+		return 0, err
+	}
+	if err := checkID("event_id", e.EventID); err != nil {
+		return 0, err
+	}
+	ts := e.Timestamp
+	if ts.Before(time.Unix(0, 0)) || !ts.Before(maxTime) {
+		return 0, fmt.Errorf("%w: timestamp %s outside 1970..9999", store.ErrInvalid, ts.UTC().Format(time.RFC3339Nano))
+	}
+	tsMs := ts.UnixMilli()
+	if !time.UnixMilli(tsMs).Add(cfg.Retention).After(now) {
+		return 0, fmt.Errorf("%w: timestamp %s + retention %s <= now %s", store.ErrExpired,
+			time.UnixMilli(tsMs).UTC().Format(time.RFC3339Nano), cfg.Retention, now.UTC().Format(time.RFC3339Nano))
+	}
+	// The same size the store computes (store.ResolveBatch), checked here
+	// so that an oversize event refuses the batch before any shard is
+	// written.
+	if maxRow > 0 {
+		size := encLen(e.IndexID) + 8 + 8 + encLen(e.EventID) + len(e.Payload) + len(colPayload) + 9
+		if size > maxRow {
+			return 0, fmt.Errorf("%w: event is %d bytes stored, at most %d", store.ErrTooLarge, size, maxRow)
+		}
+	}
+	return tsMs, nil
+}
+
+// encLen is the length of s in the key encoding: NULs are escaped and a
+// two-byte terminator added.
+func encLen(s string) int { return len(s) + strings.Count(s, "\x00") + 2 }
+
+func checkID(field, id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: %s is empty", store.ErrInvalid, field)
+	case len(id) > MaxIDBytes:
+		return fmt.Errorf("%w: %s is %d bytes, at most %d", store.ErrInvalid, field, len(id), MaxIDBytes)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%w: %s is not valid UTF-8", store.ErrInvalid, field)
+	}
+	return nil
+}
+
+func refusalReason(err error) string {
+	switch {
+	case errors.Is(err, store.ErrExpired):
+		return reasonExpired
+	case errors.Is(err, store.ErrTooLarge):
+		return reasonTooLarge
+	}
+	return reasonInvalid
+}
