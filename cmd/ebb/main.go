@@ -1,5 +1,6 @@
-// Command ebb is ebb's server and command-line client: `ebb serve` runs the
-// HTTP API on a backend; the other commands talk to a running server.
+// Package main builds the ebb command, server and command-line client in
+// one: `ebb serve` runs the HTTP API on a backend; the other commands talk
+// to a running server.
 package main
 
 import (

@@ -302,7 +302,7 @@ func TestServeBadConfig(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--backend", "dynamodb"}, "backend dynamodb is not available in this build"},
+		{[]string{"--backend", "dynamodb", "--dynamodb-endpoint", "ftp://127.0.0.1:1"}, "is not an http(s) URL"},
 		{[]string{"--backend", "cql"}, "backend cql is not available in this build"},
 		{[]string{"--backend", "mysql"}, `unknown --backend "mysql"`},
 		{[]string{"--log-level", "loud"}, `--log-level "loud"`},
