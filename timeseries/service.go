@@ -63,6 +63,8 @@ type Service struct {
 	mu      sync.Mutex
 	configs map[string]cachedConfig
 	shards  map[string]cachedShards
+
+	bufs sync.Pool // of *writeBuf, Put's scratch space
 }
 
 type cachedConfig struct {

@@ -80,99 +80,103 @@ func mustCreate(t testing.TB, svc *Service, cfg Config) Index {
 }
 
 func TestCreateGetListDelete(t *testing.T) {
-	ctx := context.Background()
-	clk := newClock(t0)
-	st := openStore(t, clk.Now)
-	svc, _ := newService(t, st, clk.Now)
+	forEachBackend(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		clk := newClock(t0)
+		st := open(t, clk.Now)
+		svc, _ := newService(t, st, clk.Now)
 
-	idx := mustCreate(t, svc, hourly)
-	// Shards from BucketStart(now - 24h) to hot + 2: 24 + 1 + 2 = 27.
-	if len(idx.Shards) != 27 {
-		t.Fatalf("%d shards, want 27", len(idx.Shards))
-	}
-	states := map[string]int{}
-	for i, sh := range idx.Shards {
-		states[sh.State]++
-		if i > 0 && !idx.Shards[i-1].Start.Before(sh.Start) {
-			t.Fatal("shards not sorted by start")
+		idx := mustCreate(t, svc, hourly)
+		// Shards from BucketStart(now - 24h) to hot + 2: 24 + 1 + 2 = 27.
+		if len(idx.Shards) != 27 {
+			t.Fatalf("%d shards, want 27", len(idx.Shards))
 		}
-	}
-	if states[StateHot] != 1 || states[StateFuture] != 2 || states[StatePast] != 24 {
-		t.Errorf("states %v", states)
-	}
-	if idx.RunwayRemaining != 3*time.Hour-0 {
-		t.Errorf("runway remaining %s, want 3h", idx.RunwayRemaining)
-	}
-
-	// Identical: not created again; different: conflict.
-	if _, created, err := svc.Create(ctx, hourly); err != nil || created {
-		t.Errorf("identical create: created %v, %v", created, err)
-	}
-	other := hourly
-	other.Retention = 48 * time.Hour
-	if _, _, err := svc.Create(ctx, other); !errors.Is(err, store.ErrConflict) {
-		t.Errorf("different config: %v, want ErrConflict", err)
-	}
-
-	// An index whose name extends "ev" keeps its own shards apart.
-	evx := hourly
-	evx.Name = "ev_x"
-	mustCreate(t, svc, evx)
-	got, err := svc.Get(ctx, "ev")
-	if err != nil || len(got.Shards) != 27 {
-		t.Fatalf("get ev: %d shards, %v", len(got.Shards), err)
-	}
-	list, err := svc.List(ctx)
-	if err != nil || len(list) != 2 || list[0].Name != "ev" || list[1].Name != "ev_x" {
-		t.Fatalf("list: %v %v", list, err)
-	}
-
-	if err := svc.Delete(ctx, "ev"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.Get(ctx, "ev"); !errors.Is(err, store.ErrNotFound) || !errors.Is(err, ErrIndexNotFound) {
-		t.Errorf("get after delete: %v", err)
-	}
-	if err := svc.Delete(ctx, "ev"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("second delete: %v", err)
-	}
-	infos, _ := st.Tables(ctx, "ev_")
-	for _, info := range infos {
-		if _, kind := shardmgr.ParseShardName("ev_x", time.Hour, info.Spec.Name); kind != shardmgr.ShardOf {
-			t.Errorf("table %s left after deleting ev", info.Spec.Name)
+		states := map[string]int{}
+		for i, sh := range idx.Shards {
+			states[sh.State]++
+			if i > 0 && !idx.Shards[i-1].Start.Before(sh.Start) {
+				t.Fatal("shards not sorted by start")
+			}
 		}
-	}
-	if len(infos) != 27 {
-		t.Errorf("ev_x has %d shards after deleting ev, want 27", len(infos))
-	}
+		if states[StateHot] != 1 || states[StateFuture] != 2 || states[StatePast] != 24 {
+			t.Errorf("states %v", states)
+		}
+		if idx.RunwayRemaining != 3*time.Hour-0 {
+			t.Errorf("runway remaining %s, want 3h", idx.RunwayRemaining)
+		}
+
+		// Identical: not created again; different: conflict.
+		if _, created, err := svc.Create(ctx, hourly); err != nil || created {
+			t.Errorf("identical create: created %v, %v", created, err)
+		}
+		other := hourly
+		other.Retention = 48 * time.Hour
+		if _, _, err := svc.Create(ctx, other); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("different config: %v, want ErrConflict", err)
+		}
+
+		// An index whose name extends "ev" keeps its own shards apart.
+		evx := hourly
+		evx.Name = "ev_x"
+		mustCreate(t, svc, evx)
+		got, err := svc.Get(ctx, "ev")
+		if err != nil || len(got.Shards) != 27 {
+			t.Fatalf("get ev: %d shards, %v", len(got.Shards), err)
+		}
+		list, err := svc.List(ctx)
+		if err != nil || len(list) != 2 || list[0].Name != "ev" || list[1].Name != "ev_x" {
+			t.Fatalf("list: %v %v", list, err)
+		}
+
+		if err := svc.Delete(ctx, "ev"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Get(ctx, "ev"); !errors.Is(err, store.ErrNotFound) || !errors.Is(err, ErrIndexNotFound) {
+			t.Errorf("get after delete: %v", err)
+		}
+		if err := svc.Delete(ctx, "ev"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("second delete: %v", err)
+		}
+		infos, _ := st.Tables(ctx, "ev_")
+		for _, info := range infos {
+			if _, kind := shardmgr.ParseShardName("ev_x", time.Hour, info.Spec.Name); kind != shardmgr.ShardOf {
+				t.Errorf("table %s left after deleting ev", info.Spec.Name)
+			}
+		}
+		if len(infos) != 27 {
+			t.Errorf("ev_x has %d shards after deleting ev, want 27", len(infos))
+		}
+	})
 }
 
 func TestConfigValidation(t *testing.T) {
-	svc, _ := newService(t, openStore(t, nil), nil)
-	for name, mut := range map[string]func(*Config){
-		"bad name":              func(c *Config) { c.Name = "Ev" },
-		"name too long":         func(c *Config) { c.Name = "a234567890123456789012345678901x2" },
-		"fractional table":      func(c *Config) { c.TableBucket = 1500 * time.Millisecond },
-		"not a multiple":        func(c *Config) { c.PartitionBucket = 7 * time.Minute },
-		"zero partition":        func(c *Config) { c.PartitionBucket = 0 },
-		"sub-ms partition":      func(c *Config) { c.PartitionBucket = time.Microsecond },
-		"zero retention":        func(c *Config) { c.Retention = 0 },
-		"negative runway":       func(c *Config) { c.Runway = -1 },
-		"too many shards":       func(c *Config) { c.TableBucket = time.Second; c.PartitionBucket = time.Second },
-		"negative capacity":     func(c *Config) { c.Capacity.HotWrite = -5 },
-		"partition > table":     func(c *Config) { c.PartitionBucket = 2 * time.Hour },
-		"sub-ms retention":      func(c *Config) { c.Retention = time.Hour + time.Microsecond },
-		"negative table bucket": func(c *Config) { c.TableBucket = -time.Hour },
-	} {
-		c := hourly
-		mut(&c)
-		if _, _, err := svc.Create(context.Background(), c); !errors.Is(err, store.ErrInvalid) {
-			t.Errorf("%s: %v, want ErrInvalid", name, err)
+	forEachBackend(t, func(t *testing.T, open opener) {
+		svc, _ := newService(t, open(t, nil), nil)
+		for name, mut := range map[string]func(*Config){
+			"bad name":              func(c *Config) { c.Name = "Ev" },
+			"name too long":         func(c *Config) { c.Name = "a234567890123456789012345678901x2" },
+			"fractional table":      func(c *Config) { c.TableBucket = 1500 * time.Millisecond },
+			"not a multiple":        func(c *Config) { c.PartitionBucket = 7 * time.Minute },
+			"zero partition":        func(c *Config) { c.PartitionBucket = 0 },
+			"sub-ms partition":      func(c *Config) { c.PartitionBucket = time.Microsecond },
+			"zero retention":        func(c *Config) { c.Retention = 0 },
+			"negative runway":       func(c *Config) { c.Runway = -1 },
+			"too many shards":       func(c *Config) { c.TableBucket = time.Second; c.PartitionBucket = time.Second },
+			"negative capacity":     func(c *Config) { c.Capacity.HotWrite = -5 },
+			"partition > table":     func(c *Config) { c.PartitionBucket = 2 * time.Hour },
+			"sub-ms retention":      func(c *Config) { c.Retention = time.Hour + time.Microsecond },
+			"negative table bucket": func(c *Config) { c.TableBucket = -time.Hour },
+		} {
+			c := hourly
+			mut(&c)
+			if _, _, err := svc.Create(context.Background(), c); !errors.Is(err, store.ErrInvalid) {
+				t.Errorf("%s: %v, want ErrInvalid", name, err)
+			}
 		}
-	}
-	if list, err := svc.List(context.Background()); err != nil || len(list) != 0 {
-		t.Errorf("invalid configs stored: %v %v", list, err)
-	}
+		if list, err := svc.List(context.Background()); err != nil || len(list) != 0 {
+			t.Errorf("invalid configs stored: %v %v", list, err)
+		}
+	})
 }
 
 func ev(id, eid string, ts time.Time, payload string) Event {
@@ -202,72 +206,74 @@ func queryAll(t testing.TB, svc *Service, q Query) []Event {
 }
 
 func TestWriteReadRoundTripAndPaging(t *testing.T) {
-	ctx := context.Background()
-	clk := newClock(t0)
-	svc, reg := newService(t, openStore(t, clk.Now), clk.Now)
-	mustCreate(t, svc, hourly)
+	forEachBackend(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		clk := newClock(t0)
+		svc, reg := newService(t, open(t, clk.Now), clk.Now)
+		mustCreate(t, svc, hourly)
 
-	// Events over the last 20 hours and the next 2 (runway), for two
-	// index ids whose names contain the characters encodings trip on.
-	rng := rand.New(rand.NewPCG(1, 2))
-	ids := []string{"acc_1#a/b\x00c", "acc_1#a/b"}
-	var all []Event
-	for i := range 600 {
-		ts := t0.Add(-20 * time.Hour).Add(time.Duration(rng.Int64N(int64(22 * time.Hour)))).Truncate(time.Millisecond)
-		if i%50 == 0 {
-			ts = t0.Add(-time.Hour) // several events at one timestamp
-		}
-		all = append(all, ev(ids[i%2], fmt.Sprintf("e%03d_\x00#/%d", rng.IntN(1000), i), ts, fmt.Sprintf("payload %d", i)))
-	}
-	n, err := svc.Put(ctx, "ev", all)
-	if err != nil || n != len(all) {
-		t.Fatalf("put: %d, %v", n, err)
-	}
-	// Idempotent: the same batch again changes nothing.
-	if _, err := svc.Put(ctx, "ev", all); err != nil {
-		t.Fatal(err)
-	}
-	if v := metricValue(t, reg, "ebb_index_events_written_total", "ev"); v != float64(2*len(all)) {
-		t.Errorf("events written %v", v)
-	}
-
-	want := func(id string, from, to time.Time, desc bool) []Event {
-		var out []Event
-		for _, e := range all {
-			if e.IndexID == id && !e.Timestamp.Before(from) && e.Timestamp.Before(to) {
-				out = append(out, e)
+		// Events over the last 20 hours and the next 2 (runway), for two
+		// index ids whose names contain the characters encodings trip on.
+		rng := rand.New(rand.NewPCG(1, 2))
+		ids := []string{"acc_1#a/b\x00c", "acc_1#a/b"}
+		var all []Event
+		for i := range 600 {
+			ts := t0.Add(-20 * time.Hour).Add(time.Duration(rng.Int64N(int64(22 * time.Hour)))).Truncate(time.Millisecond)
+			if i%50 == 0 {
+				ts = t0.Add(-time.Hour) // several events at one timestamp
 			}
+			all = append(all, ev(ids[i%2], fmt.Sprintf("e%03d_\x00#/%d", rng.IntN(1000), i), ts, fmt.Sprintf("payload %d", i)))
 		}
-		slices.SortFunc(out, func(a, b Event) int {
-			return cmp.Or(a.Timestamp.Compare(b.Timestamp), cmp.Compare(a.EventID, b.EventID))
-		})
-		if desc {
-			slices.Reverse(out)
+		n, err := svc.Put(ctx, "ev", all)
+		if err != nil || n != len(all) {
+			t.Fatalf("put: %d, %v", n, err)
 		}
-		return out
-	}
-	for _, desc := range []bool{false, true} {
-		for _, limit := range []int{1, 2, 7, 100, 10000} {
-			for _, r := range [][2]time.Time{
-				{t0.Add(-30 * time.Hour), t0.Add(30 * time.Hour)},
-				{t0.Add(-5*time.Hour - 7*time.Minute), t0.Add(-3*time.Hour + 11*time.Second)},
-				{t0.Add(-time.Hour), t0.Add(-time.Hour + time.Millisecond)},
-			} {
-				got := queryAll(t, svc, Query{IndexID: ids[0], From: r[0], To: r[1], Desc: desc, Limit: limit})
-				exp := want(ids[0], r[0], r[1], desc)
-				if len(exp) == 0 {
-					t.Fatalf("range %v holds no events; the test data is wrong", r)
-				}
-				if !sameEvents(got, exp) {
-					t.Fatalf("desc=%v limit=%d range %v: got %d events, want %d", desc, limit, r, len(got), len(exp))
+		// Idempotent: the same batch again changes nothing.
+		if _, err := svc.Put(ctx, "ev", all); err != nil {
+			t.Fatal(err)
+		}
+		if v := metricValue(t, reg, "ebb_index_events_written_total", "ev"); v != float64(2*len(all)) {
+			t.Errorf("events written %v", v)
+		}
+
+		want := func(id string, from, to time.Time, desc bool) []Event {
+			var out []Event
+			for _, e := range all {
+				if e.IndexID == id && !e.Timestamp.Before(from) && e.Timestamp.Before(to) {
+					out = append(out, e)
 				}
 			}
+			slices.SortFunc(out, func(a, b Event) int {
+				return cmp.Or(a.Timestamp.Compare(b.Timestamp), cmp.Compare(a.EventID, b.EventID))
+			})
+			if desc {
+				slices.Reverse(out)
+			}
+			return out
 		}
-	}
-	// Zero From and To: the whole retention window.
-	if got := queryAll(t, svc, Query{IndexID: ids[1], Limit: 50}); !sameEvents(got, want(ids[1], time.Time{}, t0.Add(99*time.Hour), false)) {
-		t.Fatalf("unbounded query: %d events", len(got))
-	}
+		for _, desc := range []bool{false, true} {
+			for _, limit := range []int{1, 2, 7, 100, 10000} {
+				for _, r := range [][2]time.Time{
+					{t0.Add(-30 * time.Hour), t0.Add(30 * time.Hour)},
+					{t0.Add(-5*time.Hour - 7*time.Minute), t0.Add(-3*time.Hour + 11*time.Second)},
+					{t0.Add(-time.Hour), t0.Add(-time.Hour + time.Millisecond)},
+				} {
+					got := queryAll(t, svc, Query{IndexID: ids[0], From: r[0], To: r[1], Desc: desc, Limit: limit})
+					exp := want(ids[0], r[0], r[1], desc)
+					if len(exp) == 0 {
+						t.Fatalf("range %v holds no events; the test data is wrong", r)
+					}
+					if !sameEvents(got, exp) {
+						t.Fatalf("desc=%v limit=%d range %v: got %d events, want %d", desc, limit, r, len(got), len(exp))
+					}
+				}
+			}
+		}
+		// Zero From and To: the whole retention window.
+		if got := queryAll(t, svc, Query{IndexID: ids[1], Limit: 50}); !sameEvents(got, want(ids[1], time.Time{}, t0.Add(99*time.Hour), false)) {
+			t.Fatalf("unbounded query: %d events", len(got))
+		}
+	})
 }
 
 func sameEvents(a, b []Event) bool {
@@ -277,109 +283,116 @@ func sameEvents(a, b []Event) bool {
 }
 
 func TestExpiryIsExact(t *testing.T) {
-	ctx := context.Background()
-	clk := newClock(t0)
-	svc, _ := newService(t, openStore(t, clk.Now), clk.Now)
-	mustCreate(t, svc, hourly)
-	ts := t0.Add(-23 * time.Hour).Add(123 * time.Millisecond)
-	if _, err := svc.Put(ctx, "ev", []Event{ev("a", "old", ts, "x"), ev("a", "new", ts.Add(time.Millisecond), "y")}); err != nil {
-		t.Fatal(err)
-	}
-	count := func() int {
-		page, err := svc.Query(ctx, "ev", Query{IndexID: "a", Limit: 10})
-		if err != nil {
+	forEachBackend(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		clk := newClock(t0)
+		svc, _ := newService(t, open(t, clk.Now), clk.Now)
+		mustCreate(t, svc, hourly)
+		ts := t0.Add(-23 * time.Hour).Add(123 * time.Millisecond)
+		if _, err := svc.Put(ctx, "ev", []Event{ev("a", "old", ts, "x"), ev("a", "new", ts.Add(time.Millisecond), "y")}); err != nil {
 			t.Fatal(err)
 		}
-		return len(page.Events)
-	}
-	// "old" expires at ts + 24h exactly: live one nanosecond before, gone at.
-	clk.Advance(time.Hour + 123*time.Millisecond - time.Nanosecond)
-	if n := count(); n != 2 {
-		t.Fatalf("1ns before expiry: %d events, want 2", n)
-	}
-	clk.Advance(time.Nanosecond)
-	if n := count(); n != 1 {
-		t.Fatalf("at expiry: %d events, want 1", n)
-	}
-	// Writing an event already expired is refused.
-	_, err := svc.Put(ctx, "ev", []Event{ev("a", "late", clk.Now().Add(-24*time.Hour), "z")})
-	if !errors.Is(err, store.ErrExpired) {
-		t.Fatalf("expired write: %v", err)
-	}
+		count := func() int {
+			page, err := svc.Query(ctx, "ev", Query{IndexID: "a", Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(page.Events)
+		}
+		// "old" expires at ts + 24h exactly: live one nanosecond before, gone at.
+		clk.Advance(time.Hour + 123*time.Millisecond - time.Nanosecond)
+		if n := count(); n != 2 {
+			t.Fatalf("1ns before expiry: %d events, want 2", n)
+		}
+		clk.Advance(time.Nanosecond)
+		if n := count(); n != 1 {
+			t.Fatalf("at expiry: %d events, want 1", n)
+		}
+		// Writing an event already expired is refused.
+		_, err := svc.Put(ctx, "ev", []Event{ev("a", "late", clk.Now().Add(-24*time.Hour), "z")})
+		if !errors.Is(err, store.ErrExpired) {
+			t.Fatalf("expired write: %v", err)
+		}
+	})
 }
 
 func TestBadBatchWritesNothing(t *testing.T) {
-	ctx := context.Background()
-	clk := newClock(t0)
-	svc, reg := newService(t, openStore(t, clk.Now), clk.Now)
-	mustCreate(t, svc, hourly)
-	good := ev("a", "ok", t0, "x")
-	for name, c := range map[string]struct {
-		bad  Event
-		want error
-	}{
-		"empty index_id":    {ev("", "e", t0, ""), store.ErrInvalid},
-		"empty event_id":    {ev("a", "", t0, ""), store.ErrInvalid},
-		"long event_id":     {ev("a", string(make([]byte, 257)), t0, ""), store.ErrInvalid},
-		"bad utf8":          {ev("a\xff", "e", t0, ""), store.ErrInvalid},
-		"before 1970":       {ev("a", "e", time.Unix(-1, 0), ""), store.ErrInvalid},
-		"expired":           {ev("a", "e", t0.Add(-25*time.Hour), ""), store.ErrExpired},
-		"beyond the runway": {ev("a", "e", t0.Add(4*time.Hour), ""), ErrNoShard},
-		"too large":         {Event{IndexID: "a", EventID: "e", Timestamp: t0, Payload: make([]byte, ebbpebble.MaxRowBytes)}, store.ErrTooLarge},
-	} {
-		_, err := svc.Put(ctx, "ev", []Event{good, good, c.bad})
-		var ee *EventError
-		if !errors.Is(err, c.want) || !errors.As(err, &ee) || ee.Index != 2 {
-			t.Errorf("%s: %v, want %v naming event 2", name, err, c.want)
+	forEachBackend(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		clk := newClock(t0)
+		st := open(t, clk.Now)
+		svc, reg := newService(t, st, clk.Now)
+		mustCreate(t, svc, hourly)
+		good := ev("a", "ok", t0, "x")
+		for name, c := range map[string]struct {
+			bad  Event
+			want error
+		}{
+			"empty index_id":    {ev("", "e", t0, ""), store.ErrInvalid},
+			"empty event_id":    {ev("a", "", t0, ""), store.ErrInvalid},
+			"long event_id":     {ev("a", string(make([]byte, 257)), t0, ""), store.ErrInvalid},
+			"bad utf8":          {ev("a\xff", "e", t0, ""), store.ErrInvalid},
+			"before 1970":       {ev("a", "e", time.Unix(-1, 0), ""), store.ErrInvalid},
+			"expired":           {ev("a", "e", t0.Add(-25*time.Hour), ""), store.ErrExpired},
+			"beyond the runway": {ev("a", "e", t0.Add(4*time.Hour), ""), ErrNoShard},
+			"too large":         {Event{IndexID: "a", EventID: "e", Timestamp: t0, Payload: make([]byte, st.Capabilities().MaxRowBytes)}, store.ErrTooLarge},
+		} {
+			_, err := svc.Put(ctx, "ev", []Event{good, good, c.bad})
+			var ee *EventError
+			if !errors.Is(err, c.want) || !errors.As(err, &ee) || ee.Index != 2 {
+				t.Errorf("%s: %v, want %v naming event 2", name, err, c.want)
+			}
 		}
-	}
-	// 256 bytes is fine.
-	if _, err := svc.Put(ctx, "ev", []Event{ev("a", string(bytes.Repeat([]byte{'x'}, 256)), t0, "")}); err != nil {
-		t.Fatal(err)
-	}
-	page, err := svc.Query(ctx, "ev", Query{IndexID: "a", Limit: 10})
-	if err != nil || len(page.Events) != 1 {
-		t.Fatalf("after refused batches: %d events, %v", len(page.Events), err)
-	}
-	if _, err := svc.Put(ctx, "ev", make([]Event, MaxBatch+1)); !errors.Is(err, store.ErrTooLarge) {
-		t.Errorf("oversize batch: %v", err)
-	}
-	if _, err := svc.Put(ctx, "nope", []Event{good}); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("unknown index: %v", err)
-	}
-	if v := metricValue(t, reg, "ebb_index_write_refused_total", "ev"); v == 0 {
-		t.Error("refusals not counted")
-	}
+		// 256 bytes is fine.
+		if _, err := svc.Put(ctx, "ev", []Event{ev("a", string(bytes.Repeat([]byte{'x'}, 256)), t0, "")}); err != nil {
+			t.Fatal(err)
+		}
+		page, err := svc.Query(ctx, "ev", Query{IndexID: "a", Limit: 10})
+		if err != nil || len(page.Events) != 1 {
+			t.Fatalf("after refused batches: %d events, %v", len(page.Events), err)
+		}
+		if _, err := svc.Put(ctx, "ev", make([]Event, MaxBatch+1)); !errors.Is(err, store.ErrTooLarge) {
+			t.Errorf("oversize batch: %v", err)
+		}
+		if _, err := svc.Put(ctx, "nope", []Event{good}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("unknown index: %v", err)
+		}
+		if v := metricValue(t, reg, "ebb_index_write_refused_total", "ev"); v == 0 {
+			t.Error("refusals not counted")
+		}
+	})
 }
 
 func TestQueryValidation(t *testing.T) {
-	ctx := context.Background()
-	clk := newClock(t0)
-	svc, _ := newService(t, openStore(t, clk.Now), clk.Now)
-	mustCreate(t, svc, hourly)
-	if _, err := svc.Put(ctx, "ev", []Event{ev("a", "1", t0, ""), ev("a", "2", t0, "")}); err != nil {
-		t.Fatal(err)
-	}
-	page, err := svc.Query(ctx, "ev", Query{IndexID: "a", Limit: 1})
-	if err != nil || page.NextPageToken == nil {
-		t.Fatal(err)
-	}
-	flip := bytes.Clone(page.NextPageToken)
-	flip[10] ^= 1 // the bucket no longer matches the timestamp
-	for name, q := range map[string]Query{
-		"limit 0":            {IndexID: "a", Limit: 0},
-		"limit 10001":        {IndexID: "a", Limit: 10001},
-		"from == to":         {IndexID: "a", Limit: 1, From: t0, To: t0},
-		"from > to":          {IndexID: "a", Limit: 1, From: t0, To: t0.Add(-1)},
-		"empty index_id":     {Limit: 1},
-		"garbage token":      {IndexID: "a", Limit: 1, PageToken: []byte("garbage")},
-		"inconsistent token": {IndexID: "a", Limit: 1, PageToken: flip},
-		"token of desc":      {IndexID: "a", Limit: 1, PageToken: page.NextPageToken, Desc: true},
-	} {
-		if _, err := svc.Query(ctx, "ev", q); !errors.Is(err, store.ErrInvalid) {
-			t.Errorf("%s: %v, want ErrInvalid", name, err)
+	forEachBackend(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		clk := newClock(t0)
+		svc, _ := newService(t, open(t, clk.Now), clk.Now)
+		mustCreate(t, svc, hourly)
+		if _, err := svc.Put(ctx, "ev", []Event{ev("a", "1", t0, ""), ev("a", "2", t0, "")}); err != nil {
+			t.Fatal(err)
 		}
-	}
+		page, err := svc.Query(ctx, "ev", Query{IndexID: "a", Limit: 1})
+		if err != nil || page.NextPageToken == nil {
+			t.Fatal(err)
+		}
+		flip := bytes.Clone(page.NextPageToken)
+		flip[10] ^= 1 // the bucket no longer matches the timestamp
+		for name, q := range map[string]Query{
+			"limit 0":            {IndexID: "a", Limit: 0},
+			"limit 10001":        {IndexID: "a", Limit: 10001},
+			"from == to":         {IndexID: "a", Limit: 1, From: t0, To: t0},
+			"from > to":          {IndexID: "a", Limit: 1, From: t0, To: t0.Add(-1)},
+			"empty index_id":     {Limit: 1},
+			"garbage token":      {IndexID: "a", Limit: 1, PageToken: []byte("garbage")},
+			"inconsistent token": {IndexID: "a", Limit: 1, PageToken: flip},
+			"token of desc":      {IndexID: "a", Limit: 1, PageToken: page.NextPageToken, Desc: true},
+		} {
+			if _, err := svc.Query(ctx, "ev", q); !errors.Is(err, store.ErrInvalid) {
+				t.Errorf("%s: %v, want ErrInvalid", name, err)
+			}
+		}
+	})
 }
 
 // metricValue reads one series (the first, or the one whose first label

@@ -63,7 +63,9 @@ func (s *Service) Put(ctx context.Context, index string, events []Event) (int, e
 	}
 	now := s.now()
 	maxRow := s.st.Capabilities().MaxRowBytes
-	ms := make([]int64, len(events))
+	buf := s.acquireWriteBuf(len(events))
+	defer s.releaseWriteBuf(buf)
+	ms := buf.ms
 	for i := range events {
 		e := &events[i]
 		ts, err := checkEvent(cfg, e, now, maxRow)
@@ -76,7 +78,7 @@ func (s *Service) Put(ctx context.Context, index string, events []Event) (int, e
 
 	// Group by shard, keeping the batch's order within each, so that each
 	// shard gets one Write. A batch nearly always falls in one shard.
-	shardOf := make([]int64, len(events))
+	shardOf := buf.shardOf
 	var shards []int64 // distinct, in order of first appearance
 	for i, ts := range ms {
 		shardOf[i] = cfg.shardOf(ts)
@@ -84,7 +86,7 @@ func (s *Service) Put(ctx context.Context, index string, events []Event) (int, e
 			shards = append(shards, shardOf[i])
 		}
 	}
-	order := make([]int, 0, len(events))
+	order := buf.order[:0]
 	for _, sh := range shards {
 		for i := range events {
 			if shardOf[i] == sh {
@@ -120,23 +122,7 @@ func (s *Service) Put(ctx context.Context, index string, events []Event) (int, e
 			ErrNoShard, index, events[i].Timestamp.UTC().Format(time.RFC3339Nano), cfg.shardTable(start))}
 	}
 
-	// The mutations share backing arrays to keep allocations per event
-	// low; the store does not retain them.
-	muts := make([]store.Mutation, len(events))
-	keys := make([]any, 4*len(events))
-	cells := make([]store.Cell, len(events))
-	pbMs := cfg.pbMs()
-	for j, i := range order {
-		e := &events[i]
-		k := keys[4*j : 4*j+4 : 4*j+4]
-		k[0], k[1], k[2], k[3] = e.IndexID, ms[i]/pbMs, time.UnixMilli(ms[i]).UTC(), e.EventID
-		payload := e.Payload
-		if payload == nil {
-			payload = []byte{}
-		}
-		cells[j] = store.Cell{Column: colPayload, Value: payload}
-		muts[j] = store.Mutation{Partition: k[0:2:2], Clustering: k[2:4:4], Cells: cells[j : j+1 : j+1]}
-	}
+	muts := buf.build(cfg, events, order)
 	written := 0
 	for lo := 0; lo < len(order); {
 		start := shardOf[order[lo]]
@@ -222,4 +208,66 @@ func refusalReason(err error) string {
 		return reasonTooLarge
 	}
 	return reasonInvalid
+}
+
+// writeBuf is the scratch space of one Put: per-event slices and the
+// mutations, reused by later Puts so that a batch of 1000 events does not
+// allocate a third of a megabyte of slices each time. That is sound because
+// the store retains nothing passed to Write once it returns (see package
+// store).
+type writeBuf struct {
+	ms      []int64 // timestamps, Unix ms, by event
+	shardOf []int64 // shard starts, Unix ms, by event
+	order   []int   // event indexes, grouped by shard
+	muts    []store.Mutation
+	keys    []any // four per mutation: partition then clustering
+	cells   []store.Cell
+}
+
+// acquireWriteBuf returns a buffer for n events.
+func (s *Service) acquireWriteBuf(n int) *writeBuf {
+	b, _ := s.bufs.Get().(*writeBuf)
+	if b == nil || cap(b.ms) < n {
+		b = &writeBuf{
+			ms:      make([]int64, n),
+			shardOf: make([]int64, n),
+			order:   make([]int, n),
+			muts:    make([]store.Mutation, n),
+			keys:    make([]any, 4*n),
+			cells:   make([]store.Cell, n),
+		}
+	}
+	b.ms, b.shardOf, b.order = b.ms[:n], b.shardOf[:n], b.order[:n]
+	return b
+}
+
+// releaseWriteBuf makes b available to later Puts, first dropping its
+// references to this batch's strings and payloads so that an idle buffer
+// does not keep them alive.
+func (s *Service) releaseWriteBuf(b *writeBuf) {
+	n := len(b.ms)
+	clear(b.keys[:4*n])
+	clear(b.cells[:n])
+	s.bufs.Put(b)
+}
+
+// build returns the upserts of events, in the given order, with canonical
+// values: the timestamp in UTC at millisecond precision, a nil payload as
+// empty. The mutations live in b and are valid until it is released.
+func (b *writeBuf) build(cfg Config, events []Event, order []int) []store.Mutation {
+	n := len(order)
+	muts, keys, cells := b.muts[:n], b.keys[:4*n], b.cells[:n]
+	pbMs := cfg.pbMs()
+	for j, i := range order {
+		e, ms := &events[i], b.ms[i]
+		payload := e.Payload
+		if payload == nil {
+			payload = []byte{}
+		}
+		k := keys[4*j : 4*j+4 : 4*j+4]
+		k[0], k[1], k[2], k[3] = e.IndexID, ms/pbMs, time.UnixMilli(ms).UTC(), e.EventID
+		cells[j] = store.Cell{Column: colPayload, Value: payload}
+		muts[j] = store.Mutation{Partition: k[0:2:2], Clustering: k[2:4:4], Cells: cells[j : j+1 : j+1]}
+	}
+	return muts
 }

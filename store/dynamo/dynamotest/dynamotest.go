@@ -33,7 +33,7 @@ func Require(t testing.TB) string {
 	ep := Endpoint()
 	if ep == "" {
 		t.Fatalf("%s is not set: run the DynamoDB tests with `make test` or "+
-			"`scripts/with-dynalite.sh go test ./store/dynamo/...`, which start dynalite, "+
+			"`scripts/with-dynalite.sh go test ./...`, which start dynalite, "+
 			"or point %s at a DynamoDB API endpoint", EnvEndpoint, EnvEndpoint)
 	}
 	return ep
