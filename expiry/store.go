@@ -67,13 +67,17 @@ func (s *Store) indexed(table string) bool {
 	return s.opts.Exclude == nil || !s.opts.Exclude(table)
 }
 
-// mayExpire reports whether any upsert of batch can carry an expiry: one
-// of its own, or (defaults) the table's default TTL. Batches that cannot
-// skip the spec lookup, and batches that carry none of their own to a table
-// without a default TTL skip resolving.
+// mayExpire reports whether any mutation of batch needs an index entry: an
+// upsert carrying an expiry of its own, or (defaults) the table's default
+// TTL, or a cell delete. Batches that need none skip the spec lookup, and
+// batches that need none but the default to a table without a default TTL
+// skip resolving.
 func mayExpire(batch []store.Mutation, defaults bool) bool {
 	for i := range batch {
 		m := &batch[i]
+		if m.Kind == store.DeleteCells {
+			return true
+		}
 		if m.Kind != store.Upsert {
 			continue
 		}
@@ -140,14 +144,27 @@ func (s *Store) Write(ctx context.Context, table string, batch []store.Mutation)
 // marker or cell): the row cannot be dead before then, and indexing every
 // such write (even one whose marker never expires) means that whichever
 // write's content outlives the others has an entry no earlier than its
-// expiry. Entries are due no sooner than Grace after start, so the row has
-// landed before the sweeper looks for it.
+// expiry, still pending while that content lives. A cell delete can kill a
+// row at once (its other content expired, the deleted cell was what kept
+// it), when every entry for it may be spent: it is indexed at start.
+// Entries are due no sooner than Grace after start, so the write has landed
+// before the sweeper looks.
 func (s *Store) plan(table string, spec *store.TableSpec, batch []store.Mutation, res []store.ResolvedMutation, start time.Time) []entry {
 	grace := s.opts.Grace.Milliseconds()
 	earliest := start.UnixMilli() + grace
 	var out []entry
 	for i := range res {
 		r := &res[i]
+		if r.Kind == store.DeleteCells {
+			e := entry{
+				table: table, pk: r.PartitionKey, ck: r.ClusteringKey,
+				exp: start.UnixMilli(), due: earliest,
+				id: rowID(table, r.PartitionKey, r.ClusteringKey),
+			}
+			s.layout.place(&e)
+			out = append(out, e)
+			continue
+		}
 		if r.Kind != store.Upsert {
 			continue
 		}
