@@ -10,7 +10,9 @@
 //
 // Wrap returns a store.Store that, for every upsert carrying an expiry (its
 // own, a cell's, or the table's default TTL), first records an entry in the
-// expiry index table IndexTable and then writes the row. Entries are keyed
+// expiry index table IndexTable and then writes the row. A cell delete is
+// indexed too, since removing the one cell that kept a row alive leaves it
+// dead at once. Entries are keyed
 //
 //	partition  (window, shard)            window = start of the Window the entry is due in
 //	clustering (due, table, id)           id = hash of the row's encoded key
@@ -24,7 +26,9 @@
 // An entry's due time is its expiry, but never earlier than Grace after the
 // write started. The sweeper therefore never looks for an entry before the
 // row it points at has landed, and a window it has finished can no longer
-// receive entries (writes slower than Grace re-index themselves).
+// receive entries (writes slower than Grace re-index themselves). An expiry
+// that comes from the table's default TTL is resolved again by the backend
+// against its own reading of the clock, so its entry is due Grace later.
 //
 // # The sweeper
 //

@@ -18,9 +18,9 @@ import (
 // are being written, with the sweeper loop at its default 1 s interval: the
 // p99 must be at most two intervals. It also reports the backend
 // operations that expiry costs per expired row. Under the race detector,
-// whose instrumentation of Pebble cuts its throughput several fold, the
-// rate is 1,000 per second; the 10,000 figure is checked by every run
-// without it.
+// whose instrumentation of Pebble cuts its throughput several fold (and
+// which shares the machine with other packages' tests), the rate is 500 per
+// second; the 10,000 figure is checked by every run without it.
 func TestLag10kRowsPerSecond(t *testing.T) {
 	const (
 		interval  = time.Second
@@ -31,7 +31,7 @@ func TestLag10kRowsPerSecond(t *testing.T) {
 	)
 	rate := 10_000.0 // rows written, and so expiring, per second
 	if raceEnabled {
-		rate = 1_000
+		rate = 500
 	}
 	ctx := context.Background()
 	raw := openPebble(t, vfs.NewMem(), nil)

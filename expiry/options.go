@@ -24,8 +24,10 @@ type Options struct {
 	// that no window is a hot partition. 1..1024, default 16.
 	Shards int
 	// Grace bounds how long a Write takes from reading the clock to the row
-	// landing. No row is swept sooner than Grace after its write started,
-	// and a Write that took longer re-indexes its rows. Default 1s.
+	// landing, plus the clock skew between processes sharing the backend.
+	// No row is swept sooner than Grace after its write started (so rows
+	// with a TTL shorter than Grace go Grace after their write), and a
+	// Write that took longer re-indexes its rows. Default 1s.
 	Grace time.Duration
 	// Now is the clock. It must be the clock the wrapped Store resolves
 	// expiry with, since a physical delete is conditional on the backend

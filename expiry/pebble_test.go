@@ -3,6 +3,7 @@ package expiry
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -18,9 +19,8 @@ import (
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
 		// The DynamoDB client keeps idle keep-alive connections open.
-		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
 	)
 }
 
@@ -278,4 +278,89 @@ func TestCrashBetweenIndexAndRowPebble(t *testing.T) {
 		t.Fatalf("after the pass: %+v, %d rows, %d entries; want both entries processed, nothing left",
 			res, stats(t, raw2, "items"), stats(t, raw2, IndexTable))
 	}
+}
+
+// TestLoopBacksOffAndRecovers fails every delete with an error retrying
+// cannot fix: the loop backs off exponentially instead of hammering the
+// backend, and deletes everything once the backend recovers.
+func TestLoopBacksOffAndRecovers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		raw := openPebble(t, vfs.NewMem(), nil)
+		cnt := newCounting(raw)
+		st, err := Wrap(ctx, cnt, Options{SweepInterval: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.CreateTable(ctx, itemsSpec); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Write(ctx, "items", []store.Mutation{item("a", 1, time.Now().Add(1500*time.Millisecond))}); err != nil {
+			t.Fatal(err)
+		}
+		var attempts atomic.Int64
+		cnt.setHook(func(table string, _ []store.Mutation) error {
+			if table == "items" {
+				attempts.Add(1)
+				return errors.New("disk on fire")
+			}
+			return nil
+		})
+		st.Sweeper().Start()
+		defer st.Close()
+		time.Sleep(17 * time.Second)
+		synctest.Wait()
+		// First failure at 2 s, then retries after 2, 4 and 8 s: 2, 4, 8, 16.
+		if n := attempts.Load(); n != 4 {
+			t.Fatalf("%d delete attempts in 17 s, want 4 (exponential backoff from the interval)", n)
+		}
+		if got := value(t, st.m.sweeps.WithLabelValues("error")); got != 4 {
+			t.Fatalf("ebb_expiry_sweeps_total{result=error} = %v, want 4", got)
+		}
+		cnt.setHook(nil)
+		time.Sleep(40 * time.Second)
+		synctest.Wait()
+		if got := stats(t, raw, "items"); got != 0 {
+			t.Fatalf("%d rows stored after the backend recovered, want 0", got)
+		}
+	})
+}
+
+// TestTriggerAndClose: Trigger runs a pass at once whatever the interval;
+// Close stops the loop and is safe twice, and Start after Close does
+// nothing.
+func TestTriggerAndClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		raw := openPebble(t, vfs.NewMem(), nil)
+		st, err := Wrap(ctx, raw, Options{SweepInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.CreateTable(ctx, itemsSpec); err != nil {
+			t.Fatal(err)
+		}
+		sw := st.Sweeper()
+		sw.Start()
+		sw.Start()
+		if err := st.Write(ctx, "items", []store.Mutation{item("a", 1, time.Now().Add(time.Second))}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if got := stats(t, raw, "items"); got != 1 {
+			t.Fatalf("%d rows before the trigger, want 1 (next tick is an hour away)", got)
+		}
+		sw.Trigger()
+		synctest.Wait()
+		if got := stats(t, raw, "items"); got != 0 {
+			t.Fatalf("%d rows after the trigger, want 0", got)
+		}
+		sw.Close()
+		sw.Close()
+		sw.Start()
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
