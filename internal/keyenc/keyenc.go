@@ -17,6 +17,7 @@
 package keyenc
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -130,58 +131,55 @@ func DecodeBytes(b []byte, desc bool) ([]byte, []byte, error) {
 // to dst and returns dst and the rest of b. It lets hot read paths decode
 // into a buffer they reuse.
 func AppendDecodedBytes(dst, b []byte, desc bool) ([]byte, []byte, error) {
-	var flip byte
+	esc, term, nul := byte(escape), byte(terminator), byte(escapedNUL)
 	if desc {
-		flip = 0xFF
+		esc, term, nul = ^esc, ^term, ^nul
 	}
-	for i := 0; i < len(b); i++ {
-		c := b[i] ^ flip
-		if c != escape {
-			dst = append(dst, c)
-			continue
-		}
-		if i+1 >= len(b) {
+	for {
+		i := bytes.IndexByte(b, esc)
+		if i < 0 || i+1 >= len(b) {
 			return nil, nil, ErrCorrupt
 		}
-		switch b[i+1] ^ flip {
-		case terminator:
+		start := len(dst)
+		dst = append(dst, b[:i]...)
+		if desc {
+			invert(dst[start:])
+		}
+		switch b[i+1] {
+		case term:
 			return dst, b[i+2:], nil
-		case escapedNUL:
+		case nul:
 			dst = append(dst, 0)
-			i++
+			b = b[i+2:]
 		default:
 			return nil, nil, ErrCorrupt
 		}
 	}
-	return nil, nil, ErrCorrupt
 }
 
 // decodedLen is the length of the byte string encoded at the front of b.
 func decodedLen(b []byte, desc bool) (int, error) {
-	var flip byte
+	esc, term, nul := byte(escape), byte(terminator), byte(escapedNUL)
 	if desc {
-		flip = 0xFF
+		esc, term, nul = ^esc, ^term, ^nul
 	}
 	n := 0
-	for i := 0; i < len(b); i++ {
-		if b[i]^flip != escape {
-			n++
-			continue
-		}
-		if i+1 >= len(b) {
+	for {
+		i := bytes.IndexByte(b, esc)
+		if i < 0 || i+1 >= len(b) {
 			return 0, ErrCorrupt
 		}
-		switch b[i+1] ^ flip {
-		case terminator:
+		n += i
+		switch b[i+1] {
+		case term:
 			return n, nil
-		case escapedNUL:
+		case nul:
 			n++
-			i++
+			b = b[i+2:]
 		default:
 			return 0, ErrCorrupt
 		}
 	}
-	return 0, ErrCorrupt
 }
 
 // DecodeString decodes a string.
