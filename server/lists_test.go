@@ -139,7 +139,7 @@ func TestListsAPI(t *testing.T) {
 	r := e.do(t, "PUT", fp, "", `{"ttl":"720h"}`)
 	listsExpect(t, "create", r, http.StatusCreated, "")
 	f := listsDecode[map[string]string](t, r)
-	if f["entity_type"] != "user" || f["feature"] != "stories" || f["version"] != "" || f["ttl"] != "720h0m0s" {
+	if f["entity_type"] != "user" || f["feature"] != "stories" || f["version"] != "" || f["ttl"] != "720h" {
 		t.Fatalf("created feature %s", r.body)
 	}
 	listsExpect(t, "identical create", e.do(t, "PUT", fp, "", `{"ttl":"720h0m0s"}`), http.StatusOK, "")

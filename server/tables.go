@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/multitable"
+	"github.com/ebb-data/ebb/shardmgr"
 )
 
 // Tables is the Feature of shared tables (API.md "Multitable"): logical
@@ -40,7 +41,7 @@ type sharedTableJSON struct {
 }
 
 func sharedTable(t multitable.Table) sharedTableJSON {
-	return sharedTableJSON{Name: t.Name, DefaultTTL: t.DefaultTTL.String(), CreatedAt: sharedTime(t.CreatedAt)}
+	return sharedTableJSON{Name: t.Name, DefaultTTL: shardmgr.FormatDuration(t.DefaultTTL), CreatedAt: sharedTime(t.CreatedAt)}
 }
 
 // sharedItemJSON is one item in the API; ExpiresAt is null when the item never
@@ -215,7 +216,7 @@ func (s *Server) logicalTableUsage(ctx context.Context) ([]sharedTableUsageJSON,
 	}
 	out := make([]sharedTableUsageJSON, 0, len(usage))
 	for _, u := range usage {
-		out = append(out, sharedTableUsageJSON{Name: u.Name, DefaultTTL: u.DefaultTTL.String(), Items: u.Items, Bytes: u.Bytes})
+		out = append(out, sharedTableUsageJSON{Name: u.Name, DefaultTTL: shardmgr.FormatDuration(u.DefaultTTL), Items: u.Items, Bytes: u.Bytes})
 	}
 	return out, nil
 }

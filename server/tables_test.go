@@ -357,7 +357,7 @@ func TestAdminTablesReportsLogicalTables(t *testing.T) {
 	}
 	other, small := out.LogicalTables[0], out.LogicalTables[1]
 	// Each item: 2-byte key + 7-byte attributes + 8-byte timestamp.
-	if small.Name != "small" || small.Items != 3 || small.Bytes != 3*(2+7+8) || other.Name != "other" || other.Items != 0 || other.DefaultTTL != "1h0m0s" {
+	if small.Name != "small" || small.Items != 3 || small.Bytes != 3*(2+7+8) || other.Name != "other" || other.Items != 0 || other.DefaultTTL != "1h" {
 		t.Fatalf("logical tables %+v", out.LogicalTables)
 	}
 	if !slices.ContainsFunc(out.Tables, func(a adminTable) bool { return a.Name == multitable.ItemsTable && a.Rows > 0 }) {

@@ -53,27 +53,41 @@ func ResolveBatch(spec *TableSpec, batch []Mutation, now time.Time, maxRowBytes 
 		ncells += len(batch[i].Cells)
 	}
 	slab := make([]ResolvedCell, 0, ncells)
+	// And one for the encoded keys, sized by a guess that is usually right
+	// (a wrong guess only costs another allocation).
+	var keys []byte
+	if len(batch) > 0 {
+		keys = make([]byte, 0, len(batch)*keySizeHint(&batch[0]))
+	}
 	for i := range batch {
 		n := len(batch[i].Cells)
 		out[i].Cells = slab[len(slab) : len(slab) : len(slab)+n]
 		slab = slab[:len(slab)+n]
-		if err := resolve(spec, &batch[i], now, maxRowBytes, &out[i]); err != nil {
+		if err := resolve(spec, &batch[i], now, maxRowBytes, &out[i], &keys); err != nil {
 			return nil, &MutationError{Index: i, Err: err}
 		}
 	}
 	return out, nil
 }
 
-func resolve(spec *TableSpec, m *Mutation, now time.Time, maxRowBytes int, r *ResolvedMutation) error {
+func resolve(spec *TableSpec, m *Mutation, now time.Time, maxRowBytes int, r *ResolvedMutation, keys *[]byte) error {
 	var err error
 	r.Kind = m.Kind
-	if r.Partition, r.PartitionKey, err = ResolvePartition(spec, m.Partition); err != nil {
+	if r.Partition, err = CheckKey(spec.PartitionKey, m.Partition, true); err != nil {
 		return err
 	}
 	if r.Clustering, err = CheckKey(spec.Clustering, m.Clustering, false); err != nil {
 		return err
 	}
-	r.ClusteringKey = EncodeClustering(spec, r.Clustering)
+	start := len(*keys)
+	*keys = EncodeTuple(*keys, r.Partition, false)
+	r.PartitionKey = (*keys)[start:len(*keys):len(*keys)]
+	if len(r.PartitionKey) > MaxKeyBytes {
+		return fmt.Errorf("%w: partition key is %d bytes encoded, at most %d", ErrTooLarge, len(r.PartitionKey), MaxKeyBytes)
+	}
+	start = len(*keys)
+	*keys = EncodeTuple(*keys, r.Clustering, spec.ClusteringOrder == Desc)
+	r.ClusteringKey = (*keys)[start:len(*keys):len(*keys)]
 	if len(r.ClusteringKey) > MaxKeyBytes {
 		return fmt.Errorf("%w: clustering key is %d bytes encoded, at most %d", ErrTooLarge, len(r.ClusteringKey), MaxKeyBytes)
 	}
@@ -192,6 +206,11 @@ func EncodeTuple(dst []byte, vals []any, desc bool) []byte {
 // bytewise order is the table's clustering order.
 func EncodeClustering(spec *TableSpec, vals []any) []byte {
 	return EncodeTuple(make([]byte, 0, encodedSizeHint(vals)), vals, spec.ClusteringOrder == Desc)
+}
+
+// keySizeHint guesses the encoded size of a mutation's keys.
+func keySizeHint(m *Mutation) int {
+	return encodedSizeHint(m.Partition) + encodedSizeHint(m.Clustering)
 }
 
 // encodedSizeHint is a capacity that usually fits a tuple's encoding.

@@ -40,9 +40,10 @@ type Options struct {
 	// FS is the file system; nil means the operating system's. Tests use
 	// vfs.NewMem().
 	FS vfs.FS
-	// NoSync, when true, acknowledges writes before they reach stable
-	// storage. The default (false) syncs every Write before returning, so an
-	// acknowledged write survives a crash.
+	// NoSync, when true, acknowledges writes (and catalog changes) before
+	// they reach stable storage. The default (false) syncs every Write,
+	// CreateTable, DropTable and SetCapacity before returning, so what was
+	// acknowledged survives a crash.
 	NoSync bool
 	// CacheSize is Pebble's block cache size in bytes; 0 means 64 MiB.
 	CacheSize int64
@@ -256,7 +257,7 @@ func (s *Store) CreateTable(ctx context.Context, spec store.TableSpec) error {
 	defer b.Close()
 	_ = b.Set(nextIDKey, binary.BigEndian.AppendUint64(nil, s.nextID+1), nil)
 	_ = b.Set(catalogKey(spec.Name), doc, nil)
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := b.Commit(s.wo); err != nil {
 		return fmt.Errorf("create %s: %w", spec.Name, err)
 	}
 	s.nextID++
@@ -280,7 +281,7 @@ func (s *Store) DropTable(ctx context.Context, name string) error {
 	// rather than leaving an orphaned key range.
 	t.Dropping = true
 	doc, _ := json.Marshal(t)
-	if err := s.db.Set(catalogKey(name), doc, pebble.Sync); err != nil {
+	if err := s.db.Set(catalogKey(name), doc, s.wo); err != nil {
 		t.Dropping = false
 		return fmt.Errorf("drop %s: %w", name, err)
 	}
@@ -333,7 +334,7 @@ func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) 
 	next := *t
 	next.Capacity = c
 	doc, _ := json.Marshal(&next)
-	if err := s.db.Set(catalogKey(name), doc, pebble.Sync); err != nil {
+	if err := s.db.Set(catalogKey(name), doc, s.wo); err != nil {
 		return fmt.Errorf("set capacity %s: %w", name, err)
 	}
 	t.Capacity = c
