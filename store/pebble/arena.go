@@ -1,6 +1,8 @@
 package pebble
 
 import (
+	"unsafe"
+
 	"github.com/ebb-data/ebb/internal/keyenc"
 	"github.com/ebb-data/ebb/store"
 )
@@ -35,6 +37,16 @@ func (a *arena) copyBytes(p []byte) []byte {
 	return a.bytes[l : l+len(p) : l+len(p)]
 }
 
+// copyString returns p as a string backed by arena memory. The arena never
+// writes to bytes it has handed out, which is what unsafe.String requires.
+func (a *arena) copyString(p []byte) string {
+	if len(p) == 0 {
+		return ""
+	}
+	b := a.copyBytes(p)
+	return unsafe.String(&b[0], len(b))
+}
+
 // decodeClustering decodes an encoded clustering key into arena memory.
 func decodeClustering(spec *store.TableSpec, b []byte, a *arena) ([]any, error) {
 	desc := spec.ClusteringOrder == store.Desc
@@ -49,7 +61,7 @@ func decodeClustering(spec *store.TableSpec, b []byte, a *arena) ([]any, error) 
 				return nil, err
 			}
 			if c.Type == store.TypeText {
-				out[i] = string(bs)
+				out[i] = a.copyString(bs)
 			} else {
 				out[i] = a.copyBytes(bs)
 			}
