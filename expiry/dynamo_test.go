@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/store/dynamo/dynamotest"
 )
 
@@ -16,9 +16,7 @@ import (
 // every window costs one query per shard.
 func TestDynamo(t *testing.T) {
 	dynamotest.Require(t)
-	runSuite(t, func(t testing.TB, now func() time.Time) store.Store {
-		return dynamotest.New(t, now)
-	}, suiteConfig{
+	runSuite(t, testbackend.Dynamo, suiteConfig{
 		massRows: 2000,
 		downtime: 10 * time.Minute,
 		catchUp:  Options{Window: 5 * time.Second, Shards: 4},

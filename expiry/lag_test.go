@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -34,7 +33,7 @@ func TestLag10kRowsPerSecond(t *testing.T) {
 		rate = 500
 	}
 	ctx := context.Background()
-	raw := openPebble(t, vfs.NewMem(), nil)
+	raw := testbackend.Pebble(t, nil)
 	cnt := newCounting(raw)
 	var mu sync.Mutex
 	deletedAt := map[int64]time.Time{}
@@ -159,7 +158,7 @@ func BenchmarkSweep(b *testing.B) {
 	b.ReportAllocs()
 	ctx := context.Background()
 	now := start
-	raw := openPebble(b, vfs.NewMem(), func() time.Time { return now })
+	raw := testbackend.Pebble(b, func() time.Time { return now })
 	cnt := newCounting(raw)
 	st, err := Wrap(ctx, cnt, Options{Now: func() time.Time { return now }})
 	if err != nil {
@@ -186,7 +185,7 @@ func BenchmarkSweep(b *testing.B) {
 func BenchmarkSweepBaseline(b *testing.B) {
 	b.ReportAllocs()
 	ctx := context.Background()
-	raw := openPebble(b, vfs.NewMem(), func() time.Time { return start })
+	raw := testbackend.Pebble(b, func() time.Time { return start })
 	cnt := newCounting(raw)
 	if err := cnt.CreateTable(ctx, itemsSpec); err != nil {
 		b.Fatal(err)
@@ -217,7 +216,7 @@ func BenchmarkWrite(b *testing.B) {
 	b.ReportAllocs()
 	ctx := context.Background()
 	clock := func() time.Time { return start }
-	raw := openPebble(b, vfs.NewMem(), clock)
+	raw := testbackend.Pebble(b, clock)
 	st, err := Wrap(ctx, raw, Options{Now: clock})
 	if err != nil {
 		b.Fatal(err)
@@ -232,7 +231,7 @@ func BenchmarkWrite(b *testing.B) {
 func BenchmarkWriteBaseline(b *testing.B) {
 	b.ReportAllocs()
 	ctx := context.Background()
-	raw := openPebble(b, vfs.NewMem(), func() time.Time { return start })
+	raw := testbackend.Pebble(b, func() time.Time { return start })
 	if err := raw.CreateTable(ctx, itemsSpec); err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -30,9 +31,11 @@ func (sw *Sweeper) Run(ctx context.Context) {
 				return
 			}
 			failures++
-			backoff := min(interval<<min(failures, 16), maxLoopBackoff)
-			sw.log.Warn("sweep failed; backing off", "err", err, "failures", failures, "backoff", backoff)
-			if sleep(ctx, backoff) != nil {
+			// After the n-th failure in a row the pause is interval * 2^n,
+			// so even the first is twice the usual cadence.
+			pause := backoff.Exponential(interval, maxLoopBackoff, failures+1)
+			sw.log.Warn("sweep failed; backing off", "err", err, "failures", failures, "backoff", pause)
+			if backoff.Sleep(ctx, pause) != nil {
 				return
 			}
 			continue
@@ -108,9 +111,10 @@ const (
 
 // retry calls f until it succeeds, fails with an error that retrying
 // cannot fix, or has been tried retryAttempts times, waiting an
-// exponentially growing, jittered delay between tries.
+// exponentially growing delay between tries. The wait is jittered over
+// only its upper half: one sweeper gains little from spreading out, and a
+// throttled backend should get at least half the delay to recover.
 func (sw *Sweeper) retry(ctx context.Context, f func() error) error {
-	delay := sw.retryBase
 	for attempt := 1; ; attempt++ {
 		err := f()
 		if err == nil || attempt == sw.retryAttempts ||
@@ -118,22 +122,10 @@ func (sw *Sweeper) retry(ctx context.Context, f func() error) error {
 			return err
 		}
 		sw.s.m.retries.Inc()
-		if err := sleep(ctx, delay/2+rand.N(delay/2+1)); err != nil {
+		delay := backoff.Exponential(sw.retryBase, sw.retryMax, attempt)
+		if err := backoff.Sleep(ctx, delay/2+rand.N(delay/2+1)); err != nil {
 			return err
 		}
-		delay = min(2*delay, sw.retryMax)
-	}
-}
-
-// sleep waits for d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
@@ -172,7 +164,7 @@ func (p *pacer) wait(ctx context.Context, n int) error {
 	p.next = p.next.Add(time.Duration(float64(n) / p.rate * float64(time.Second)))
 	p.mu.Unlock()
 	if d := at.Sub(now); d > 0 {
-		return sleep(ctx, d)
+		return backoff.Sleep(ctx, d)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/goleak"
 
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/store"
 	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 	"github.com/ebb-data/ebb/store/storetest"
@@ -24,22 +25,6 @@ func TestMain(m *testing.M) {
 	)
 }
 
-// openPebble opens the embedded backend on fs; now nil means time.Now (the
-// fake clock inside a synctest bubble).
-func openPebble(t testing.TB, fs vfs.FS, now func() time.Time) *ebbpebble.Store {
-	t.Helper()
-	st, err := ebbpebble.Open("db", ebbpebble.Options{FS: fs, Now: now, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
-
-func pebbleFactory(t testing.TB, now func() time.Time) store.Store {
-	return openPebble(t, vfs.NewMem(), now)
-}
-
 func TestPebble(t *testing.T) {
 	// Under the race detector Pebble's invariant checks make every
 	// conditional delete capture a stack trace; 100,000 rows would take
@@ -48,7 +33,7 @@ func TestPebble(t *testing.T) {
 	if raceEnabled {
 		mass = 20_000
 	}
-	runSuite(t, pebbleFactory, suiteConfig{
+	runSuite(t, testbackend.Pebble, suiteConfig{
 		massRows: mass,
 		downtime: time.Hour,
 		// An hour is 3600 windows; 4 shards keep the catch-up pass at
@@ -77,7 +62,7 @@ func stats(t testing.TB, s store.Store, table string) int64 {
 func TestLoopCatchesUpAfterDowntime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		raw := openPebble(t, vfs.NewMem(), nil)
+		raw := testbackend.Pebble(t, nil)
 		opts := Options{Window: time.Second, Shards: 4, SweepInterval: 700 * time.Millisecond}
 		st, err := Wrap(ctx, raw, opts)
 		if err != nil {
@@ -150,7 +135,7 @@ func TestLoopCatchesUpAfterDowntime(t *testing.T) {
 func TestRowsLeaveStatsWithinTwoIntervals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		raw := openPebble(t, vfs.NewMem(), nil)
+		raw := testbackend.Pebble(t, nil)
 		const interval = time.Second
 		st, err := Wrap(ctx, raw, Options{SweepInterval: interval})
 		if err != nil {
@@ -187,7 +172,7 @@ func TestRowsLeaveStatsWithinTwoIntervals(t *testing.T) {
 func TestPacing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		raw := openPebble(t, vfs.NewMem(), nil)
+		raw := testbackend.Pebble(t, nil)
 		st, err := Wrap(ctx, raw, Options{MaxDeletesPerSecond: 500, BatchSize: 100})
 		if err != nil {
 			t.Fatal(err)
@@ -286,7 +271,7 @@ func TestCrashBetweenIndexAndRowPebble(t *testing.T) {
 func TestLoopBacksOffAndRecovers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		raw := openPebble(t, vfs.NewMem(), nil)
+		raw := testbackend.Pebble(t, nil)
 		cnt := newCounting(raw)
 		st, err := Wrap(ctx, cnt, Options{SweepInterval: time.Second})
 		if err != nil {
@@ -332,7 +317,7 @@ func TestLoopBacksOffAndRecovers(t *testing.T) {
 func TestTriggerAndClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		raw := openPebble(t, vfs.NewMem(), nil)
+		raw := testbackend.Pebble(t, nil)
 		st, err := Wrap(ctx, raw, Options{SweepInterval: time.Hour})
 		if err != nil {
 			t.Fatal(err)

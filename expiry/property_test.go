@@ -7,6 +7,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -51,7 +52,7 @@ func TestPropertyNeverDeletesLiveRows(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		ttlSpec := itemsSpec
 		ttlSpec.DefaultTTL = 300 * time.Millisecond
-		e := newEnv(t, pebbleFactory, Options{Grace: 50 * time.Millisecond, Window: 100 * time.Millisecond, Shards: 2})
+		e := newEnv(t, testbackend.Pebble, Options{Grace: 50 * time.Millisecond, Window: 100 * time.Millisecond, Shards: 2})
 		defer e.st.Close()
 		if err := e.st.DropTable(e.ctx, "items"); err != nil {
 			rt.Fatal(err)

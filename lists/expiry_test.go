@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/expiry"
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/lists"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/storetest"
 )
 
 // TestPhysicalExpiry shows that list items are removed from disk, not only
@@ -16,8 +18,8 @@ import (
 // written with its own expiry, which the decorator indexes for its sweeper.
 func TestPhysicalExpiry(t *testing.T) {
 	ctx := t.Context()
-	c := newClock(start)
-	raw := pebbleStore(t, c.Now)
+	c := storetest.NewClock(start)
+	raw := testbackend.Pebble(t, c.Now)
 	wrapped, err := expiry.Wrap(ctx, raw, expiry.Options{Now: c.Now, Window: time.Minute, Shards: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +80,7 @@ func TestPhysicalExpiry(t *testing.T) {
 // forgets its expiry (a backfill bypassing the Service) still expires, after
 // the feature's TTL.
 func TestDefaultTTLSafeguard(t *testing.T) {
-	e := newEnv(t, pebbleStore)
+	e := newEnv(t, testbackend.Pebble)
 	f := mustCreate(t, e, feat, time.Hour)
 	key := lists.ItemKey(start, []byte("backfilled"))
 	err := e.st.Write(t.Context(), f.Table, []store.Mutation{{
@@ -114,49 +116,44 @@ func (w *writeCounter) Write(ctx context.Context, table string, batch []store.Mu
 // smaller (DynamoDB transactions: 100), and in one Write, batched as the
 // backend can, when it has no atomic batches at all (dynalite).
 func TestAddAtomicity(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		f    factory
-	}{{"pebble", pebbleStore}, {"dynamo", dynamoStore}} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := newClock(start)
-			inner := tc.f(t, c.Now)
-			wc := &writeCounter{Store: inner}
-			svc, err := lists.New(t.Context(), wc, lists.Options{Now: c.Now})
-			if err != nil {
-				t.Fatal(err)
+	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+		c := storetest.NewClock(start)
+		inner := open(t, c.Now)
+		wc := &writeCounter{Store: inner}
+		svc, err := lists.New(t.Context(), wc, lists.Options{Now: c.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := svc.CreateFeature(t.Context(), feat, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		wc.writes = nil
+		items := make([]lists.Item, lists.MaxItemsPerAdd)
+		for i := range items {
+			items[i] = item(fmt.Sprint(i), start)
+		}
+		if _, err := svc.Add(t.Context(), feat, "alice", items); err != nil {
+			t.Fatal(err)
+		}
+		caps := inner.Capabilities()
+		if !caps.AtomicPartitionBatch {
+			// Nothing to gain from splitting: the backend batches as it
+			// can (dynalite has no transactions).
+			if len(wc.writes) != 1 || wc.writes[0] != len(items) {
+				t.Fatalf("writes %v on a backend without atomic batches, want one of %d", wc.writes, len(items))
 			}
-			if _, _, err := svc.CreateFeature(t.Context(), feat, time.Hour); err != nil {
-				t.Fatal(err)
+			return
+		}
+		total := 0
+		for _, n := range wc.writes {
+			if n > caps.MaxAtomicBatch {
+				t.Fatalf("a Write of %d mutations, more than the atomic maximum %d", n, caps.MaxAtomicBatch)
 			}
-			wc.writes = nil
-			items := make([]lists.Item, lists.MaxItemsPerAdd)
-			for i := range items {
-				items[i] = item(fmt.Sprint(i), start)
-			}
-			if _, err := svc.Add(t.Context(), feat, "alice", items); err != nil {
-				t.Fatal(err)
-			}
-			caps := inner.Capabilities()
-			if !caps.AtomicPartitionBatch {
-				// Nothing to gain from splitting: the backend batches as it
-				// can (dynalite has no transactions).
-				if len(wc.writes) != 1 || wc.writes[0] != len(items) {
-					t.Fatalf("writes %v on a backend without atomic batches, want one of %d", wc.writes, len(items))
-				}
-				return
-			}
-			total := 0
-			for _, n := range wc.writes {
-				if n > caps.MaxAtomicBatch {
-					t.Fatalf("a Write of %d mutations, more than the atomic maximum %d", n, caps.MaxAtomicBatch)
-				}
-				total += n
-			}
-			want := (len(items) + caps.MaxAtomicBatch - 1) / caps.MaxAtomicBatch
-			if total != len(items) || len(wc.writes) != want {
-				t.Fatalf("writes %v, want %d writes of %d mutations in all", wc.writes, want, len(items))
-			}
-		})
-	}
+			total += n
+		}
+		want := (len(items) + caps.MaxAtomicBatch - 1) / caps.MaxAtomicBatch
+		if total != len(items) || len(wc.writes) != want {
+			t.Fatalf("writes %v, want %d writes of %d mutations in all", wc.writes, want, len(items))
+		}
+	})
 }

@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/lists"
 	"github.com/ebb-data/ebb/store"
 )
 
 // runSuite runs every behaviour test against one backend.
-func runSuite(t *testing.T, f factory) {
+func runSuite(t *testing.T, f testbackend.Factory) {
 	cases := []struct {
 		name string
 		run  func(*testing.T, *env)

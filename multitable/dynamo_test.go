@@ -2,9 +2,8 @@ package multitable
 
 import (
 	"testing"
-	"time"
 
-	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/store/dynamo/dynamotest"
 )
 
@@ -13,7 +12,5 @@ import (
 // dynalite and sets it). It fails, never skips, when none is configured.
 func TestDynamo(t *testing.T) {
 	dynamotest.Require(t)
-	runSuite(t, backend{open: func(t testing.TB, now func() time.Time) store.Store {
-		return dynamotest.New(t, now)
-	}})
+	runSuite(t, backend{open: testbackend.Dynamo})
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/expiry"
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/store/storetest"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestPhysicalExpiry(t *testing.T) {
 	ctx := context.Background()
 	clock := storetest.NewClock(t0)
-	raw := pebbleMem(t, clock.Now)
+	raw := testbackend.Pebble(t, clock.Now)
 	wrapped, err := expiry.Wrap(ctx, raw, expiry.Options{Now: clock.Now, Window: time.Minute, Shards: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -10,10 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/ebb-data/ebb/store"
-	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 	"github.com/ebb-data/ebb/store/storetest"
 )
 
@@ -23,17 +20,6 @@ type backend struct {
 	open func(t testing.TB, now func() time.Time) store.Store
 	// readParallelism, when set, overrides the Registry's default.
 	readParallelism int
-}
-
-// pebbleMem is the embedded backend on an in-memory file system.
-func pebbleMem(t testing.TB, now func() time.Time) store.Store {
-	t.Helper()
-	st, err := ebbpebble.Open("db", ebbpebble.Options{Now: now, FS: vfs.NewMem(), NoSync: true})
-	if err != nil {
-		t.Fatalf("open pebble: %v", err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
 }
 
 // t0 is where test clocks start.

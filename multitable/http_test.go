@@ -11,13 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/multitable"
 	"github.com/ebb-data/ebb/server"
 	"github.com/ebb-data/ebb/store"
-	"github.com/ebb-data/ebb/store/dynamo/dynamotest"
-	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 )
 
 // The HTTP tests run the shared-tables routes with auth over each backend:
@@ -35,17 +32,12 @@ tokens:
 `
 
 func TestHTTPTenantsPebble(t *testing.T) {
-	st, err := ebbpebble.Open("db", ebbpebble.Options{FS: vfs.NewMem(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	testHTTPTenants(t, st)
+	testHTTPTenants(t, testbackend.Pebble(t, nil))
 }
 
 // TestHTTPTenantsDynamo fails, never skips, without EBB_DYNAMODB_ENDPOINT.
 func TestHTTPTenantsDynamo(t *testing.T) {
-	testHTTPTenants(t, dynamotest.New(t, time.Now))
+	testHTTPTenants(t, testbackend.Dynamo(t, time.Now))
 }
 
 type client struct {

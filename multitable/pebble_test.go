@@ -1,12 +1,16 @@
 package multitable
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/ebb-data/ebb/internal/testbackend"
+)
 
 func TestPebble(t *testing.T) {
-	runSuite(t, backend{open: pebbleMem})
+	runSuite(t, backend{open: testbackend.Pebble})
 	// The embedded backend reads items one by one by default; the parallel
 	// reads remote backends use are tested here too.
 	t.Run("ParallelReads", func(t *testing.T) {
-		runSuite(t, backend{open: pebbleMem, readParallelism: 8})
+		runSuite(t, backend{open: testbackend.Pebble, readParallelism: 8})
 	})
 }

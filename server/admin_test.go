@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/server"
 	"github.com/ebb-data/ebb/store"
 )
@@ -33,7 +34,7 @@ func getAdminTables(t *testing.T, url, token string) []adminTable {
 }
 
 func TestAdminTables(t *testing.T) {
-	st := openStore(t)
+	st := testbackend.Pebble(t, nil)
 	ts, _ := start(t, server.Options{Store: st})
 	if got := getAdminTables(t, ts.URL, ""); len(got) != 0 {
 		t.Fatalf("empty store lists %v", got)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/server"
 	"github.com/ebb-data/ebb/store"
 )
@@ -72,7 +73,7 @@ func TestParseAuthRefusesBadFiles(t *testing.T) {
 // feature handler would.
 func authServer(t *testing.T) (url string, calls *atomic.Int32) {
 	t.Helper()
-	st := openStore(t)
+	st := testbackend.Pebble(t, nil)
 	ctx := context.Background()
 	if err := st.CreateTable(ctx, store.TableSpec{
 		Name:         "tenant_a",

@@ -130,11 +130,7 @@ func (h indexHandlers) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	return WriteJSON(w, status, indexView(idx))
+	return writeCreated(w, created, indexView(idx))
 }
 
 func (h indexHandlers) get(w http.ResponseWriter, r *http.Request) error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/server"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/timeseries"
@@ -21,7 +22,7 @@ import (
 // indexServer serves the index API over a fresh Pebble store.
 func indexServer(t *testing.T) (string, store.Store, *prometheus.Registry) {
 	t.Helper()
-	st := openStore(t)
+	st := testbackend.Pebble(t, nil)
 	reg := prometheus.NewRegistry()
 	svc, err := timeseries.New(timeseries.Options{Store: st, Registerer: reg})
 	if err != nil {

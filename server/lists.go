@@ -84,11 +84,7 @@ func (h listHandlers) putFeature(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	return WriteJSON(w, status, listFeatureView(f))
+	return writeCreated(w, created, listFeatureView(f))
 }
 
 func (h listHandlers) getFeature(w http.ResponseWriter, r *http.Request) error {

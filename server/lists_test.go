@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/lists"
 	"github.com/ebb-data/ebb/server"
-	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 	"github.com/ebb-data/ebb/store/storetest"
 )
 
@@ -30,11 +30,7 @@ var listsStart = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 func startLists(t *testing.T, auth *server.Auth) *listsServer {
 	t.Helper()
 	clock := storetest.NewClock(listsStart)
-	st, err := ebbpebble.Open(t.TempDir(), ebbpebble.Options{NoSync: true, Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := testbackend.Pebble(t, clock.Now)
 	svc, err := lists.New(context.Background(), st, lists.Options{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -38,6 +38,17 @@ func WriteJSON(w http.ResponseWriter, status int, v any) error {
 	return err
 }
 
+// writeCreated answers a create request with v: 201 when the request
+// created the resource, 200 when an identical one already existed, so that
+// a client may repeat a create safely (API.md: "201/200/409").
+func writeCreated(w http.ResponseWriter, created bool, v any) error {
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	return WriteJSON(w, status, v)
+}
+
 // DecodeJSON decodes the request body, one JSON value of at most
 // MaxBodyBytes, into v. Unknown fields, trailing data and an empty body are
 // refused. Errors are *Error: 413 too_large for an oversize body, 400

@@ -16,29 +16,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/server"
 	"github.com/ebb-data/ebb/store"
-	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// openStore opens a real Pebble store in a temporary directory.
-func openStore(t testing.TB) store.Store {
-	t.Helper()
-	st, err := ebbpebble.Open(t.TempDir(), ebbpebble.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
-}
 
 // start builds a Server over a fresh store with opts and serves it.
 func start(t *testing.T, opts server.Options) (*httptest.Server, server.Options) {
 	t.Helper()
 	if opts.Store == nil {
-		opts.Store = openStore(t)
+		opts.Store = testbackend.Pebble(t, nil)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -129,7 +118,7 @@ func TestNew(t *testing.T) {
 	if _, err := server.New(server.Options{}); err == nil {
 		t.Fatal("New without a store succeeded")
 	}
-	st := openStore(t)
+	st := testbackend.Pebble(t, nil)
 	reg := prometheus.NewRegistry()
 	if _, err := server.New(server.Options{Store: st, Registerer: reg}); err != nil {
 		t.Fatal(err)
@@ -269,7 +258,7 @@ func TestErrorAfterWrite(t *testing.T) {
 }
 
 func TestServerAccessors(t *testing.T) {
-	st := openStore(t)
+	st := testbackend.Pebble(t, nil)
 	var got store.Store
 	feature := func(s *server.Server) {
 		got = s.Store()

@@ -100,11 +100,7 @@ func (h tablesHandler) putTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	return WriteJSON(w, status, sharedTable(t))
+	return writeCreated(w, created, sharedTable(t))
 }
 
 func (h tablesHandler) getTable(w http.ResponseWriter, r *http.Request) error {

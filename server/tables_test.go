@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/multitable"
 	"github.com/ebb-data/ebb/server"
 	"github.com/ebb-data/ebb/store"
-	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 	"github.com/ebb-data/ebb/store/storetest"
 )
 
@@ -29,11 +29,7 @@ type tablesServer struct {
 func startTables(t *testing.T, auth *server.Auth) *tablesServer {
 	t.Helper()
 	clock := storetest.NewClock(storetest.Epoch)
-	st, err := ebbpebble.Open(t.TempDir(), ebbpebble.Options{NoSync: true, Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := testbackend.Pebble(t, clock.Now)
 	reg, err := multitable.Open(context.Background(), st, multitable.Options{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -126,7 +127,7 @@ func (m *Manager) Run(ctx context.Context) error {
 
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	backoff := time.Duration(0)
+	failures := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -139,11 +140,11 @@ func (m *Manager) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			backoff = min(max(2*backoff, firstBackoff), m.opts.Interval)
-			next = backoff
-			m.log.Error("reconcile failed; retrying", "err", err, "retry_in", backoff)
+			failures++
+			next = backoff.Exponential(firstBackoff, m.opts.Interval, failures)
+			m.log.Error("reconcile failed; retrying", "err", err, "retry_in", next)
 		} else {
-			backoff = 0
+			failures = 0
 		}
 		timer.Reset(next)
 	}

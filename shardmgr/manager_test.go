@@ -3,58 +3,25 @@ package shardmgr
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/store"
-	ebbpebble "github.com/ebb-data/ebb/store/pebble"
+	"github.com/ebb-data/ebb/store/storetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// clock is a manually driven clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock(t time.Time) *clock { return &clock{now: t} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
 
 var testSchema = store.TableSpec{
 	PartitionKey: []store.Column{{Name: "k", Type: store.TypeText}},
 	Clustering:   []store.Column{{Name: "ts", Type: store.TypeTimestamp}},
 	Values:       []store.Column{{Name: "v", Type: store.TypeBytes}},
-}
-
-func openStore(t testing.TB, now func() time.Time) *ebbpebble.Store {
-	t.Helper()
-	st, err := ebbpebble.Open("db", ebbpebble.Options{FS: vfs.NewMem(), NoSync: true, Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
 }
 
 func tableNames(t testing.TB, st store.Store, prefix string) map[string]store.Capacity {
@@ -88,9 +55,9 @@ func newManager(t testing.TB, st store.Store, clock func() time.Time, cfgs ...Co
 }
 
 func TestReconcileCreatesDropsAndIsIdempotent(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, open opener) {
+	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
-		clock := newClock(time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC))
+		clock := storetest.NewClock(time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC))
 		st := open(t, clock.Now)
 		cfg := Config{Index: "ev", TableBucket: 24 * time.Hour, Retention: 48 * time.Hour, Runway: 2, Schema: testSchema,
 			Capacity: CapacityPolicy{HotRead: 10, HotWrite: 100, PeakRead: 40, PeakWrite: 400}}
@@ -181,9 +148,9 @@ func TestReconcileCreatesDropsAndIsIdempotent(t *testing.T) {
 }
 
 func TestDryRunChangesNothing(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, open opener) {
+	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
-		clock := newClock(time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC))
+		clock := storetest.NewClock(time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC))
 		st := open(t, clock.Now)
 		cfg := Config{Index: "ev", TableBucket: time.Hour, Retention: time.Hour, Runway: 1, Schema: testSchema}
 		m, _ := newManager(t, st, clock.Now, cfg)
@@ -223,9 +190,9 @@ func (f *failingStore) Tables(ctx context.Context, prefix string) ([]store.Table
 }
 
 func TestApplyActionsAreIndependent(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, open opener) {
+	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
-		clock := newClock(time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC))
+		clock := storetest.NewClock(time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC))
 		st := &failingStore{Store: open(t, clock.Now), failTable: "ev_1772625600"} // the hot shard
 		cfg := Config{Index: "ev", TableBucket: time.Hour, Retention: time.Hour, Runway: 1, Schema: testSchema,
 			Capacity: CapacityPolicy{HotRead: 1, HotWrite: 1}}
@@ -253,9 +220,9 @@ func TestApplyActionsAreIndependent(t *testing.T) {
 }
 
 func TestClockJumpGuardHoldsUntilConfirmed(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, open opener) {
+	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
-		clock := newClock(time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC))
+		clock := storetest.NewClock(time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC))
 		st := open(t, clock.Now)
 		cfg := Config{Index: "ev", TableBucket: 24 * time.Hour, Retention: 24 * time.Hour, Runway: 1, Schema: testSchema}
 		m, _ := newManager(t, st, clock.Now, cfg)
@@ -302,7 +269,7 @@ func TestLoopRetriesAndStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		start := time.Now()
-		st := &failingStore{Store: openStore(t, time.Now)}
+		st := &failingStore{Store: testbackend.Pebble(t, time.Now)}
 		st.failTables.Store(3) // the first three runs fail
 		cfg := Config{Index: "ev", TableBucket: time.Hour, Retention: time.Hour, Runway: 1, Schema: testSchema}
 		m, reg := newManager(t, st, time.Now, cfg)

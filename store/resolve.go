@@ -191,6 +191,28 @@ func ResolvePartition(spec *TableSpec, partition []any) ([]any, []byte, error) {
 	return p, enc, nil
 }
 
+// ResolveIndexLookup validates the arguments of Store.QueryIndex against
+// spec, so that every backend refuses a bad lookup alike: the index must
+// exist, value must be valid for the column it indexes, and partition must
+// be a valid partition tuple, checked in that order. It returns the indexed
+// column's position in spec.Values, the value in canonical form (compare
+// stored cells against it) and the encoded partition key. Errors wrap
+// ErrInvalid, or ErrTooLarge for a partition key over MaxKeyBytes.
+func ResolveIndexLookup(spec *TableSpec, index string, partition []any, value any) (col int, v any, pk []byte, err error) {
+	ix, ok := spec.Index(index)
+	if !ok {
+		return 0, nil, nil, fmt.Errorf("%w: table %q has no index %q", ErrInvalid, spec.Name, index)
+	}
+	col = spec.ValueIndex(ix.Column)
+	if v, err = CheckValue(spec.Values[col].Type, value); err != nil {
+		return 0, nil, nil, err
+	}
+	if _, pk, err = ResolvePartition(spec, partition); err != nil {
+		return 0, nil, nil, err
+	}
+	return col, v, pk, nil
+}
+
 // EncodeTuple appends the order-preserving encoding of canonical values.
 func EncodeTuple(dst []byte, vals []any, desc bool) []byte {
 	for _, v := range vals {

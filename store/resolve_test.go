@@ -331,3 +331,69 @@ func TestMutationErrorUnwraps(t *testing.T) {
 		t.Errorf("message %q does not name the mutation", err)
 	}
 }
+
+func TestResolveIndexLookup(t *testing.T) {
+	spec := wideSpec(Asc, 0)
+	spec.Indexes = append(spec.Indexes, IndexSpec{"by_n", "n"}, IndexSpec{"by_ts", "ts"})
+	local := time.FixedZone("UTC+2", 2*60*60)
+	cases := []struct {
+		index   string
+		value   any
+		wantCol int
+		wantV   any
+	}{
+		{"by_v", "x", 0, "x"},
+		{"by_n", int64(7), 1, int64(7)},
+		// A timestamp is compared in canonical form: UTC, whole milliseconds.
+		{"by_ts", time.Date(2026, 3, 1, 14, 0, 0, 1_999_999, local), 3, time.Date(2026, 3, 1, 12, 0, 0, 1_000_000, time.UTC)},
+	}
+	same := func(want, got any) bool {
+		if w, ok := want.(time.Time); ok {
+			g, ok := got.(time.Time)
+			return ok && g.Equal(w) && g.Location() == time.UTC
+		}
+		return got == want
+	}
+	wantPK := EncodeTuple(nil, []any{"p"}, false)
+	for _, c := range cases {
+		col, v, pk, err := ResolveIndexLookup(spec, c.index, []any{"p"}, c.value)
+		if err != nil {
+			t.Fatalf("%s: %v", c.index, err)
+		}
+		if col != c.wantCol || !same(c.wantV, v) || !bytes.Equal(pk, wantPK) {
+			t.Errorf("%s: got (%d, %v, %x), want (%d, %v, %x)", c.index, col, v, pk, c.wantCol, c.wantV, wantPK)
+		}
+	}
+
+	refused := []struct {
+		name      string
+		index     string
+		partition []any
+		value     any
+		want      error
+		inMessage string
+	}{
+		{"unknown index", "by_b", []any{"p"}, "x", ErrInvalid, `table "wide" has no index "by_b"`},
+		// The index is checked before the value and the partition.
+		{"unknown index first", "nope", []any{""}, 42, ErrInvalid, "no index"},
+		{"value of the wrong type", "by_v", []any{"p"}, int64(42), ErrInvalid, ""},
+		{"nil value", "by_n", []any{"p"}, nil, ErrInvalid, ""},
+		{"empty partition value", "by_v", []any{""}, "x", ErrInvalid, ""},
+		{"partition of the wrong arity", "by_v", []any{"p", "q"}, "x", ErrInvalid, ""},
+		{"partition of the wrong type", "by_v", []any{int64(1)}, "x", ErrInvalid, ""},
+		{"partition key too large", "by_v", []any{strings.Repeat("k", MaxKeyBytes+1)}, "x", ErrTooLarge, ""},
+	}
+	for _, c := range refused {
+		col, v, pk, err := ResolveIndexLookup(spec, c.index, c.partition, c.value)
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.inMessage) {
+			t.Errorf("%s: message %q does not say %q", c.name, err, c.inMessage)
+		}
+		if col != 0 || v != nil || pk != nil {
+			t.Errorf("%s: returned (%d, %v, %x) with the error", c.name, col, v, pk)
+		}
+	}
+}

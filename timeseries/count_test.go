@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/storetest"
 )
 
 // countingStore records the partitions queried, in order.
@@ -38,10 +40,10 @@ func (c *countingStore) reset() []string {
 // for a sparse index_id it reads partitions in order until it has 10 rows
 // and not one more.
 func TestLimitQueryTouchesOnlyNeededPartitions(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, open opener) {
+	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		now := time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC) // a shard boundary (Thursday)
-		clk := newClock(now)
+		clk := storetest.NewClock(now)
 		cs := &countingStore{Store: open(t, clk.Now)}
 		svc, _ := newService(t, cs, clk.Now)
 		cfg := Config{Name: "ev", TableBucket: 7 * 24 * time.Hour, PartitionBucket: 24 * time.Hour, Retention: 6 * 7 * 24 * time.Hour, Runway: 2}

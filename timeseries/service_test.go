@@ -8,52 +8,21 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/shardmgr"
 	"github.com/ebb-data/ebb/store"
-	ebbpebble "github.com/ebb-data/ebb/store/pebble"
+	"github.com/ebb-data/ebb/store/storetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// clock is a manually driven clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock(t time.Time) *clock { return &clock{now: t} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 var t0 = time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)
-
-func openStore(t testing.TB, now func() time.Time) *ebbpebble.Store {
-	t.Helper()
-	st, err := ebbpebble.Open("db", ebbpebble.Options{FS: vfs.NewMem(), NoSync: true, Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
 
 func newService(t testing.TB, st store.Store, now func() time.Time) (*Service, *prometheus.Registry) {
 	t.Helper()
@@ -80,9 +49,9 @@ func mustCreate(t testing.TB, svc *Service, cfg Config) Index {
 }
 
 func TestCreateGetListDelete(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, open opener) {
+	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
-		clk := newClock(t0)
+		clk := storetest.NewClock(t0)
 		st := open(t, clk.Now)
 		svc, _ := newService(t, st, clk.Now)
 
@@ -150,7 +119,7 @@ func TestCreateGetListDelete(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, open opener) {
+	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		svc, _ := newService(t, open(t, nil), nil)
 		for name, mut := range map[string]func(*Config){
 			"bad name":              func(c *Config) { c.Name = "Ev" },
@@ -206,9 +175,9 @@ func queryAll(t testing.TB, svc *Service, q Query) []Event {
 }
 
 func TestWriteReadRoundTripAndPaging(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, open opener) {
+	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
-		clk := newClock(t0)
+		clk := storetest.NewClock(t0)
 		svc, reg := newService(t, open(t, clk.Now), clk.Now)
 		mustCreate(t, svc, hourly)
 
@@ -283,9 +252,9 @@ func sameEvents(a, b []Event) bool {
 }
 
 func TestExpiryIsExact(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, open opener) {
+	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
-		clk := newClock(t0)
+		clk := storetest.NewClock(t0)
 		svc, _ := newService(t, open(t, clk.Now), clk.Now)
 		mustCreate(t, svc, hourly)
 		ts := t0.Add(-23 * time.Hour).Add(123 * time.Millisecond)
@@ -317,9 +286,9 @@ func TestExpiryIsExact(t *testing.T) {
 }
 
 func TestBadBatchWritesNothing(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, open opener) {
+	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
-		clk := newClock(t0)
+		clk := storetest.NewClock(t0)
 		st := open(t, clk.Now)
 		svc, reg := newService(t, st, clk.Now)
 		mustCreate(t, svc, hourly)
@@ -364,9 +333,9 @@ func TestBadBatchWritesNothing(t *testing.T) {
 }
 
 func TestQueryValidation(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, open opener) {
+	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
-		clk := newClock(t0)
+		clk := storetest.NewClock(t0)
 		svc, _ := newService(t, open(t, clk.Now), clk.Now)
 		mustCreate(t, svc, hourly)
 		if _, err := svc.Put(ctx, "ev", []Event{ev("a", "1", t0, ""), ev("a", "2", t0, "")}); err != nil {

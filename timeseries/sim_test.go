@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/shardmgr"
 	"github.com/ebb-data/ebb/store"
 )
@@ -149,7 +150,7 @@ type bridge struct {
 
 func newBridge(t *testing.T) *bridge {
 	b := &bridge{req: make(chan func()), done: make(chan struct{})}
-	b.st = openStore(t, func() time.Time { return time.Unix(0, b.clock.Load()).UTC() })
+	b.st = testbackend.Pebble(t, func() time.Time { return time.Unix(0, b.clock.Load()).UTC() })
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)

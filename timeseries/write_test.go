@@ -6,6 +6,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ebb-data/ebb/internal/testbackend"
+	"github.com/ebb-data/ebb/store/storetest"
 )
 
 // TestPutReusesItsBuffers: Put builds its mutations in buffers that later
@@ -14,9 +17,9 @@ import (
 // another and from several goroutines at once, must each land exactly as
 // given, and a rewrite of an event must replace it.
 func TestPutReusesItsBuffers(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, open opener) {
+	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
-		clk := newClock(t0)
+		clk := storetest.NewClock(t0)
 		svc, _ := newService(t, open(t, clk.Now), clk.Now)
 		mustCreate(t, svc, hourly)
 

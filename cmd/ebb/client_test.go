@@ -13,20 +13,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/server"
 	"github.com/ebb-data/ebb/store"
-	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 )
 
 // apiServer serves the real API over a Pebble store, with auth, plus an
 // echo route to check request bodies.
 func apiServer(t *testing.T) string {
 	t.Helper()
-	st, err := ebbpebble.Open(t.TempDir(), ebbpebble.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := testbackend.Pebble(t, nil)
 	if err := st.CreateTable(context.Background(), store.MetaSpec); err != nil {
 		t.Fatal(err)
 	}

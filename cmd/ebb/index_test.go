@@ -7,19 +7,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/server"
-	ebbpebble "github.com/ebb-data/ebb/store/pebble"
+	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/timeseries"
 )
 
 // indexAPIServer serves the index API over a Pebble store.
-func indexAPIServer(t *testing.T) (string, *ebbpebble.Store) {
+func indexAPIServer(t *testing.T) (string, store.Store) {
 	t.Helper()
-	st, err := ebbpebble.Open(t.TempDir(), ebbpebble.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := testbackend.Pebble(t, nil)
 	svc, err := timeseries.New(timeseries.Options{Store: st})
 	if err != nil {
 		t.Fatal(err)

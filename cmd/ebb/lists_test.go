@@ -9,19 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/lists"
 	"github.com/ebb-data/ebb/server"
-	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 )
 
 // listsAPIServer serves the lists API over a Pebble store.
 func listsAPIServer(t *testing.T) string {
 	t.Helper()
-	st, err := ebbpebble.Open(t.TempDir(), ebbpebble.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := testbackend.Pebble(t, nil)
 	svc, err := lists.New(context.Background(), st, lists.Options{})
 	if err != nil {
 		t.Fatal(err)

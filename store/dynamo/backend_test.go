@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/dynamo/dynamotest"
+	"github.com/ebb-data/ebb/store/storetest"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -42,7 +43,7 @@ func (c *countingTransport) take(op string) int {
 
 func TestBatchWriteChunks(t *testing.T) {
 	ct := &countingTransport{counts: map[string]int{}}
-	o := dynamotest.Options(t, newClock(epoch).Now)
+	o := dynamotest.Options(t, storetest.NewClock(epoch).Now)
 	o.Client = dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(o.Endpoint),
@@ -88,7 +89,7 @@ func TestBatchWriteChunks(t *testing.T) {
 }
 
 func TestItemSizeLimit(t *testing.T) {
-	s := dynamotest.New(t, newClock(epoch).Now)
+	s := dynamotest.New(t, storetest.NewClock(epoch).Now)
 	ctx := t.Context()
 	if err := s.CreateTable(ctx, eventsSpec); err != nil {
 		t.Fatal(err)
@@ -135,7 +136,7 @@ func TestItemSizeLimit(t *testing.T) {
 }
 
 func TestCapacitySwitchLimit(t *testing.T) {
-	clk := newClock(epoch)
+	clk := storetest.NewClock(epoch)
 	s := dynamotest.New(t, clk.Now)
 	ctx := t.Context()
 	if err := s.CreateTable(ctx, eventsSpec); err != nil {
@@ -183,7 +184,7 @@ func TestCapacitySwitchLimit(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	s := dynamotest.New(t, newClock(epoch).Now)
+	s := dynamotest.New(t, storetest.NewClock(epoch).Now)
 	ctx := t.Context()
 	if err := s.CreateTable(ctx, eventsSpec); err != nil {
 		t.Fatal(err)

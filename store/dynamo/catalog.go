@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -324,7 +325,7 @@ func (s *Store) DropTable(ctx context.Context, name string) error {
 		}
 		// Being created, updated or already deleted: once it settles
 		// (or is gone) delete it again.
-		if err := sleepCtx(ctx, s.poll); err != nil {
+		if err := backoff.Sleep(ctx, s.poll); err != nil {
 			return fmt.Errorf("drop %s: %w: %w", name, store.ErrUnavailable, err)
 		}
 	}

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/dynamo/dynamotest"
+	"github.com/ebb-data/ebb/store/storetest"
 )
 
 var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -36,7 +36,7 @@ func upsert(acc string, i int, tag string, exp time.Time) store.Mutation {
 }
 
 func TestSmoke(t *testing.T) {
-	clk := newClock(epoch)
+	clk := storetest.NewClock(epoch)
 	s := dynamotest.New(t, clk.Now)
 	ctx := t.Context()
 	if err := s.CreateTable(ctx, eventsSpec); err != nil {
@@ -169,25 +169,3 @@ func TestSmoke(t *testing.T) {
 		t.Fatalf("query of dropped table: %v", err)
 	}
 }
-
-// clock is a settable clock for expiry.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock(t time.Time) *clock { return &clock{now: t} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
-func (c *clock) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }

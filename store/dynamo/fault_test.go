@@ -16,6 +16,7 @@ import (
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/dynamo"
 	"github.com/ebb-data/ebb/store/dynamo/dynamotest"
+	"github.com/ebb-data/ebb/store/storetest"
 )
 
 // privateDynalite is a dynalite process owned by one test, on its own port,
@@ -130,7 +131,7 @@ func TestEndpointDown(t *testing.T) {
 	o.TableTimeout = timeout
 	o.MaxAttempts = 4
 	o.MaxBackoff = 100 * time.Millisecond
-	o.Now = newClock(epoch).Now
+	o.Now = storetest.NewClock(epoch).Now
 	s, err := dynamo.Open(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)

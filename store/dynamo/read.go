@@ -159,23 +159,14 @@ func (s *Store) QueryIndex(ctx context.Context, name, index string, partition []
 		return nil, err
 	}
 	spec := &t.spec
-	ix, ok := spec.Index(index)
-	if !ok {
-		return nil, fmt.Errorf("%w: table %q has no index %q", store.ErrInvalid, name, index)
-	}
-	col := spec.ValueIndex(ix.Column)
-	v, err := store.CheckValue(spec.Values[col].Type, value)
-	if err != nil {
-		return nil, err
-	}
-	_, pk, err := store.ResolvePartition(spec, partition)
+	col, v, pk, err := store.ResolveIndexLookup(spec, index, partition, value)
 	if err != nil {
 		return nil, err
 	}
 	want := encodeValue(v)
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(t.physical),
-		IndexName:                 aws.String(lsiName(ix.Name)),
+		IndexName:                 aws.String(lsiName(index)),
 		KeyConditionExpression:    aws.String("#pk = :pk AND #ix = :ix"),
 		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#ix": iName(col)},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": bytesAttr(pk), ":ix": bytesAttr(indexKey(v))},

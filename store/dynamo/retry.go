@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
 )
 
-// backoff is the retry policy for work the SDK cannot retry by itself
+// retryPolicy governs the work the SDK cannot retry by itself
 // (BatchWriteItem's UnprocessedItems, transaction conflicts): exponential
 // with full jitter, capped, over a bounded number of attempts.
-type backoff struct {
+type retryPolicy struct {
 	base, cap time.Duration
 	attempts  int
 	// sleep waits for d or until ctx is done; tests replace it.
@@ -24,27 +25,15 @@ type backoff struct {
 	onRetry func()
 }
 
-// delay is the wait before retry number attempt (1-based).
-func (b backoff) delay(attempt int) time.Duration {
-	d := b.base << min(attempt-1, 30)
-	if d <= 0 || d > b.cap {
-		d = b.cap
-	}
+// delay is the wait before retry number attempt (1-based): full jitter
+// over the capped exponential delay, so that clients throttled together
+// spread their re-sends over the whole of it.
+func (b retryPolicy) delay(attempt int) time.Duration {
+	d := backoff.Exponential(b.base, b.cap, attempt)
 	if d <= 0 {
 		return 0
 	}
 	return time.Duration(b.jitter(int64(d)) + 1)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func defaultJitter(n int64) int64 { return rand.Int64N(n) }
@@ -56,7 +45,7 @@ type batchSender func(ctx context.Context, reqs map[string][]types.WriteRequest)
 // writeBatch sends reqs and re-sends the unprocessed part under the backoff
 // policy. When items are still unprocessed after the last attempt, it fails
 // with store.ErrThrottled: the service keeps refusing for lack of capacity.
-func (b backoff) writeBatch(ctx context.Context, send batchSender, reqs map[string][]types.WriteRequest) error {
+func (b retryPolicy) writeBatch(ctx context.Context, send batchSender, reqs map[string][]types.WriteRequest) error {
 	for attempt := 1; ; attempt++ {
 		left, err := send(ctx, reqs)
 		if err != nil {

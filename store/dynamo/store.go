@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -39,7 +40,7 @@ type Store struct {
 	log     *slog.Logger
 	caps    store.Capabilities
 	catalog string // physical name of the catalog table
-	retry   backoff
+	retry   retryPolicy
 	// poll is the interval of waits for table state changes.
 	poll time.Duration
 
@@ -86,9 +87,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		now:     opts.Now,
 		log:     opts.Logger,
 		catalog: opts.TablePrefix + "ebb.catalog",
-		retry: backoff{
+		retry: retryPolicy{
 			base: 25 * time.Millisecond, cap: opts.MaxBackoff, attempts: opts.MaxAttempts,
-			sleep: sleepCtx, jitter: defaultJitter, onRetry: m.unprocess.Inc,
+			sleep: backoff.Sleep, jitter: defaultJitter, onRetry: m.unprocess.Inc,
 		},
 		poll:   250 * time.Millisecond,
 		tables: map[string]*table{},
@@ -252,7 +253,7 @@ func (s *Store) waitTable(ctx context.Context, physical string, gone bool) error
 		case !gone && out.Table.TableStatus == types.TableStatusActive:
 			return nil
 		}
-		if err := sleepCtx(ctx, s.poll); err != nil {
+		if err := backoff.Sleep(ctx, s.poll); err != nil {
 			return fmt.Errorf("wait for %s: %w: %w", physical, store.ErrUnavailable, err)
 		}
 	}

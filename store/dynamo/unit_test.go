@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -194,7 +195,7 @@ func TestWriteBatchRetriesUnprocessed(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var sent []int
 			var slept []time.Duration
-			b := backoff{
+			b := retryPolicy{
 				base: 10 * time.Millisecond, cap: 35 * time.Millisecond, attempts: c.attempts,
 				sleep:  func(ctx context.Context, d time.Duration) error { slept = append(slept, d); return nil },
 				jitter: func(n int64) int64 { return n - 1 }, // the top of the range
@@ -230,7 +231,7 @@ func TestWriteBatchRetriesUnprocessed(t *testing.T) {
 
 func TestWriteBatchBackoffWaitsAndStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := backoff{base: time.Second, cap: 8 * time.Second, attempts: 10, sleep: sleepCtx,
+		b := retryPolicy{base: time.Second, cap: 8 * time.Second, attempts: 10, sleep: backoff.Sleep,
 			jitter: func(n int64) int64 { return n - 1 }}
 		calls := 0
 		send := func(ctx context.Context, reqs map[string][]types.WriteRequest) (map[string][]types.WriteRequest, error) {

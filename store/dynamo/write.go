@@ -318,7 +318,7 @@ func (s *Store) deleteIfExpired(ctx context.Context, t *table, o *op) error {
 // transact applies one phase as a single TransactWriteItems. A
 // DeleteIfExpired whose row turns out to be live cancels the transaction;
 // it is then dropped (it would have been a no-op) and the rest sent again.
-// Conflicts with other transactions are retried under the backoff policy.
+// Conflicts with other transactions are retried under the retry policy.
 func (s *Store) transact(ctx context.Context, t *table, ph phase) error {
 	ops := slices.Clone(ph)
 	for attempt := 1; ; attempt++ {

@@ -137,16 +137,7 @@ func (s *Store) QueryIndex(ctx context.Context, name, index string, partition []
 		return nil, err
 	}
 	spec := &t.Spec
-	ixSpec, ok := spec.Index(index)
-	if !ok {
-		return nil, fmt.Errorf("%w: table %q has no index %q", store.ErrInvalid, name, index)
-	}
-	col := spec.ValueIndex(ixSpec.Column)
-	v, err := store.CheckValue(spec.Values[col].Type, value)
-	if err != nil {
-		return nil, err
-	}
-	_, pk, err := store.ResolvePartition(spec, partition)
+	col, v, pk, err := store.ResolveIndexLookup(spec, index, partition, value)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,69 @@
+// Package testbackend opens the store backends that backend-independent
+// tests run on: the embedded Pebble backend in memory, and DynamoDB at
+// EBB_DYNAMODB_ENDPOINT (scripts/with-dynalite.sh starts dynalite and sets
+// it). It is for _test files only; feature code never picks a backend.
+//
+// Without the endpoint the DynamoDB factory fails the test rather than
+// skipping it, so that a run which did not cover DynamoDB cannot pass for
+// one that did.
+package testbackend
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/dynamo/dynamotest"
+	ebbpebble "github.com/ebb-data/ebb/store/pebble"
+	"github.com/ebb-data/ebb/store/storetest"
+)
+
+// Factory opens a fresh, empty Store whose read-resolved expiry follows now
+// (nil: time.Now). The test's cleanup closes it.
+type Factory = storetest.Factory
+
+// Named is a Factory with the name its subtests run under.
+type Named struct {
+	Name string
+	Open Factory
+}
+
+// Pebble opens the embedded backend on an in-memory file system without
+// syncing: the tests that use it check behaviour, not durability. A nil now
+// means time.Now, which inside a testing/synctest bubble is the bubble's
+// fake clock. The Store is closed when the test ends.
+func Pebble(t testing.TB, now func() time.Time) store.Store {
+	t.Helper()
+	st, err := ebbpebble.Open("db", ebbpebble.Options{FS: vfs.NewMem(), NoSync: true, Now: now})
+	if err != nil {
+		t.Fatalf("open pebble: %v", err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// Dynamo opens the DynamoDB backend at EBB_DYNAMODB_ENDPOINT with a table
+// prefix of its own, and drops its tables when the test ends. It fails the
+// test when no endpoint is configured.
+func Dynamo(t testing.TB, now func() time.Time) store.Store {
+	t.Helper()
+	return dynamotest.New(t, now)
+}
+
+// All returns every backend, in the order subtests run.
+func All() []Named {
+	return []Named{
+		{Name: "pebble", Open: Pebble},
+		{Name: "dynamodb", Open: Dynamo},
+	}
+}
+
+// Each runs fn once per backend, as a subtest named after it.
+func Each(t *testing.T, fn func(t *testing.T, open Factory)) {
+	t.Helper()
+	for _, b := range All() {
+		t.Run(b.Name, func(t *testing.T) { fn(t, b.Open) })
+	}
+}

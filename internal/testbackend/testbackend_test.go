@@ -1,0 +1,62 @@
+package testbackend_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ebb-data/ebb/internal/testbackend"
+	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/storetest"
+)
+
+// TestEach checks that every backend runs, under its name, on a fresh store
+// whose read-resolved expiry follows the clock it was given.
+func TestEach(t *testing.T) {
+	spec := store.TableSpec{
+		Name:         "probe",
+		PartitionKey: []store.Column{{Name: "p", Type: store.TypeText}},
+		Clustering:   []store.Column{{Name: "k", Type: store.TypeInt64}},
+		Values:       []store.Column{{Name: "v", Type: store.TypeText}},
+	}
+	var ran []string
+	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+		ran = append(ran, t.Name())
+		ctx := t.Context()
+		clock := storetest.NewClock(storetest.Epoch)
+		st := open(t, clock.Now)
+		infos, err := st.Tables(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(infos) != 0 {
+			t.Fatalf("fresh store has tables %+v", infos)
+		}
+		if err := st.CreateTable(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		err = st.Write(ctx, "probe", []store.Mutation{{
+			Partition: []any{"a"}, Clustering: []any{int64(1)},
+			Cells:     []store.Cell{{Column: "v", Value: "x"}},
+			ExpiresAt: storetest.Epoch.Add(time.Second),
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		row, err := st.Get(ctx, "probe", []any{"a"}, []any{int64(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row.Values[0] != "x" {
+			t.Fatalf("read %v, want x", row.Values[0])
+		}
+		clock.Advance(time.Second)
+		if _, err := st.Get(ctx, "probe", []any{"a"}, []any{int64(1)}); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Get at expiry: %v, want ErrNotFound", err)
+		}
+	})
+	if want := []string{"TestEach/pebble", "TestEach/dynamodb"}; !slices.Equal(ran, want) {
+		t.Fatalf("ran %v, want %v", ran, want)
+	}
+}
