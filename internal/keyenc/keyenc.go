@@ -21,6 +21,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -50,13 +51,16 @@ func AppendTime(dst []byte, t time.Time, desc bool) []byte {
 // AppendString appends the encoding of s.
 func AppendString(dst []byte, s string, desc bool) []byte {
 	start := len(dst)
-	for i := 0; i < len(s); i++ {
-		if s[i] == escape {
-			dst = append(dst, escape, escapedNUL)
-		} else {
-			dst = append(dst, s[i])
+	for {
+		i := strings.IndexByte(s, escape)
+		if i < 0 {
+			break
 		}
+		dst = append(dst, s[:i]...)
+		dst = append(dst, escape, escapedNUL)
+		s = s[i+1:]
 	}
+	dst = append(dst, s...)
 	dst = append(dst, escape, terminator)
 	if desc {
 		invert(dst[start:])
@@ -67,13 +71,16 @@ func AppendString(dst []byte, s string, desc bool) []byte {
 // AppendBytes appends the encoding of b; it sorts exactly as AppendString.
 func AppendBytes(dst []byte, b []byte, desc bool) []byte {
 	start := len(dst)
-	for _, c := range b {
-		if c == escape {
-			dst = append(dst, escape, escapedNUL)
-		} else {
-			dst = append(dst, c)
+	for {
+		i := bytes.IndexByte(b, escape)
+		if i < 0 {
+			break
 		}
+		dst = append(dst, b[:i]...)
+		dst = append(dst, escape, escapedNUL)
+		b = b[i+1:]
 	}
+	dst = append(dst, b...)
 	dst = append(dst, escape, terminator)
 	if desc {
 		invert(dst[start:])
