@@ -222,6 +222,15 @@ type writeBuf struct {
 	muts    []store.Mutation
 	keys    []any // four per mutation: partition then clustering
 	cells   []store.Cell
+	// parts shares one partition tuple among the events of a partition:
+	// boxing the index id and bucket once per partition rather than once
+	// per event.
+	parts map[partKey][]any
+}
+
+type partKey struct {
+	indexID string
+	bucket  int64
 }
 
 // acquireWriteBuf returns a buffer for n events.
@@ -235,6 +244,7 @@ func (s *Service) acquireWriteBuf(n int) *writeBuf {
 			muts:    make([]store.Mutation, n),
 			keys:    make([]any, 4*n),
 			cells:   make([]store.Cell, n),
+			parts:   map[partKey][]any{},
 		}
 	}
 	b.ms, b.shardOf, b.order = b.ms[:n], b.shardOf[:n], b.order[:n]
@@ -248,6 +258,7 @@ func (s *Service) releaseWriteBuf(b *writeBuf) {
 	n := len(b.ms)
 	clear(b.keys[:4*n])
 	clear(b.cells[:n])
+	clear(b.parts)
 	s.bufs.Put(b)
 }
 
@@ -265,9 +276,16 @@ func (b *writeBuf) build(cfg Config, events []Event, order []int) []store.Mutati
 			payload = []byte{}
 		}
 		k := keys[4*j : 4*j+4 : 4*j+4]
-		k[0], k[1], k[2], k[3] = e.IndexID, ms/pbMs, time.UnixMilli(ms).UTC(), e.EventID
+		pk := partKey{e.IndexID, ms / pbMs}
+		part, ok := b.parts[pk]
+		if !ok {
+			k[0], k[1] = pk.indexID, pk.bucket
+			part = k[0:2:2]
+			b.parts[pk] = part
+		}
+		k[2], k[3] = time.UnixMilli(ms).UTC(), e.EventID
 		cells[j] = store.Cell{Column: colPayload, Value: payload}
-		muts[j] = store.Mutation{Partition: k[0:2:2], Clustering: k[2:4:4], Cells: cells[j : j+1 : j+1]}
+		muts[j] = store.Mutation{Partition: part, Clustering: k[2:4:4], Cells: cells[j : j+1 : j+1]}
 	}
 	return muts
 }
