@@ -55,6 +55,12 @@ func ResolveBatch(spec *TableSpec, batch []Mutation, now time.Time, maxRowBytes 
 	slab := make([]ResolvedCell, 0, ncells)
 	// And one for the encoded keys, sized by a guess that is usually right
 	// (a wrong guess only costs another allocation).
+	// Mutations that share one partition slice (a list's items, a shard's
+	// events) have it checked and encoded once.
+	var parts map[*any]*ResolvedMutation
+	if len(batch) > 1 {
+		parts = map[*any]*ResolvedMutation{}
+	}
 	var keys []byte
 	if len(batch) > 0 {
 		keys = make([]byte, 0, len(batch)*keySizeHint(&batch[0]))
@@ -63,29 +69,40 @@ func ResolveBatch(spec *TableSpec, batch []Mutation, now time.Time, maxRowBytes 
 		n := len(batch[i].Cells)
 		out[i].Cells = slab[len(slab) : len(slab) : len(slab)+n]
 		slab = slab[:len(slab)+n]
-		if err := resolve(spec, &batch[i], now, maxRowBytes, &out[i], &keys); err != nil {
+		if err := resolve(spec, &batch[i], now, maxRowBytes, &out[i], &keys, &parts); err != nil {
 			return nil, &MutationError{Index: i, Err: err}
 		}
 	}
 	return out, nil
 }
 
-func resolve(spec *TableSpec, m *Mutation, now time.Time, maxRowBytes int, r *ResolvedMutation, keys *[]byte) error {
+func resolve(spec *TableSpec, m *Mutation, now time.Time, maxRowBytes int, r *ResolvedMutation, keys *[]byte, parts *map[*any]*ResolvedMutation) error {
 	var err error
 	r.Kind = m.Kind
-	if r.Partition, err = CheckKey(spec.PartitionKey, m.Partition, true); err != nil {
-		return err
+	var shared *ResolvedMutation
+	if len(m.Partition) == len(spec.PartitionKey) && len(m.Partition) > 0 {
+		shared = (*parts)[&m.Partition[0]]
+	}
+	if shared != nil {
+		r.Partition, r.PartitionKey = shared.Partition, shared.PartitionKey
+	} else {
+		if r.Partition, err = CheckKey(spec.PartitionKey, m.Partition, true); err != nil {
+			return err
+		}
+		start := len(*keys)
+		*keys = EncodeTuple(*keys, r.Partition, false)
+		r.PartitionKey = (*keys)[start:len(*keys):len(*keys)]
+		if len(r.PartitionKey) > MaxKeyBytes {
+			return fmt.Errorf("%w: partition key is %d bytes encoded, at most %d", ErrTooLarge, len(r.PartitionKey), MaxKeyBytes)
+		}
+		if *parts != nil && len(m.Partition) > 0 {
+			(*parts)[&m.Partition[0]] = r
+		}
 	}
 	if r.Clustering, err = CheckKey(spec.Clustering, m.Clustering, false); err != nil {
 		return err
 	}
 	start := len(*keys)
-	*keys = EncodeTuple(*keys, r.Partition, false)
-	r.PartitionKey = (*keys)[start:len(*keys):len(*keys)]
-	if len(r.PartitionKey) > MaxKeyBytes {
-		return fmt.Errorf("%w: partition key is %d bytes encoded, at most %d", ErrTooLarge, len(r.PartitionKey), MaxKeyBytes)
-	}
-	start = len(*keys)
 	*keys = EncodeTuple(*keys, r.Clustering, spec.ClusteringOrder == Desc)
 	r.ClusteringKey = (*keys)[start:len(*keys):len(*keys)]
 	if len(r.ClusteringKey) > MaxKeyBytes {
