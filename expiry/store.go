@@ -196,10 +196,17 @@ func (s *Store) plan(table string, spec *store.TableSpec, batch []store.Mutation
 	return out
 }
 
+// writeEntries writes index entries. Every caller writes to the inner store
+// right after, and that write's
+// sync makes the entries durable; so on a backend with one ordered log the
+// entries are written deferred, one sync per write instead of two.
 func (s *Store) writeEntries(ctx context.Context, entries []entry) error {
 	muts := make([]store.Mutation, len(entries))
 	for i := range entries {
 		muts[i] = entries[i].upsert()
+	}
+	if dw, ok := s.inner.(store.DeferredWriter); ok {
+		return dw.WriteDeferred(ctx, IndexTable, muts)
 	}
 	return s.inner.Write(ctx, IndexTable, muts)
 }

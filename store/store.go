@@ -74,6 +74,17 @@ type Store interface {
 	Close() error
 }
 
+// DeferredWriter is implemented by backends that log every write in one
+// ordered log (the embedded backend). WriteDeferred is Write, except that it
+// returns before the batch is durable: the batch becomes durable with the
+// next Write that returns nil (from any goroutine), whose sync covers
+// everything logged before it. A caller that writes A and then B, and needs
+// A durable whenever B is (an index entry before its row), can write A
+// deferred and pay for one sync instead of two.
+type DeferredWriter interface {
+	WriteDeferred(ctx context.Context, table string, batch []Mutation) error
+}
+
 // MutationKind says what a Mutation does.
 type MutationKind uint8
 

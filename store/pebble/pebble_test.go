@@ -178,3 +178,31 @@ func TestCatalogSurvivesReopen(t *testing.T) {
 		t.Fatalf("ids after reopen: table %d next %d", s.tables["events"].ID, s.nextID)
 	}
 }
+
+// TestDeferredWriteDurableWithNextWrite checks the store.DeferredWriter
+// promise: a deferred batch is durable once a later Write has returned.
+func TestDeferredWriteDurableWithNextWrite(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewCrashableMem()
+	s := openMem(t, fs)
+	defer s.Close()
+	if err := s.CreateTable(ctx, eventsSpec); err != nil {
+		t.Fatal(err)
+	}
+	row := func(id string) []store.Mutation {
+		return []store.Mutation{{Partition: []any{id}, Clustering: []any{int64(1)}, Cells: []store.Cell{{Column: "payload", Value: []byte(id)}}}}
+	}
+	if err := s.WriteDeferred(ctx, "events", row("deferred")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, "events", row("synced")); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openMem(t, fs.CrashClone(vfs.CrashCloneCfg{}))
+	defer s2.Close()
+	for _, id := range []string{"deferred", "synced"} {
+		if _, err := s2.Get(ctx, "events", []any{id}, []any{int64(1)}); err != nil {
+			t.Errorf("%s row after crash: %v", id, err)
+		}
+	}
+}

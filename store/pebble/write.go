@@ -37,9 +37,22 @@ func indexOf(spec *store.TableSpec, col int) int {
 	return -1
 }
 
+var _ store.DeferredWriter = (*Store)(nil)
+
 // Write applies a batch atomically (one Pebble batch, synced unless NoSync);
 // see store.Store.
 func (s *Store) Write(ctx context.Context, name string, batch []store.Mutation) error {
+	return s.write(ctx, name, batch, s.wo)
+}
+
+// WriteDeferred is Write without the sync: Pebble's write-ahead log is one
+// ordered file, so the next synced Write makes this batch durable too; see
+// store.DeferredWriter.
+func (s *Store) WriteDeferred(ctx context.Context, name string, batch []store.Mutation) error {
+	return s.write(ctx, name, batch, pebble.NoSync)
+}
+
+func (s *Store) write(ctx context.Context, name string, batch []store.Mutation, wo *pebble.WriteOptions) error {
 	if len(batch) == 0 {
 		return nil
 	}
@@ -110,7 +123,7 @@ func (s *Store) Write(ctx context.Context, name string, batch []store.Mutation) 
 			return fmt.Errorf("write %s: %w", name, err)
 		}
 	}
-	if err := b.Commit(s.wo); err != nil {
+	if err := b.Commit(wo); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	return nil
