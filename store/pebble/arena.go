@@ -11,14 +11,20 @@ import (
 // few large allocations, so reading a row costs no allocation of its own
 // beyond boxing its values. Slices it returns are full (len == cap), so an
 // append by the caller never overwrites a neighbour.
+//
+// Chunks are sized for rows rows of the first request's size, so a point
+// read allocates no more than it needs and a page of rows a few chunks.
 type arena struct {
+	rows  int
 	anys  []any
 	bytes []byte
 }
 
+func newArena(rows int) *arena { return &arena{rows: max(rows, 1)} }
+
 func (a *arena) take(n int) []any {
 	if cap(a.anys)-len(a.anys) < n {
-		a.anys = make([]any, 0, max(256, n))
+		a.anys = make([]any, 0, n*a.rows)
 	}
 	l := len(a.anys)
 	a.anys = a.anys[:l+n]
@@ -30,7 +36,7 @@ func (a *arena) copyBytes(p []byte) []byte {
 		return []byte{} // empty, never nil: nil means absent
 	}
 	if cap(a.bytes)-len(a.bytes) < len(p) {
-		a.bytes = make([]byte, 0, max(8192, len(p)))
+		a.bytes = make([]byte, 0, max(len(p), min(8192, len(p)*a.rows)))
 	}
 	l := len(a.bytes)
 	a.bytes = append(a.bytes, p...)

@@ -35,8 +35,7 @@ func (s *Store) Get(ctx context.Context, name string, partition, clustering []an
 	}
 	defer closer.Close()
 	var f fragment
-	var a arena
-	vals, exp, ok, err := decodeRow(&t.Spec, v, s.now().UnixMilli(), &f, &a)
+	vals, exp, ok, err := decodeRow(&t.Spec, v, s.now().UnixMilli(), &f, newArena(1))
 	if err != nil {
 		return store.Row{}, err
 	}
@@ -92,7 +91,7 @@ func (s *Store) Query(ctx context.Context, name string, q store.Query) (store.Pa
 	var page store.Page
 	page.Rows = make([]store.Row, 0, min(q.Limit, 128))
 	var f fragment
-	var a arena
+	a := newArena(min(q.Limit, 128))
 	valid, step := it.First, it.Next
 	if q.Reverse {
 		valid, step = it.Last, it.Prev
@@ -102,7 +101,7 @@ func (s *Store) Query(ctx context.Context, name string, q store.Query) (store.Pa
 		if err != nil {
 			return store.Page{}, err
 		}
-		vals, exp, live, err := decodeRow(&t.Spec, v, now, &f, &a)
+		vals, exp, live, err := decodeRow(&t.Spec, v, now, &f, a)
 		if err != nil {
 			return store.Page{}, err
 		}
@@ -115,7 +114,7 @@ func (s *Store) Query(ctx context.Context, name string, q store.Query) (store.Pa
 			page.NextPageToken = store.EncodeClustering(&t.Spec, last.Clustering)
 			break
 		}
-		ck, err := decodeClustering(&t.Spec, it.Key()[len(base):], &a)
+		ck, err := decodeClustering(&t.Spec, it.Key()[len(base):], a)
 		if err != nil {
 			return store.Page{}, fmt.Errorf("query %s: %w", name, err)
 		}
