@@ -1,6 +1,7 @@
 package lists
 
 import (
+	"bytes"
 	"context"
 	"crypto/md5"
 	"encoding/base64"
@@ -8,6 +9,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/keyenc"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -62,7 +64,7 @@ func ItemKey(ts time.Time, value []byte) string {
 }
 
 // parseItemKey returns the timestamp an item_key starts with.
-func parseItemKey(key string) (time.Time, error) {
+func parseItemKey[K ~string | ~[]byte](key K) (time.Time, error) {
 	if len(key) != itemKeyLen || key[tsDigits] != '#' {
 		return time.Time{}, fmt.Errorf("lists: malformed item key %q", key)
 	}
@@ -235,26 +237,29 @@ func (s *Service) Get(ctx context.Context, id FeatureID, entityID string, minTim
 		if low.After(time.Unix(0, 0)) {
 			q.Low = store.Bound{Values: []any{string(appendTS(nil, low.UnixNano()))}, Inclusive: true}
 		}
-		page, err := s.st.Query(ctx, f.Table, q)
-		if err != nil {
-			return err
-		}
+		// Scan rather than Query: the item key is decoded into a scratch
+		// buffer and only the value is copied, one allocation per item.
 		if out == nil {
-			out = make([]Item, 0, len(page.Rows))
+			out = make([]Item, 0, min(limit, 128))
 		}
-		for _, r := range page.Rows {
-			v, ok := r.Values[0].([]byte)
-			if !ok {
-				continue // no live value: the row is on its way out
+		var scratch [64]byte
+		_, err := store.Scan(ctx, s.st, f.Table, q, func(r *store.RawRow) error {
+			v := r.Values[0]
+			if v == nil {
+				return nil // no live value: the row is on its way out
 			}
-			key, _ := r.Clustering[0].(string)
+			key, _, err := keyenc.AppendDecodedBytes(scratch[:0], r.Clustering, true)
+			if err != nil {
+				return fmt.Errorf("lists: malformed item key: %w", err)
+			}
 			ts, err := parseItemKey(key)
 			if err != nil {
 				return err
 			}
-			out = append(out, Item{Value: v, Timestamp: ts})
-		}
-		return nil
+			out = append(out, Item{Value: bytes.Clone(v), Timestamp: ts})
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return nil, err

@@ -35,12 +35,16 @@ func (s *Store) Get(ctx context.Context, name string, partition, clustering []an
 	}
 	defer closer.Close()
 	var f fragment
-	vals, exp, ok, err := decodeRow(&t.Spec, v, s.now().UnixMilli(), &f, newArena(1))
-	if err != nil {
+	if err := decodeFragment(v, &f); err != nil {
 		return store.Row{}, err
 	}
-	if !ok {
+	now := s.now().UnixMilli()
+	if !fragmentLive(&f, now) {
 		return store.Row{}, store.ErrNotFound
+	}
+	vals, exp, _, err := decodeRow(&t.Spec, &f, now, newArena(1))
+	if err != nil {
+		return store.Row{}, err
 	}
 	return store.Row{Partition: p, Clustering: c, Values: vals, ExpiresAt: msTime(exp)}, nil
 }
@@ -57,22 +61,77 @@ func (s *Store) Query(ctx context.Context, name string, q store.Query) (store.Pa
 	if err := store.CheckLimit(q.Limit); err != nil {
 		return store.Page{}, err
 	}
+	page := store.Page{Rows: make([]store.Row, 0, min(q.Limit, 128))}
+	a := newArena(min(q.Limit, 128))
+	next, err := s.scan(ctx, name, q, func(spec *store.TableSpec, p []any, ck []byte, f *fragment, now int64) error {
+		vals, exp, _, err := decodeRow(spec, f, now, a)
+		if err != nil {
+			return err
+		}
+		c, err := decodeClustering(spec, ck, a)
+		if err != nil {
+			return fmt.Errorf("query %s: %w", name, err)
+		}
+		page.Rows = append(page.Rows, store.Row{Partition: p, Clustering: c, Values: vals, ExpiresAt: msTime(exp)})
+		return nil
+	})
+	if err != nil {
+		return store.Page{}, err
+	}
+	page.NextPageToken = next
+	return page, nil
+}
+
+var _ store.Scanner = (*Store)(nil)
+
+// Scan is Query without materializing rows: values alias Pebble's buffers
+// for the duration of each callback; see store.Scanner.
+func (s *Store) Scan(ctx context.Context, name string, q store.Query, fn func(*store.RawRow) error) ([]byte, error) {
+	var raw store.RawRow
+	return s.scan(ctx, name, q, func(spec *store.TableSpec, _ []any, ck []byte, f *fragment, now int64) error {
+		raw.Clustering = ck
+		if cap(raw.Values) < len(spec.Values) {
+			raw.Values = make([][]byte, len(spec.Values))
+		}
+		raw.Values = raw.Values[:len(spec.Values)]
+		clear(raw.Values)
+		for _, c := range f.cells {
+			if c.kind != kindTomb && liveAt(c.exp, now) && c.col < uint64(len(raw.Values)) {
+				raw.Values[c.col] = c.payload
+				if raw.Values[c.col] == nil {
+					raw.Values[c.col] = []byte{}
+				}
+			}
+		}
+		return fn(&raw)
+	})
+}
+
+// scan visits the live rows of a query in order and returns the page token:
+// the encoded clustering key of the last row visited when a live row
+// follows it. fn sees the row's encoded clustering key and decoded fragment,
+// valid until it returns.
+func (s *Store) scan(ctx context.Context, name string, q store.Query,
+	fn func(spec *store.TableSpec, p []any, ck []byte, f *fragment, now int64) error) ([]byte, error) {
+	if err := store.CheckLimit(q.Limit); err != nil {
+		return nil, err
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	t, err := s.lookup(name)
 	if err != nil {
-		return store.Page{}, err
+		return nil, err
 	}
 	p, pk, err := store.ResolvePartition(&t.Spec, q.Partition)
 	if err != nil {
-		return store.Page{}, err
+		return nil, err
 	}
 	kr, err := store.ClusteringRange(&t.Spec, &q)
 	if err != nil {
-		return store.Page{}, err
+		return nil, err
 	}
 	if kr.Empty {
-		return store.Page{}, nil
+		return nil, nil
 	}
 	base := rowKey(nil, t.prefix, pk, nil)
 	opts := &pebble.IterOptions{
@@ -84,14 +143,13 @@ func (s *Store) Query(ctx context.Context, name string, q store.Query) (store.Pa
 	}
 	it, err := s.db.NewIterWithContext(ctx, opts)
 	if err != nil {
-		return store.Page{}, err
+		return nil, err
 	}
 	defer it.Close()
 	now := s.now().UnixMilli()
-	var page store.Page
-	page.Rows = make([]store.Row, 0, min(q.Limit, 128))
 	var f fragment
-	a := newArena(min(q.Limit, 128))
+	var last []byte
+	n := 0
 	valid, step := it.First, it.Next
 	if q.Reverse {
 		valid, step = it.Last, it.Prev
@@ -99,31 +157,28 @@ func (s *Store) Query(ctx context.Context, name string, q store.Query) (store.Pa
 	for ok := valid(); ok; ok = step() {
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return store.Page{}, err
+			return nil, err
 		}
-		vals, exp, live, err := decodeRow(&t.Spec, v, now, &f, a)
-		if err != nil {
-			return store.Page{}, err
+		if err := decodeFragment(v, &f); err != nil {
+			return nil, fmt.Errorf("query %s: %w", name, err)
 		}
-		if !live {
+		if !fragmentLive(&f, now) {
 			continue
 		}
-		if len(page.Rows) == q.Limit {
+		if n == q.Limit {
 			// A live row follows the full page: hand out a token.
-			last := page.Rows[len(page.Rows)-1]
-			page.NextPageToken = store.EncodeClustering(&t.Spec, last.Clustering)
-			break
+			return last, it.Error()
 		}
-		ck, err := decodeClustering(&t.Spec, it.Key()[len(base):], a)
-		if err != nil {
-			return store.Page{}, fmt.Errorf("query %s: %w", name, err)
+		ck := it.Key()[len(base):]
+		if err := fn(&t.Spec, p, ck, &f, now); err != nil {
+			return nil, err
 		}
-		page.Rows = append(page.Rows, store.Row{Partition: p, Clustering: ck, Values: vals, ExpiresAt: msTime(exp)})
+		n++
+		if n == q.Limit {
+			last = append([]byte(nil), ck...)
+		}
 	}
-	if err := it.Error(); err != nil {
-		return store.Page{}, err
-	}
-	return page, nil
+	return nil, it.Error()
 }
 
 // QueryIndex looks rows up by an indexed value, verifying each entry

@@ -250,12 +250,9 @@ func (m *fragmentMerger) DeletableFinish(includesBase bool) ([]byte, bool, io.Cl
 // liveAt reports whether an expiry (Unix ms, 0 = none) is still live at now.
 func liveAt(exp uint64, now int64) bool { return exp == 0 || int64(exp) > now }
 
-// decodeRow turns a stored value into the row's Values and marker expiry at
-// time now; ok is false when nothing of the row is live.
-func decodeRow(spec *store.TableSpec, value []byte, now int64, f *fragment, a *arena) (vals []any, markerExp uint64, ok bool, err error) {
-	if err := decodeFragment(value, f); err != nil {
-		return nil, 0, false, err
-	}
+// decodeRow turns a decoded fragment into the row's Values and marker expiry
+// at time now; ok is false when nothing of the row is live.
+func decodeRow(spec *store.TableSpec, f *fragment, now int64, a *arena) (vals []any, markerExp uint64, ok bool, err error) {
 	ok = f.hasMarker && liveAt(f.markerExp, now)
 	if !ok && !anyLiveCell(f, now) {
 		return nil, 0, false, nil

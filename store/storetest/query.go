@@ -18,6 +18,7 @@ var queryCases = []testCase{
 	{"PageTokens", testPageTokens},
 	{"PagingWithConcurrentInserts", testPagingConcurrentInserts},
 	{"Refuses", testQueryRefuses},
+	{"ScanMatchesQuery", testScanMatchesQuery},
 }
 
 // pagingData writes, into partition "p", live rows interleaved with rows
