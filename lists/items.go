@@ -68,20 +68,50 @@ func parseItemKey[K ~string | ~[]byte](key K) (time.Time, error) {
 	if len(key) != itemKeyLen || key[tsDigits] != '#' {
 		return time.Time{}, fmt.Errorf("lists: malformed item key %q", key)
 	}
+	t, err := parseDigits(key[:tsDigits])
+	if err != nil {
+		return time.Time{}, fmt.Errorf("lists: malformed item key %q", key)
+	}
+	return t, nil
+}
+
+// parseDigits parses an item key's 19 timestamp digits.
+func parseDigits[K ~string | ~[]byte](key K) (time.Time, error) {
 	// 19 digits always fit a uint64; the sign check catches the values
 	// past math.MaxInt64 that no item key holds.
+	if len(key) != tsDigits {
+		return time.Time{}, fmt.Errorf("lists: malformed timestamp digits %q", key)
+	}
 	var ns uint64
 	for i := range tsDigits {
 		d := key[i] - '0'
 		if d > 9 {
-			return time.Time{}, fmt.Errorf("lists: malformed item key %q", key)
+			return time.Time{}, fmt.Errorf("lists: malformed timestamp digits %q", key)
 		}
 		ns = ns*10 + uint64(d)
 	}
 	if ns > math.MaxInt64 {
-		return time.Time{}, fmt.Errorf("lists: malformed item key %q", key)
+		return time.Time{}, fmt.Errorf("lists: malformed timestamp digits %q", key)
 	}
 	return time.Unix(0, int64(ns)).UTC(), nil
+}
+
+// encodedItemTime reads an item's timestamp from its encoded clustering key
+// without decoding the whole key: an item key holds no NUL byte, so its
+// descending keyenc encoding is the key's bytes complemented, then the
+// complemented terminator.
+func encodedItemTime(enc []byte, scratch *[tsDigits + 1]byte) (time.Time, error) {
+	if len(enc) != itemKeyLen+2 || enc[itemKeyLen] != ^byte(0) || enc[itemKeyLen+1] != ^byte(1) {
+		_, _, err := keyenc.DecodeBytes(enc, true)
+		return time.Time{}, fmt.Errorf("lists: malformed item key %x: %v", enc, err)
+	}
+	for i := range scratch {
+		scratch[i] = ^enc[i]
+	}
+	if scratch[tsDigits] != '#' {
+		return time.Time{}, fmt.Errorf("lists: malformed item key %x", enc)
+	}
+	return parseDigits(scratch[:tsDigits])
 }
 
 func checkTimestamp(ts time.Time) error {
@@ -242,17 +272,13 @@ func (s *Service) Get(ctx context.Context, id FeatureID, entityID string, minTim
 		if out == nil {
 			out = make([]Item, 0, min(limit, 128))
 		}
-		var scratch [64]byte
+		var scratch [tsDigits + 1]byte
 		_, err := store.Scan(ctx, s.st, f.Table, q, func(r *store.RawRow) error {
 			v := r.Values[0]
 			if v == nil {
 				return nil // no live value: the row is on its way out
 			}
-			key, _, err := keyenc.AppendDecodedBytes(scratch[:0], r.Clustering, true)
-			if err != nil {
-				return fmt.Errorf("lists: malformed item key: %w", err)
-			}
-			ts, err := parseItemKey(key)
+			ts, err := encodedItemTime(r.Clustering, &scratch)
 			if err != nil {
 				return err
 			}
