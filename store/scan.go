@@ -30,7 +30,8 @@ type Scanner interface {
 }
 
 // Scan reads like Query and calls fn for each row: through the backend's
-// Scanner when it has one, otherwise by converting Query's rows.
+// Scanner when it has one, otherwise by converting Query's rows (which
+// costs a Tables call to learn the clustering order).
 func Scan(ctx context.Context, s Store, table string, q Query, fn func(*RawRow) error) ([]byte, error) {
 	if sc, ok := s.(Scanner); ok {
 		return sc.Scan(ctx, table, q, fn)
@@ -52,6 +53,13 @@ func Scan(ctx context.Context, s Store, table string, q Query, fn func(*RawRow) 
 	if spec == nil { // dropped between the two calls
 		return nil, ErrTableNotFound
 	}
+	return ScanPage(spec, page, fn)
+}
+
+// ScanPage calls fn with each row of a page from Query, encoded as a
+// RawRow, and returns the page token: Scan for backends whose Query already
+// materializes rows and who know the table's spec.
+func ScanPage(spec *TableSpec, page Page, fn func(*RawRow) error) ([]byte, error) {
 	var raw RawRow
 	for _, r := range page.Rows {
 		raw.Clustering = EncodeClustering(spec, r.Clustering)

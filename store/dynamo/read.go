@@ -317,3 +317,19 @@ func (s *Store) Stats(ctx context.Context, name string) (store.TableStats, error
 	}
 	return store.TableStats{Rows: aws.ToInt64(d.Table.ItemCount), Bytes: aws.ToInt64(d.Table.TableSizeBytes)}, nil
 }
+
+var _ store.Scanner = (*Store)(nil)
+
+// Scan is Query handed out row by row; see store.Scanner. It uses the
+// cached spec, so the generic fallback's catalog read is not paid per call.
+func (s *Store) Scan(ctx context.Context, name string, q store.Query, fn func(*store.RawRow) error) ([]byte, error) {
+	page, err := s.Query(ctx, name, q)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.lookup(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return store.ScanPage(&t.spec, page, fn)
+}
