@@ -11,8 +11,9 @@ var (
 	ErrTableNotFound = errors.New("store: table not found")
 	// ErrTableExists: a table of that name exists with a different spec.
 	ErrTableExists = errors.New("store: table exists with a different spec")
-	// ErrConflict: an object (index, feature, logical table) exists with a
-	// different configuration.
+	// ErrConflict: a conditional write's condition did not hold (nothing
+	// was written), or an object (index, feature, logical table) exists
+	// with a different configuration.
 	ErrConflict = errors.New("store: conflicts with existing configuration")
 	// ErrExpired: the data is already past its retention or TTL; nothing was
 	// written.

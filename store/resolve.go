@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
@@ -38,8 +39,18 @@ type ResolvedMutation struct {
 	ClusteringKey []byte // EncodeClustering
 	Cells         []ResolvedCell
 	ExpiresAt     int64
+	// Cond is the mutation's condition, nil when it has none.
+	Cond *ResolvedCondition
 	// Size is the approximate stored size of the cells and keys, for limits.
 	Size int
+}
+
+// ResolvedCondition is a validated Condition: Col indexes TableSpec.Values
+// (IfEquals only) and Value is canonical.
+type ResolvedCondition struct {
+	Kind  ConditionKind
+	Col   int
+	Value any
 }
 
 // ResolveBatch validates a batch against spec at time now and returns it
@@ -71,6 +82,13 @@ func ResolveBatch(spec *TableSpec, batch []Mutation, now time.Time, maxRowBytes 
 		slab = slab[:len(slab)+n]
 		if err := resolve(spec, &batch[i], now, maxRowBytes, &out[i], &keys, &parts); err != nil {
 			return nil, &MutationError{Index: i, Err: err}
+		}
+		if batch[i].If != nil {
+			c, err := resolveCondition(spec, &batch[i], len(batch))
+			if err != nil {
+				return nil, &MutationError{Index: i, Err: err}
+			}
+			out[i].Cond = c
 		}
 	}
 	return out, nil
@@ -169,6 +187,34 @@ func resolve(spec *TableSpec, m *Mutation, now time.Time, maxRowBytes int, r *Re
 		return fmt.Errorf("%w: row is %d bytes, at most %d", ErrTooLarge, r.Size, maxRowBytes)
 	}
 	return nil
+}
+
+func resolveCondition(spec *TableSpec, m *Mutation, batchLen int) (*ResolvedCondition, error) {
+	if batchLen != 1 {
+		return nil, fmt.Errorf("%w: a conditional mutation must be alone in its batch", ErrInvalid)
+	}
+	if m.Kind == DeleteIfExpired {
+		return nil, fmt.Errorf("%w: DeleteIfExpired takes no condition", ErrInvalid)
+	}
+	c := &ResolvedCondition{Kind: m.If.Kind, Col: -1}
+	switch m.If.Kind {
+	case IfAbsent, IfExists:
+		if m.If.Column != "" || m.If.Value != nil {
+			return nil, fmt.Errorf("%w: condition takes no column or value", ErrInvalid)
+		}
+	case IfEquals:
+		if c.Col = spec.ValueIndex(m.If.Column); c.Col < 0 {
+			return nil, fmt.Errorf("%w: condition on unknown column %q", ErrInvalid, m.If.Column)
+		}
+		v, err := CheckValue(spec.Values[c.Col].Type, m.If.Value)
+		if err != nil {
+			return nil, fmt.Errorf("condition on %q: %w", m.If.Column, err)
+		}
+		c.Value = v
+	default:
+		return nil, fmt.Errorf("%w: unknown condition kind %d", ErrInvalid, m.If.Kind)
+	}
+	return c, nil
 }
 
 func kindName(k MutationKind) string {
@@ -376,4 +422,25 @@ func CheckLimit(limit int) error {
 		return fmt.Errorf("%w: limit %d outside 1..%d", ErrInvalid, limit, MaxLimit)
 	}
 	return nil
+}
+
+// ValuesEqual reports whether two canonical column values are equal, as a
+// condition compares them: same type and same value (timestamps to the
+// millisecond).
+func ValuesEqual(a, b any) bool {
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case int64:
+		y, ok := b.(int64)
+		return ok && x == y
+	case []byte:
+		y, ok := b.([]byte)
+		return ok && bytes.Equal(x, y)
+	case time.Time:
+		y, ok := b.(time.Time)
+		return ok && x.UnixMilli() == y.UnixMilli()
+	}
+	return false
 }

@@ -122,6 +122,38 @@ type Mutation struct {
 	// NoExpiry, for Upsert, overrides the table default TTL: the row and its
 	// cells without their own expiry never expire.
 	NoExpiry bool
+	// If, when set, makes the mutation conditional: it is applied only when
+	// the condition holds for the row's live content at the moment the
+	// write is applied, atomically with respect to every other writer of
+	// that row (on every replica). When it does not hold, Write returns an
+	// error wrapping ErrConflict and writes nothing. A conditional mutation
+	// must be the only mutation of its batch, and may be an Upsert,
+	// DeleteRow or DeleteCells.
+	If *Condition
+}
+
+// ConditionKind says what a Condition checks.
+type ConditionKind uint8
+
+// Condition kinds. Each is evaluated against the row's live content only:
+// an expired row or cell counts as absent.
+const (
+	// IfAbsent holds when the row has no live content.
+	IfAbsent ConditionKind = iota + 1
+	// IfExists holds when the row has live content.
+	IfExists
+	// IfEquals holds when the live value of Column equals Value (an absent
+	// or expired cell never equals anything).
+	IfEquals
+)
+
+// Condition guards a Mutation; see Mutation.If. It maps onto a DynamoDB
+// ConditionExpression, a CQL IF clause, and a read inside the embedded
+// backend's write lock.
+type Condition struct {
+	Kind   ConditionKind
+	Column string
+	Value  any
 }
 
 // Cell is one value column of a row.
@@ -257,4 +289,8 @@ type Capabilities struct {
 	WarmThroughput bool
 	// DeleteBatch is the best number of deletes per Write.
 	DeleteBatch int
+	// SharedAcrossProcesses: several processes may open the same data
+	// (DynamoDB, CQL), so background roles run under a lease. False for
+	// the embedded backend, which one process holds by its directory lock.
+	SharedAcrossProcesses bool
 }

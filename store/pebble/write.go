@@ -75,6 +75,9 @@ func (s *Store) write(ctx context.Context, name string, batch []store.Mutation, 
 	// mutations too.
 	conditional, reads := false, false
 	for i := range rs {
+		if rs[i].Cond != nil {
+			conditional, reads = true, true
+		}
 		switch rs[i].Kind {
 		case store.DeleteIfExpired:
 			conditional, reads = true, true
@@ -101,6 +104,15 @@ func (s *Store) write(ctx context.Context, name string, batch []store.Mutation, 
 	for i := range rs {
 		r := &rs[i]
 		key = rowKey(key[:0], t.prefix, r.PartitionKey, r.ClusteringKey)
+		if r.Cond != nil {
+			ok, err := condHolds(b, spec, r.Cond, key, now)
+			if err != nil {
+				return fmt.Errorf("write %s: %w", name, err)
+			}
+			if !ok {
+				return &store.MutationError{Index: i, Err: store.ErrConflict}
+			}
+		}
 		switch r.Kind {
 		case store.Upsert:
 			val = encodeUpsert(val[:0], r)
@@ -161,6 +173,40 @@ func (s *Store) deleteRow(b *pebble.Batch, t *table, r *store.ResolvedMutation, 
 		}
 	}
 	return b.Delete(key, nil)
+}
+
+// condHolds evaluates a condition against the row's live content. The
+// caller holds rowMu exclusively, so no other writer changes the row
+// between this read and the batch's commit.
+func condHolds(b *pebble.Batch, spec *store.TableSpec, c *store.ResolvedCondition, key []byte, now int64) (bool, error) {
+	var f fragment
+	v, closer, err := b.Get(key)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+	case err != nil:
+		return false, err
+	default:
+		defer closer.Close()
+		if err := decodeFragment(v, &f); err != nil {
+			return false, err
+		}
+	}
+	switch c.Kind {
+	case store.IfAbsent:
+		return !fragmentLive(&f, now), nil
+	case store.IfExists:
+		return fragmentLive(&f, now), nil
+	}
+	for _, cell := range f.cells {
+		if int(cell.col) != c.Col {
+			continue
+		}
+		if cell.kind == kindTomb || !liveAt(cell.exp, now) {
+			return false, nil
+		}
+		return store.ValuesEqual(c.Value, decodeValue(spec.Values[c.Col].Type, cell.payload)), nil
+	}
+	return false, nil
 }
 
 func fragmentLive(f *fragment, now int64) bool {

@@ -63,6 +63,7 @@ func Run(t *testing.T, f Factory) {
 	groups := []group{
 		{"Tables", tableCases},
 		{"Mutations", mutationCases},
+		{"Conditions", conditionCases},
 		{"Expiry", expiryCases},
 		{"Query", queryCases},
 		{"Index", indexCases},
