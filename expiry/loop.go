@@ -88,6 +88,11 @@ func (sw *Sweeper) Close() {
 	}
 }
 
+// Pass runs one pass at the Store's clock, logging and counting it as the
+// loop does. A caller that owns the schedule (several processes electing
+// one sweeper) calls it instead of Run.
+func (sw *Sweeper) Pass(ctx context.Context) error { return sw.tick(ctx) }
+
 func (sw *Sweeper) tick(ctx context.Context) error {
 	res, err := sw.SweepOnce(ctx, sw.s.opts.Now())
 	if err != nil {

@@ -88,7 +88,7 @@ func testHTTPTenants(t *testing.T, st store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Options{Store: st, Auth: auth, Features: []server.Feature{server.Tables(reg)}})
+	srv, err := server.New(server.Options{Auth: auth, Features: []server.Feature{server.Tables(reg)}})
 	if err != nil {
 		t.Fatal(err)
 	}

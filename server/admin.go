@@ -1,17 +1,32 @@
 package server
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"net/http"
+	"time"
 
-	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb"
+	"github.com/ebb-data/ebb/multitable"
 )
 
+// Admin is what the admin routes read; *ebb.DB implements it.
+type Admin interface {
+	// PhysicalTables lists the backend's tables with what they store.
+	PhysicalTables(ctx context.Context) ([]ebb.TableUsage, error)
+	// SharedTableUsage reports every shared (logical) table.
+	SharedTableUsage(ctx context.Context) ([]multitable.TableUsage, error)
+	// Cluster reports this replica's ID and each background role's lease.
+	Cluster() (replica string, roles []ebb.ReplicaStatus)
+}
+
+var _ Admin = (*ebb.DB)(nil)
+
 // routeAdmin registers the administrative routes (API.md "Admin"), which
-// every Server has and only the admin scope reaches.
+// only the admin scope reaches.
 func (s *Server) routeAdmin() {
 	s.Route("GET /v1/admin/tables", AdminResource, s.adminTables)
+	s.Route("GET /v1/admin/cluster", AdminResource, s.adminCluster)
 }
 
 // tableJSON is one table in GET /v1/admin/tables.
@@ -25,25 +40,13 @@ type tableJSON struct {
 }
 
 func (s *Server) adminTables(w http.ResponseWriter, r *http.Request) error {
-	infos, err := s.store.Tables(r.Context(), "")
+	tables, err := s.admin.PhysicalTables(r.Context())
 	if err != nil {
 		return fmt.Errorf("list tables: %w", err)
 	}
-	out := make([]tableJSON, 0, len(infos))
-	for _, info := range infos {
-		st, err := s.store.Stats(r.Context(), info.Spec.Name)
-		if errors.Is(err, store.ErrTableNotFound) {
-			continue // dropped since it was listed
-		}
-		if err != nil {
-			return fmt.Errorf("stats of %s: %w", info.Spec.Name, err)
-		}
-		out = append(out, tableJSON{
-			Name:     info.Spec.Name,
-			Rows:     st.Rows,
-			Bytes:    st.Bytes,
-			Capacity: info.Capacity.Mode.String(),
-		})
+	out := make([]tableJSON, 0, len(tables))
+	for _, t := range tables {
+		out = append(out, tableJSON{Name: t.Name, Rows: t.Rows, Bytes: t.Bytes, Capacity: t.Capacity.Mode.String()})
 	}
 	// Shared tables (tables.go): per logical table items and bytes, since
 	// many of them share one physical table above.
@@ -52,4 +55,29 @@ func (s *Server) adminTables(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return WriteJSON(w, http.StatusOK, map[string]any{"tables": out, "logical_tables": logical})
+}
+
+// leaseJSON is one background role in GET /v1/admin/cluster.
+type leaseJSON struct {
+	Role string `json:"role"`
+	// Holder is the replica holding the lease as last seen; empty when
+	// no replica ever took it.
+	Holder  string `json:"holder"`
+	Epoch   int64  `json:"epoch"`
+	Expires string `json:"expires,omitempty"`
+	// HeldHere: the replica answering holds it now.
+	HeldHere bool `json:"held_here"`
+}
+
+func (s *Server) adminCluster(w http.ResponseWriter, _ *http.Request) error {
+	replica, roles := s.admin.Cluster()
+	out := make([]leaseJSON, 0, len(roles))
+	for _, r := range roles {
+		l := leaseJSON{Role: r.Role, Holder: r.Holder, Epoch: r.Epoch, HeldHere: r.Held}
+		if !r.Expires.IsZero() {
+			l.Expires = r.Expires.UTC().Format(time.RFC3339Nano)
+		}
+		out = append(out, l)
+	}
+	return WriteJSON(w, http.StatusOK, map[string]any{"replica": replica, "leases": out})
 }

@@ -104,7 +104,7 @@ func authServer(t *testing.T) (url string, calls *atomic.Int32) {
 		s.Route("GET /v1/indexes", func(*http.Request) server.Resource { return server.Resource{Kind: server.KindIndex} }, ok)
 		s.Route("GET /v1/lists/{entity_type}/{feature}", server.ResourceFromPath(server.KindList, "entity_type"), ok)
 	}
-	ts, _ := start(t, server.Options{Store: st, Auth: loadAuth(t, authYAML), Features: []server.Feature{feature}})
+	ts, _ := start(t, server.Options{Admin: adminFor(t, st, nil), Auth: loadAuth(t, authYAML), Features: []server.Feature{feature}})
 	return ts.URL, calls
 }
 

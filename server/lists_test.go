@@ -35,7 +35,7 @@ func startLists(t *testing.T, auth *server.Auth) *listsServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, _ := start(t, server.Options{Store: st, Auth: auth, Now: clock.Now, Features: []server.Feature{server.Lists(svc)}})
+	ts, _ := start(t, server.Options{Admin: adminFor(t, st, clock.Now), Auth: auth, Now: clock.Now, Features: []server.Feature{server.Lists(svc)}})
 	return &listsServer{url: ts.URL, clock: clock}
 }
 

@@ -8,7 +8,6 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -20,13 +19,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb"
 )
 
 // Options configures a Server.
 type Options struct {
-	// Store is the backend every feature and the admin routes read. Required.
-	Store store.Store
+	// DB, when set, is served whole: its indexes, lists and shared tables,
+	// and the admin routes (tables, cluster) read from it.
+	DB *ebb.DB
+	// Admin serves the admin routes when DB is not set; nil leaves them
+	// out.
+	Admin Admin
 	// Registerer receives the server's metrics. Nil: the metrics are kept
 	// but not exported.
 	Registerer prometheus.Registerer
@@ -40,7 +43,7 @@ type Options struct {
 	// /v1 request. Nil serves /v1 without authentication; the caller is
 	// responsible for listening only on loopback then.
 	Auth *Auth
-	// Features register their routes, in order.
+	// Features register their routes, in order, after DB's.
 	Features []Feature
 	// Now is the clock handlers use. Nil is time.Now.
 	Now func() time.Time
@@ -89,7 +92,7 @@ func AdminResource(*http.Request) Resource { return Resource{Kind: KindAdmin} }
 // Server is ebb's HTTP API. Build it with New; it is safe for concurrent
 // use once built.
 type Server struct {
-	store    store.Store
+	admin    Admin
 	log      *slog.Logger
 	auth     *Auth
 	now      func() time.Time
@@ -104,11 +107,17 @@ type Server struct {
 // example when another Server already registered them on the same
 // Registerer).
 func New(opts Options) (*Server, error) {
-	if opts.Store == nil {
-		return nil, errors.New("server: Options.Store is required")
+	if opts.DB != nil {
+		if opts.Admin == nil {
+			opts.Admin = opts.DB
+		}
+		opts.Features = append([]Feature{Indexes(opts.DB.Indexes()), Lists(opts.DB.Lists()), Tables(opts.DB.Tables())}, opts.Features...)
+		if opts.Now == nil {
+			opts.Now = opts.DB.Now
+		}
 	}
 	s := &Server{
-		store:    opts.Store,
+		admin:    opts.Admin,
 		log:      logger(opts.Logger),
 		auth:     opts.Auth,
 		now:      opts.Now,
@@ -136,7 +145,9 @@ func New(opts Options) (*Server, error) {
 		metricsHandler := promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{})
 		s.mux.HandleFunc("GET /metrics", s.observe("GET /metrics", metricsHandler.ServeHTTP))
 	}
-	s.routeAdmin()
+	if s.admin != nil {
+		s.routeAdmin()
+	}
 	for i, f := range opts.Features {
 		if err := s.install(f); err != nil {
 			if opts.Registerer != nil {
@@ -160,9 +171,6 @@ func (s *Server) install(f Feature) (err error) {
 	f(s)
 	return nil
 }
-
-// Store returns the Store the Server was built with, for Features.
-func (s *Server) Store() store.Store { return s.store }
 
 // Logger returns the Server's logger, for Features; never nil.
 func (s *Server) Logger() *slog.Logger { return s.log }

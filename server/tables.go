@@ -206,7 +206,7 @@ type sharedTableUsageJSON struct {
 // view. It reads the store directly, so it works whether or not the Tables
 // feature is installed.
 func (s *Server) logicalTableUsage(ctx context.Context) ([]sharedTableUsageJSON, error) {
-	usage, err := multitable.Usage(ctx, s.store)
+	usage, err := s.admin.SharedTableUsage(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("shared table usage: %w", err)
 	}

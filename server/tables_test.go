@@ -34,7 +34,7 @@ func startTables(t *testing.T, auth *server.Auth) *tablesServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, _ := start(t, server.Options{Store: st, Auth: auth, Now: clock.Now, Features: []server.Feature{server.Tables(reg)}})
+	ts, _ := start(t, server.Options{Admin: adminFor(t, st, clock.Now), Auth: auth, Now: clock.Now, Features: []server.Feature{server.Tables(reg)}})
 	return &tablesServer{url: ts.URL, clock: clock, st: st}
 }
 

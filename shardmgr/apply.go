@@ -64,12 +64,20 @@ type Result struct {
 // independent: one that fails is reported in its Result and the others
 // still run. Every action is idempotent (creating an existing shard with
 // the same spec, dropping a missing one and setting the capacity a table
-// already has are no-ops), so applying a plan twice is safe.
-func Apply(ctx context.Context, st store.Store, plan Plan) []Result {
+// already has are no-ops), so applying a plan twice is safe. A non-nil
+// fence is called before each action, and an action whose fence fails is
+// refused with an error wrapping ErrFenced.
+func Apply(ctx context.Context, st store.Store, plan Plan, fence func(context.Context) error) []Result {
 	var out []Result
 	for _, a := range plan.Actions {
 		if a.Deferred {
 			continue
+		}
+		if fence != nil {
+			if err := fence(ctx); err != nil {
+				out = append(out, Result{Action: a, Err: fmt.Errorf("%s %s: %w: %w", a.Op, a.Table, ErrFenced, err)})
+				continue
+			}
 		}
 		var err error
 		switch a.Op {

@@ -14,8 +14,14 @@ import (
 	"github.com/ebb-data/ebb/store"
 )
 
-// ErrClosed is returned by Run after Close.
-var ErrClosed = errors.New("shardmgr: manager closed")
+// Errors of the manager.
+var (
+	// ErrClosed is returned by Run after Close.
+	ErrClosed = errors.New("shardmgr: manager closed")
+	// ErrFenced marks an action refused because this process no longer
+	// holds the shard-manager lease (Options.Fence failed).
+	ErrFenced = errors.New("shardmgr: refused: not the lease holder")
+)
 
 // DefaultInterval is the reconcile interval when Options.Interval is zero.
 const DefaultInterval = 30 * time.Second
@@ -44,6 +50,13 @@ type Options struct {
 	// Changed, if set, is called after a run that created or dropped
 	// shards of an index, so that callers caching shard lists refresh.
 	Changed func(index string)
+	// Fence, if set, is called by RunOnce before each action it applies
+	// (the background path). It returns nil while this process may act
+	// and an error when another process has taken over the manager role
+	// (a lease with a newer epoch); the action is then refused. Several
+	// processes sharing a backend set it to their lease's fence so that a
+	// paused old leader never drops or resizes anything.
+	Fence func(context.Context) error
 }
 
 // RunOptions changes one Reconcile.
@@ -53,6 +66,8 @@ type RunOptions struct {
 	// AllowClockJump confirms a clock jump: drops the guard would defer
 	// are applied and the run is recorded.
 	AllowClockJump bool
+	// Fence, if set, is checked before each action; see Options.Fence.
+	Fence func(context.Context) error
 }
 
 // Manager runs the reconcile loop over every index. It is safe for
@@ -150,6 +165,14 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 }
 
+// SetFence sets Options.Fence, for callers that create the fence after the
+// Manager (the lease lives beside it). Call it before the first run.
+func (m *Manager) SetFence(f func(context.Context) error) {
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	m.opts.Fence = f
+}
+
 // Trigger asks a running loop to run now; it never blocks.
 func (m *Manager) Trigger() {
 	select {
@@ -175,6 +198,9 @@ func (m *Manager) Close() error {
 // RunOnce reconciles every index once. Indexes are independent: one that
 // fails does not stop the others; the errors are joined.
 func (m *Manager) RunOnce(ctx context.Context) error {
+	m.runMu.Lock()
+	fence := m.opts.Fence
+	m.runMu.Unlock()
 	cfgs, err := m.opts.Configs(ctx)
 	if err != nil {
 		m.metrics.failures.Inc()
@@ -182,7 +208,7 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 	}
 	var errs []error
 	for _, cfg := range cfgs {
-		if _, _, err := m.Reconcile(ctx, cfg, RunOptions{}); err != nil {
+		if _, _, err := m.Reconcile(ctx, cfg, RunOptions{Fence: fence}); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -230,9 +256,14 @@ func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro R
 	if plan.ClockJump {
 		m.log.Warn("clock moved forward beyond the guard; drops deferred", "index", cfg.Index, "now", now)
 	}
-	results := Apply(ctx, m.opts.Store, plan)
+	results := Apply(ctx, m.opts.Store, plan, ro.Fence)
 	changed := false
 	for _, r := range results {
+		if errors.Is(r.Err, ErrFenced) {
+			m.metrics.fenced.Inc()
+			m.log.Warn("reconcile action refused: another process holds the shard-manager lease", "index", cfg.Index, "op", r.Action.Op, "table", r.Action.Table, "err", r.Err)
+			continue
+		}
 		if r.Err != nil {
 			m.log.Warn("reconcile action failed", "index", cfg.Index, "op", r.Action.Op, "table", r.Action.Table, "err", r.Err)
 			continue
@@ -289,6 +320,7 @@ type metrics struct {
 	lastSuccess prometheus.Gauge
 	actions     *prometheus.CounterVec
 	failures    prometheus.Counter
+	fenced      prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -309,11 +341,15 @@ func newMetrics() *metrics {
 			Name: "ebb_reconcile_failures_total",
 			Help: "Reconciles of an index (or listings of indexes) that failed.",
 		}),
+		fenced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ebb_reconcile_fenced_total",
+			Help: "Shard actions refused because another process had taken over the shard-manager lease.",
+		}),
 	}
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	cs := []prometheus.Collector{m.runway, m.lastSuccess, m.actions, m.failures}
+	cs := []prometheus.Collector{m.runway, m.lastSuccess, m.actions, m.failures, m.fenced}
 	for i, c := range cs {
 		if err := r.Register(c); err != nil {
 			for _, done := range cs[:i] {

@@ -72,3 +72,20 @@ func (m Meta) List(ctx context.Context, kind string) (map[string][]byte, error) 
 		q.PageToken = page.NextPageToken
 	}
 }
+
+// CompareAndSwap replaces the document under (kind, key) with doc only if
+// the stored document is exactly old; a nil old means "only if absent".
+// When the stored document differs it returns an error wrapping
+// ErrConflict and changes nothing. It is atomic on every backend (a
+// conditional write), so processes sharing a backend can build leases and
+// read-modify-write updates on it.
+func (m Meta) CompareAndSwap(ctx context.Context, kind, key string, old, doc []byte) error {
+	c := &Condition{Kind: IfAbsent}
+	if old != nil {
+		c = &Condition{Kind: IfEquals, Column: "doc", Value: old}
+	}
+	return m.S.Write(ctx, MetaTable, []Mutation{{
+		Partition: []any{kind}, Clustering: []any{key}, NoExpiry: true,
+		Cells: []Cell{{Column: "doc", Value: doc}}, If: c,
+	}})
+}

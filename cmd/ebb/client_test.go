@@ -40,7 +40,7 @@ func apiServer(t *testing.T) string {
 			return server.WriteJSON(w, http.StatusOK, v)
 		})
 	}
-	s, err := server.New(server.Options{Store: st, Auth: auth, Features: []server.Feature{echo}})
+	s, err := server.New(server.Options{Auth: auth, Features: []server.Feature{echo}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func indexAPIServer(t *testing.T) (string, store.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Close() })
-	s, err := server.New(server.Options{Store: st, Features: []server.Feature{server.Indexes(svc)}})
+	s, err := server.New(server.Options{Features: []server.Feature{server.Indexes(svc)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func listsAPIServer(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := server.New(server.Options{Store: st, Features: []server.Feature{server.Lists(svc)}})
+	s, err := server.New(server.Options{Features: []server.Feature{server.Lists(svc)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,9 +108,10 @@ func TestCapabilitiesOnDynalite(t *testing.T) {
 	}
 	defer s.Close()
 	want := store.Capabilities{
-		Backend:     "dynamodb",
-		MaxRowBytes: 400*1024 - 4096,
-		DeleteBatch: 25,
+		Backend:               "dynamodb",
+		MaxRowBytes:           400*1024 - 4096,
+		DeleteBatch:           25,
+		SharedAcrossProcesses: true,
 	}
 	if got := s.Capabilities(); got != want {
 		t.Fatalf("capabilities on dynalite = %+v, want %+v", got, want)

@@ -94,9 +94,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		poll:   250 * time.Millisecond,
 		tables: map[string]*table{},
 		caps: store.Capabilities{
-			Backend:     "dynamodb",
-			MaxRowBytes: maxRowBytes,
-			DeleteBatch: batchWriteItems,
+			Backend:               "dynamodb",
+			MaxRowBytes:           maxRowBytes,
+			DeleteBatch:           batchWriteItems,
+			SharedAcrossProcesses: true,
 		},
 	}
 	if isLoopback(opts.Endpoint) {

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ebb-data/ebb"
+	"github.com/ebb-data/ebb/store/dynamo"
+)
+
+// backendOptions turns the backend flags into ebb.Options: a directory for
+// the embedded store, or a remote store opened here. It also returns where
+// the data lives, for the ready line.
+func backendOptions(ctx context.Context, cfg serveConfig, log *slog.Logger, reg prometheus.Registerer) (ebb.Options, string, error) {
+	switch cfg.backend {
+	case "pebble":
+		return ebb.Options{Dir: cfg.data}, "data " + cfg.data, nil
+
+	case "dynamodb":
+		o := dynamo.DefaultOptions()
+		o.Endpoint, o.Region, o.Logger, o.TablePrefix = cfg.dynamoEndpoint, cfg.dynamoRegion, log, cfg.dynamoPrefix
+		ctx, cancel := context.WithTimeout(ctx, o.Timeout+o.TableTimeout)
+		defer cancel()
+		st, err := dynamo.Open(ctx, o)
+		if err != nil {
+			return ebb.Options{}, "", fmt.Errorf("open DynamoDB backend: %w", err)
+		}
+		if err := reg.Register(st.Collector()); err != nil {
+			_ = st.Close()
+			return ebb.Options{}, "", fmt.Errorf("register dynamodb metrics: %w", err)
+		}
+		where := "endpoint " + cfg.dynamoEndpoint
+		if cfg.dynamoEndpoint == "" {
+			where = "region " + cfg.dynamoRegion
+		}
+		return ebb.Options{Store: st}, where, nil
+
+	case "cql":
+		return ebb.Options{}, "", fmt.Errorf("backend %s is not available in this build", cfg.backend)
+	}
+	return ebb.Options{}, "", fmt.Errorf("unknown --backend %q: want pebble, dynamodb or cql", cfg.backend)
+}

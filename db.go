@@ -1,0 +1,185 @@
+package ebb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ebb-data/ebb/expiry"
+	"github.com/ebb-data/ebb/lists"
+	"github.com/ebb-data/ebb/multitable"
+	"github.com/ebb-data/ebb/store"
+	ebbpebble "github.com/ebb-data/ebb/store/pebble"
+	"github.com/ebb-data/ebb/timeseries"
+)
+
+// DB is an open ebb: a backend, the precise-expiry layer over it, the
+// features, and the background roles (shard manager, expiry sweeper) with
+// their leases. It is safe for concurrent use. Close it when done.
+type DB struct {
+	o       Options
+	raw     store.Store   // the backend as given or opened
+	exp     *expiry.Store // the decorated store every feature writes through
+	indexes *timeseries.Service
+	lists   *lists.Service
+	tables  *multitable.Registry
+	roles   []*role
+
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens the backend (or takes over the one in opts.Store), wires the
+// precise-expiry decorator and every feature on it, and starts the
+// background roles unless opts.NoBackground. ctx bounds the opening only
+// (creating ebb's metadata tables on a remote backend); the DB lives until
+// Close. On error everything opened so far, opts.Store included, is
+// closed.
+func Open(ctx context.Context, opts Options) (db *DB, err error) {
+	if err := opts.Validate(); err != nil {
+		if opts.Store != nil {
+			_ = opts.Store.Close()
+		}
+		return nil, err
+	}
+	o := opts.withDefaults()
+	db = &DB{o: o, raw: o.Store}
+	if db.raw == nil {
+		st, err := ebbpebble.Open(o.Dir, ebbpebble.Options{Logger: o.Logger, Now: o.Now})
+		if err != nil {
+			return nil, fmt.Errorf("ebb: open %s: %w", o.Dir, err)
+		}
+		db.raw = st
+		if o.Registerer != nil {
+			if err := o.Registerer.Register(st.Collector()); err != nil {
+				_ = st.Close()
+				return nil, fmt.Errorf("ebb: register pebble metrics: %w", err)
+			}
+		}
+	}
+	defer func() {
+		if err != nil {
+			_ = db.closeStores()
+			db = nil
+		}
+	}()
+
+	// Precise expiry decorates the store first, so every feature's writes
+	// carrying an expiry are indexed and swept.
+	if db.exp, err = expiry.Wrap(ctx, db.raw, expiry.Options{
+		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, SweepInterval: o.SweepInterval,
+	}); err != nil {
+		return nil, fmt.Errorf("ebb: expiry: %w", err)
+	}
+	if db.indexes, err = timeseries.New(timeseries.Options{
+		Store: db.exp, Now: o.Now, Logger: o.Logger, Registerer: o.Registerer,
+		ReconcileInterval: o.ReconcileInterval,
+	}); err != nil {
+		return nil, fmt.Errorf("ebb: indexes: %w", err)
+	}
+	if db.tables, err = multitable.Open(ctx, db.exp, multitable.Options{
+		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer,
+	}); err != nil {
+		return nil, fmt.Errorf("ebb: shared tables: %w", err)
+	}
+	if db.lists, err = lists.New(ctx, db.exp, lists.Options{
+		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer,
+	}); err != nil {
+		return nil, fmt.Errorf("ebb: lists: %w", err)
+	}
+	if err := db.startRoles(); err != nil {
+		return nil, err
+	}
+	return db, nil
+}
+
+// Indexes returns the time-sharded indexes.
+func (db *DB) Indexes() *timeseries.Service { return db.indexes }
+
+// Lists returns the feature-store lists.
+func (db *DB) Lists() *lists.Service { return db.lists }
+
+// Tables returns the shared tables: many logical tables in one physical
+// table.
+func (db *DB) Tables() *multitable.Registry { return db.tables }
+
+// Capabilities reports what the backend can do.
+func (db *DB) Capabilities() store.Capabilities { return db.raw.Capabilities() }
+
+// Now is the DB's clock.
+func (db *DB) Now() time.Time { return db.o.Now() }
+
+// TableUsage is one physical table of the backend, for operators.
+type TableUsage struct {
+	Name string
+	// Rows and Bytes are what is physically stored, expired rows not yet
+	// deleted included; estimates on remote backends (Exact false).
+	Rows, Bytes int64
+	Exact       bool
+	Capacity    store.Capacity
+}
+
+// PhysicalTables lists every table of the backend with what it stores.
+func (db *DB) PhysicalTables(ctx context.Context) ([]TableUsage, error) {
+	infos, err := db.raw.Tables(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TableUsage, 0, len(infos))
+	for _, info := range infos {
+		st, err := db.raw.Stats(ctx, info.Spec.Name)
+		if errors.Is(err, store.ErrTableNotFound) {
+			continue // dropped since it was listed
+		}
+		if err != nil {
+			return nil, fmt.Errorf("stats of %s: %w", info.Spec.Name, err)
+		}
+		out = append(out, TableUsage{Name: info.Spec.Name, Rows: st.Rows, Bytes: st.Bytes, Exact: st.Exact, Capacity: info.Capacity})
+	}
+	return out, nil
+}
+
+// SharedTableUsage reports every shared (logical) table with its live
+// items and bytes.
+func (db *DB) SharedTableUsage(ctx context.Context) ([]multitable.TableUsage, error) {
+	return multitable.Usage(ctx, db.exp)
+}
+
+// Close stops the background roles and waits for them, gives up their
+// leases so that another replica takes over at once, and closes the store.
+// It is safe to call more than once; every call returns the first call's
+// result.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		if db.cancel != nil {
+			db.cancel()
+		}
+		db.wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var errs []error
+		for _, r := range db.roles {
+			if err := r.lease.Release(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("release %s lease: %w", r.name, err))
+			}
+		}
+		errs = append(errs, db.indexes.Close(), db.closeStores())
+		db.closeErr = errors.Join(errs...)
+	})
+	return db.closeErr
+}
+
+// closeStores closes the decorator and the backend. A decorator may or
+// may not close what it wraps, and Close is safe twice, so both are.
+func (db *DB) closeStores() error {
+	var errs []error
+	if db.exp != nil {
+		errs = append(errs, db.exp.Close())
+	}
+	errs = append(errs, db.raw.Close())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,258 @@
+// Package lease elects one process per background role (the shard manager,
+// the expiry sweeper) among the processes that share a backend.
+//
+// A lease is one document in the ebb_meta table: holder, epoch and expiry.
+// It is taken and renewed by compare-and-swap (store.Meta.CompareAndSwap,
+// a conditional write on every backend), so two processes never both
+// believe they took the same epoch. The epoch grows by one at every change
+// of holder and is the fencing token: before a destructive action the
+// holder renews the lease by compare-and-swap against the document it last
+// wrote (Fence), and the store refuses that write once anyone else has
+// taken the lease. A paused holder that wakes up therefore fails its fence
+// and acts on nothing.
+//
+// Timing: a holder renews every Duration/3 and trusts its lease only until
+// Duration minus Margin after it last started a successful renewal, by its
+// own clock; another process takes over once Duration has passed since the
+// expiry recorded in the document, by its clock. Clocks of the processes
+// may disagree by at most Margin for the two intervals never to overlap;
+// the fence protects destructive actions even when they do.
+//
+// On a backend that one process holds exclusively (the embedded one, by
+// its directory lock) a new process takes the lease at once, whatever the
+// document says: the previous holder is known to be gone.
+package lease
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// metaKind is the ebb_meta partition holding one document per role.
+const metaKind = "lease"
+
+// ErrNotHeld is returned by Fence when this process does not hold the
+// lease, or has lost it to a newer epoch.
+var ErrNotHeld = errors.New("lease: not held by this process")
+
+// Record is a lease document as stored.
+type Record struct {
+	Holder  string    `json:"holder"`
+	Epoch   int64     `json:"epoch"`
+	Expires time.Time `json:"expires"`
+}
+
+// Options configure a Lease.
+type Options struct {
+	// Store holds the ebb_meta table. Required.
+	Store store.Store
+	// Role names what the lease is for ("shard-manager", "sweeper").
+	Role string
+	// Holder identifies this process; unique among the processes sharing
+	// the Store.
+	Holder string
+	// Duration is how long a lease lasts without renewal. Default 15 s.
+	Duration time.Duration
+	// Margin is how much earlier than Duration the holder stops trusting
+	// its lease: the clock skew and pause detection it tolerates. Default
+	// Duration/5.
+	Margin time.Duration
+	// Exclusive: the Store is held by this process alone, so a lease held
+	// by any other holder is stale and taken at once.
+	Exclusive bool
+	// Now is the clock. Nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultDuration is the default lease duration: a crashed holder is
+// replaced within two of them.
+const DefaultDuration = 15 * time.Second
+
+func (o *Options) withDefaults() error {
+	if o.Store == nil || o.Role == "" || o.Holder == "" {
+		return fmt.Errorf("%w: lease: Store, Role and Holder are required", store.ErrInvalid)
+	}
+	if o.Duration == 0 {
+		o.Duration = DefaultDuration
+	}
+	if o.Margin == 0 {
+		o.Margin = o.Duration / 5
+	}
+	if o.Duration < 0 || o.Margin < 0 || o.Margin >= o.Duration {
+		return fmt.Errorf("%w: lease: Duration must be positive and Margin within it", store.ErrInvalid)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return nil
+}
+
+// Status is what a process knows of one lease.
+type Status struct {
+	Role string
+	// Held: this process holds the lease now.
+	Held bool
+	// Record is the last document read or written; zero when none exists.
+	Record Record
+}
+
+// Lease is one role's lease as seen by one process. It is safe for
+// concurrent use.
+type Lease struct {
+	o    Options
+	meta store.Meta
+
+	mu      sync.Mutex
+	doc     []byte    // the document this process last wrote, when held
+	until   time.Time // trust the lease until then, by our clock
+	current Record    // the last document seen
+}
+
+// New returns a Lease that is not held; Acquire takes it.
+func New(o Options) (*Lease, error) {
+	if err := o.withDefaults(); err != nil {
+		return nil, err
+	}
+	return &Lease{o: o, meta: store.Meta{S: o.Store}}, nil
+}
+
+// Duration is the lease's duration.
+func (l *Lease) Duration() time.Duration { return l.o.Duration }
+
+// Held reports whether this process holds the lease and may act on it now.
+func (l *Lease) Held() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.heldLocked(l.o.Now())
+}
+
+func (l *Lease) heldLocked(now time.Time) bool { return l.doc != nil && now.Before(l.until) }
+
+// Status reports the lease as last seen.
+func (l *Lease) Status() Status {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return Status{Role: l.o.Role, Held: l.heldLocked(l.o.Now()), Record: l.current}
+}
+
+// Acquire makes one attempt to take or renew the lease and reports
+// whether this process holds it afterwards. It renews a lease this
+// process holds, takes a free or expired one with the next epoch, and
+// otherwise leaves the lease to its holder.
+func (l *Lease) Acquire(ctx context.Context) (bool, error) {
+	if err := (store.Meta{S: l.o.Store}).Ensure(ctx); err != nil {
+		return false, fmt.Errorf("lease %s: %w", l.o.Role, err)
+	}
+	start := l.o.Now()
+	old, err := l.meta.Get(ctx, metaKind, l.o.Role)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return false, fmt.Errorf("lease %s: read: %w", l.o.Role, err)
+	}
+	var cur Record
+	if old != nil {
+		if err := json.Unmarshal(old, &cur); err != nil {
+			return false, fmt.Errorf("lease %s: corrupt document: %w", l.o.Role, err)
+		}
+	}
+	l.mu.Lock()
+	mine := l.doc != nil && string(l.doc) == string(old)
+	l.current = cur
+	l.mu.Unlock()
+
+	next := Record{Holder: l.o.Holder, Epoch: cur.Epoch, Expires: start.Add(l.o.Duration)}
+	switch {
+	case mine:
+		// Renewal: same epoch.
+	case old == nil, !start.Before(cur.Expires), l.o.Exclusive:
+		next.Epoch = cur.Epoch + 1
+	default:
+		l.lose()
+		return false, nil
+	}
+	return l.swap(ctx, old, next, start)
+}
+
+// swap writes next in place of old and records the outcome.
+func (l *Lease) swap(ctx context.Context, old []byte, next Record, start time.Time) (bool, error) {
+	doc, err := json.Marshal(next)
+	if err != nil {
+		return false, err
+	}
+	err = l.meta.CompareAndSwap(ctx, metaKind, l.o.Role, old, doc)
+	if errors.Is(err, store.ErrConflict) {
+		// Someone else wrote first: they hold it.
+		l.lose()
+		return false, nil
+	}
+	if err != nil {
+		// Unknown outcome: keep trusting the lease only until it would
+		// have lapsed anyway.
+		return l.Held(), fmt.Errorf("lease %s: write: %w", l.o.Role, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.doc, l.current = doc, next
+	l.until = start.Add(l.o.Duration - l.o.Margin)
+	return true, nil
+}
+
+func (l *Lease) lose() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.doc = nil
+}
+
+// Fence checks, in the store, that this process still holds the lease,
+// renewing it on the way: a compare-and-swap against the document this
+// process last wrote. It returns nil when the action may go ahead and an
+// error wrapping ErrNotHeld when the lease lapsed locally or another
+// process has taken it (a newer epoch). Call it right before every
+// destructive action.
+func (l *Lease) Fence(ctx context.Context) error {
+	start := l.o.Now()
+	l.mu.Lock()
+	if !l.heldLocked(start) {
+		l.mu.Unlock()
+		return fmt.Errorf("%w: %s lease lapsed or never taken", ErrNotHeld, l.o.Role)
+	}
+	old, cur := l.doc, l.current
+	l.mu.Unlock()
+	cur.Expires = start.Add(l.o.Duration)
+	ok, err := l.swap(ctx, old, cur, start)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s lease taken over (epoch %d is no longer current)", ErrNotHeld, l.o.Role, cur.Epoch)
+	}
+	return nil
+}
+
+// Release gives the lease up so that another process takes over at once,
+// without waiting for it to lapse. It is a no-op when not held.
+func (l *Lease) Release(ctx context.Context) error {
+	l.mu.Lock()
+	old, cur := l.doc, l.current
+	l.doc = nil
+	l.mu.Unlock()
+	if old == nil {
+		return nil
+	}
+	// Expired now, same epoch: the next taker moves to epoch+1.
+	cur.Expires = l.o.Now()
+	doc, err := json.Marshal(cur)
+	if err != nil {
+		return err
+	}
+	err = l.meta.CompareAndSwap(ctx, metaKind, l.o.Role, old, doc)
+	if errors.Is(err, store.ErrConflict) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,114 @@
+package ebb
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ebb-data/ebb/internal/lease"
+	"github.com/ebb-data/ebb/store"
+)
+
+// Options configure Open. The zero value of every field but Store and Dir
+// takes the default shown by DefaultOptions.
+type Options struct {
+	// Store is the backend: the embedded store (store/pebble), DynamoDB
+	// (store/dynamo) or CQL (store/cql). The DB takes it over and closes
+	// it in Close. Nil opens the embedded store in Dir.
+	Store store.Store
+	// Dir is the embedded store's data directory, used when Store is nil.
+	// It is created if missing and locked against other processes.
+	Dir string
+
+	// Now is the clock for expiry, retention and the background loops. Nil
+	// means time.Now. Expiry is resolved on the Store's own clock, so a
+	// Store opened by the caller must be given the same one.
+	Now func() time.Time
+	// Logger receives the background loops' logs. Nil discards.
+	Logger *slog.Logger
+	// Registerer receives every metric of the DB and its features. Nil
+	// registers nothing.
+	Registerer prometheus.Registerer
+
+	// ReconcileInterval is how often the shard manager reconciles every
+	// index. Default 30 s.
+	ReconcileInterval time.Duration
+	// SweepInterval is how often the expiry sweeper deletes expired rows.
+	// Default 1 s.
+	SweepInterval time.Duration
+	// LeaseDuration bounds how long the shard manager and the sweeper stay
+	// with a replica that stopped renewing its lease: another replica
+	// takes over within two of them. Default 15 s. Only backends shared
+	// by several processes (Capabilities().SharedAcrossProcesses) contend;
+	// on the embedded store the lease is this process's at once.
+	LeaseDuration time.Duration
+	// ReplicaID names this process in leases and in the cluster view.
+	// Default host:pid.
+	ReplicaID string
+	// NoBackground opens the DB without the shard manager and sweeper
+	// loops: for tools that only read or write, beside a server that runs
+	// them. Expired rows stay invisible; they are just not deleted.
+	NoBackground bool
+}
+
+// DefaultOptions returns the defaults Open applies to zero fields.
+func DefaultOptions() Options {
+	return Options{
+		Now:               time.Now,
+		ReconcileInterval: 30 * time.Second,
+		SweepInterval:     time.Second,
+		LeaseDuration:     lease.DefaultDuration,
+		ReplicaID:         defaultReplicaID(),
+	}
+}
+
+func defaultReplicaID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
+}
+
+// withDefaults fills zero fields from DefaultOptions.
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.Now == nil {
+		o.Now = d.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ReconcileInterval == 0 {
+		o.ReconcileInterval = d.ReconcileInterval
+	}
+	if o.SweepInterval == 0 {
+		o.SweepInterval = d.SweepInterval
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = d.LeaseDuration
+	}
+	if o.ReplicaID == "" {
+		o.ReplicaID = d.ReplicaID
+	}
+	return o
+}
+
+// Validate reports the first invalid field, as an error wrapping
+// store.ErrInvalid. Zero fields are valid (they take their defaults).
+func (o Options) Validate() error {
+	switch {
+	case o.Store == nil && o.Dir == "":
+		return fmt.Errorf("%w: ebb: Options needs a Store or a Dir for the embedded store", store.ErrInvalid)
+	case o.Store != nil && o.Dir != "":
+		return fmt.Errorf("%w: ebb: Options has both a Store and a Dir; Dir is only for the embedded store Open creates", store.ErrInvalid)
+	case o.ReconcileInterval < 0, o.SweepInterval < 0, o.LeaseDuration < 0:
+		return fmt.Errorf("%w: ebb: intervals and the lease duration must be positive", store.ErrInvalid)
+	case o.LeaseDuration > 0 && o.LeaseDuration < 100*time.Millisecond:
+		return fmt.Errorf("%w: ebb: LeaseDuration %s is below 100ms: renewals could not keep up", store.ErrInvalid, o.LeaseDuration)
+	}
+	return nil
+}

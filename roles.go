@@ -1,0 +1,223 @@
+package ebb
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ebb-data/ebb/internal/backoff"
+	"github.com/ebb-data/ebb/internal/lease"
+)
+
+// Role names, as they appear in leases, logs, metrics and the cluster view.
+const (
+	RoleShardManager = "shard-manager"
+	RoleSweeper      = "sweeper"
+)
+
+// role is one background job that exactly one replica runs at a time: it
+// keeps a lease and, while holding it, runs pass every interval.
+type role struct {
+	name     string
+	lease    *lease.Lease
+	interval time.Duration
+	pass     func(ctx context.Context) error
+	log      *slog.Logger
+	held     prometheus.Gauge
+	epoch    prometheus.Gauge
+	trigger  chan struct{}
+}
+
+type roleMetrics struct {
+	held, epoch *prometheus.GaugeVec
+}
+
+func newRoleMetrics(reg prometheus.Registerer) (*roleMetrics, error) {
+	m := &roleMetrics{
+		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ebb_lease_held",
+			Help: "1 when this replica holds the role's lease, 0 otherwise.",
+		}, []string{"role"}),
+		epoch: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ebb_lease_epoch",
+			Help: "The role's lease epoch (fencing token) as last seen by this replica.",
+		}, []string{"role"}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.held, m.epoch} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("ebb: register lease metrics: %w", err)
+			}
+		}
+	}
+	return m, nil
+}
+
+// startRoles creates the shard-manager and sweeper roles and, unless
+// NoBackground, starts them.
+func (db *DB) startRoles() error {
+	o := db.o
+	m, err := newRoleMetrics(o.Registerer)
+	if err != nil {
+		return err
+	}
+	exclusive := !db.raw.Capabilities().SharedAcrossProcesses
+	mk := func(name string, interval time.Duration, pass func(context.Context) error) error {
+		l, err := lease.New(lease.Options{
+			Store: db.raw, Role: name, Holder: o.ReplicaID, Duration: o.LeaseDuration,
+			Exclusive: exclusive, Now: o.Now,
+		})
+		if err != nil {
+			return err
+		}
+		db.roles = append(db.roles, &role{
+			name: name, lease: l, interval: interval, pass: pass,
+			log: o.Logger.With("role", name), held: m.held.WithLabelValues(name), epoch: m.epoch.WithLabelValues(name),
+			trigger: make(chan struct{}, 1),
+		})
+		return nil
+	}
+	if err := mk(RoleShardManager, o.ReconcileInterval, db.indexes.Manager().RunOnce); err != nil {
+		return err
+	}
+	if err := mk(RoleSweeper, o.SweepInterval, db.exp.Sweeper().Pass); err != nil {
+		return err
+	}
+	// Every action the manager applies is fenced by its lease.
+	db.indexes.Manager().SetFence(db.roles[0].lease.Fence)
+	if o.NoBackground {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	db.cancel = cancel
+	for _, r := range db.roles {
+		db.wg.Go(func() { r.run(ctx) })
+	}
+	return nil
+}
+
+// run keeps the lease and, while it is held, runs passes. It returns when
+// ctx is done. Renewal runs in its own goroutine so that a long pass never
+// lets the lease lapse; a pass runs under a context that is cancelled as
+// soon as the lease is lost.
+func (r *role) run(ctx context.Context) {
+	var (
+		mu      sync.Mutex
+		holdCtx context.Context
+		release context.CancelFunc = func() {}
+		gained  = make(chan struct{}, 1)
+		wg      sync.WaitGroup
+	)
+	defer wg.Wait()
+	defer func() { mu.Lock(); release(); mu.Unlock() }()
+
+	// The renewer: one attempt every third of the lease.
+	wg.Go(func() {
+		every := r.lease.Duration() / 3
+		t := time.NewTimer(0)
+		defer t.Stop()
+		was := false
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			actx, cancel := context.WithTimeout(ctx, every)
+			held, err := r.lease.Acquire(actx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				r.log.Warn("lease renewal failed", "err", err)
+			}
+			st := r.lease.Status()
+			r.epoch.Set(float64(st.Record.Epoch))
+			switch {
+			case held && !was:
+				r.held.Set(1)
+				r.log.Info("lease gained", "holder", st.Record.Holder, "epoch", st.Record.Epoch, "expires", st.Record.Expires)
+				mu.Lock()
+				holdCtx, release = context.WithCancel(ctx)
+				mu.Unlock()
+				select {
+				case gained <- struct{}{}:
+				default:
+				}
+			case !held && was:
+				r.held.Set(0)
+				r.log.Warn("lease lost", "holder", st.Record.Holder, "epoch", st.Record.Epoch)
+				mu.Lock()
+				release()
+				mu.Unlock()
+			}
+			was = held
+			t.Reset(every)
+		}
+	})
+
+	failures := 0
+	var next <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-gained:
+		case <-r.trigger:
+		case <-next:
+		}
+		mu.Lock()
+		pctx := holdCtx
+		mu.Unlock()
+		if pctx == nil || pctx.Err() != nil || !r.lease.Held() {
+			next = nil // wait to gain the lease
+			continue
+		}
+		wait := r.interval
+		if err := r.safePass(pctx); err != nil && pctx.Err() == nil {
+			failures++
+			wait = backoff.Exponential(r.interval, max(r.interval, time.Minute), failures)
+			r.log.Warn("background pass failed", "err", err, "retry_in", wait)
+		} else {
+			failures = 0
+		}
+		next = time.After(wait)
+	}
+}
+
+// safePass runs one pass, turning a panic into an error so that a broken
+// pass is logged and retried instead of silently stopping the role (a
+// manager that stopped would show up later as no_shard).
+func (r *role) safePass(ctx context.Context) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic: %v\n%s", v, debug.Stack())
+		}
+	}()
+	return r.pass(ctx)
+}
+
+// ReplicaStatus is one role's lease as this replica sees it.
+type ReplicaStatus struct {
+	Role string
+	// Held: this replica holds the role now.
+	Held bool
+	// Holder, Epoch and Expires are the lease document as last read or
+	// written; Holder is empty when no replica ever took it.
+	Holder  string
+	Epoch   int64
+	Expires time.Time
+}
+
+// Cluster reports each background role's lease: who holds it, at which
+// epoch, until when.
+func (db *DB) Cluster() (replica string, roles []ReplicaStatus) {
+	for _, r := range db.roles {
+		st := r.lease.Status()
+		roles = append(roles, ReplicaStatus{Role: r.name, Held: st.Held, Holder: st.Record.Holder, Epoch: st.Record.Epoch, Expires: st.Record.Expires})
+	}
+	return db.o.ReplicaID, roles
+}

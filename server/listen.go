@@ -1,0 +1,70 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"time"
+)
+
+// ListenAndServe serves the API on addr until ctx is done, then shuts down
+// gracefully: it stops accepting, waits up to drain for in-flight
+// requests, and closes the connections still open after that. ready is
+// called with the server's URL once it listens (addr may pick port 0).
+func (s *Server) ListenAndServe(ctx context.Context, addr string, drain time.Duration, ready func(url string)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	httpSrv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- httpSrv.Serve(ln) }()
+	if ready != nil {
+		ready("http://" + ln.Addr().String())
+	}
+	select {
+	case <-ctx.Done():
+		s.log.Info("shutting down", "timeout", drain)
+	case err := <-served:
+		// Serve returns only on failure until Shutdown is called.
+		return fmt.Errorf("serve: %w", err)
+	}
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
+	defer cancel()
+	if err := httpSrv.Shutdown(drainCtx); err != nil {
+		s.log.Warn("requests still running at the shutdown timeout; closing their connections", "err", err)
+		_ = httpSrv.Close()
+	}
+	<-served // http.ErrServerClosed
+	return nil
+}
+
+// RequireLoopback refuses a non-loopback listen address: without an auth
+// file every client that can reach the port could read and delete
+// everything.
+func RequireLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && ip.IsLoopback() {
+		return nil
+	}
+	what := "address " + host
+	if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {
+		what = "every interface"
+	}
+	return fmt.Errorf("refusing to listen on %s (%s) without --auth-file: any client that can reach it could read and delete all data; "+
+		"pass --auth-file FILE with bearer tokens, or listen on a loopback address such as 127.0.0.1:7070", addr, what)
+}
