@@ -72,22 +72,23 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 	// carrying an expiry are indexed and swept.
 	if db.exp, err = expiry.Wrap(ctx, db.raw, expiry.Options{
 		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, SweepInterval: o.SweepInterval,
+		SpecTTL: o.CacheTTL,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: expiry: %w", err)
 	}
 	if db.indexes, err = timeseries.New(timeseries.Options{
 		Store: db.exp, Now: o.Now, Logger: o.Logger, Registerer: o.Registerer,
-		ReconcileInterval: o.ReconcileInterval,
+		ReconcileInterval: o.ReconcileInterval, CacheTTL: o.CacheTTL,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: indexes: %w", err)
 	}
 	if db.tables, err = multitable.Open(ctx, db.exp, multitable.Options{
-		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer,
+		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, RecordTTL: min(o.CacheTTL, time.Second),
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: shared tables: %w", err)
 	}
 	if db.lists, err = lists.New(ctx, db.exp, lists.Options{
-		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer,
+		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, FeatureCacheTTL: o.CacheTTL,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: lists: %w", err)
 	}

@@ -48,6 +48,10 @@ type Options struct {
 	// ReplicaID names this process in leases and in the cluster view.
 	// Default host:pid.
 	ReplicaID string
+	// CacheTTL bounds how stale this process's view of configuration made
+	// through other replicas may be: index configs and shard lists, list
+	// features, shared tables, table specs. Default 2 s.
+	CacheTTL time.Duration
 	// NoBackground opens the DB without the shard manager and sweeper
 	// loops: for tools that only read or write, beside a server that runs
 	// them. Expired rows stay invisible; they are just not deleted.
@@ -62,6 +66,7 @@ func DefaultOptions() Options {
 		SweepInterval:     time.Second,
 		LeaseDuration:     lease.DefaultDuration,
 		ReplicaID:         defaultReplicaID(),
+		CacheTTL:          2 * time.Second,
 	}
 }
 
@@ -91,6 +96,9 @@ func (o Options) withDefaults() Options {
 	if o.LeaseDuration == 0 {
 		o.LeaseDuration = d.LeaseDuration
 	}
+	if o.CacheTTL == 0 {
+		o.CacheTTL = d.CacheTTL
+	}
 	if o.ReplicaID == "" {
 		o.ReplicaID = d.ReplicaID
 	}
@@ -105,7 +113,7 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: ebb: Options needs a Store or a Dir for the embedded store", store.ErrInvalid)
 	case o.Store != nil && o.Dir != "":
 		return fmt.Errorf("%w: ebb: Options has both a Store and a Dir; Dir is only for the embedded store Open creates", store.ErrInvalid)
-	case o.ReconcileInterval < 0, o.SweepInterval < 0, o.LeaseDuration < 0:
+	case o.ReconcileInterval < 0, o.SweepInterval < 0, o.LeaseDuration < 0, o.CacheTTL < 0:
 		return fmt.Errorf("%w: ebb: intervals and the lease duration must be positive", store.ErrInvalid)
 	case o.LeaseDuration > 0 && o.LeaseDuration < 100*time.Millisecond:
 		return fmt.Errorf("%w: ebb: LeaseDuration %s is below 100ms: renewals could not keep up", store.ErrInvalid, o.LeaseDuration)

@@ -122,11 +122,18 @@ func (r *role) run(ctx context.Context) {
 		t := time.NewTimer(0)
 		defer t.Stop()
 		was := false
+		due := time.Now()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+			}
+			// A renewal far behind schedule means this process was
+			// stopped (SIGSTOP, a VM pause, a long GC) or starved: its
+			// lease may have passed to another replica meanwhile.
+			if late := time.Since(due); was && late > r.lease.Duration()/2 {
+				r.log.Warn("lease renewal ran late: this process was paused or starved; it acts on nothing until it holds the lease again", "late", late.Round(time.Millisecond))
 			}
 			actx, cancel := context.WithTimeout(ctx, every)
 			held, err := r.lease.Acquire(actx)
@@ -155,6 +162,7 @@ func (r *role) run(ctx context.Context) {
 				mu.Unlock()
 			}
 			was = held
+			due = time.Now().Add(every)
 			t.Reset(every)
 		}
 	})
@@ -173,6 +181,12 @@ func (r *role) run(ctx context.Context) {
 		pctx := holdCtx
 		mu.Unlock()
 		if pctx == nil || pctx.Err() != nil || !r.lease.Held() {
+			if pctx != nil && pctx.Err() == nil {
+				// Held by the renewer's last word but lapsed by the clock:
+				// the process was paused past its lease.
+				st := r.lease.Status()
+				r.log.Warn("refusing to run: the lease lapsed before it could be renewed", "epoch", st.Record.Epoch)
+			}
 			next = nil // wait to gain the lease
 			continue
 		}

@@ -243,7 +243,15 @@ func (s *Service) CreateFeature(ctx context.Context, id FeatureID, ttl time.Dura
 	if err != nil {
 		return Feature{}, false, err
 	}
-	if err := s.meta.Put(ctx, kindFeature, key, doc); err != nil {
+	// Only if still absent: a concurrent create of the same version on
+	// another process either recorded first (and its TTL decides) or
+	// loses to this one.
+	if err := s.meta.CompareAndSwap(ctx, kindFeature, key, nil, doc); errors.Is(err, store.ErrConflict) {
+		if f, rerr := s.readFeature(ctx, id, key); rerr == nil {
+			return existing(f)
+		}
+		return Feature{}, false, fmt.Errorf("create %s: record: %w", id, err)
+	} else if err != nil {
 		return Feature{}, false, fmt.Errorf("create %s: record: %w", id, err)
 	}
 	s.remember(f)

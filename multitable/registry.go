@@ -180,19 +180,50 @@ func (r record) ref(name string) tableRef {
 }
 
 func loadRecord(ctx context.Context, meta store.Meta, name string) (record, bool, error) {
+	r, doc, err := loadRecordDoc(ctx, meta, name)
+	return r, doc != nil, err
+}
+
+// loadRecordDoc returns a table's record and the document it was read
+// from, for a compare-and-swap; a nil document when there is none.
+func loadRecordDoc(ctx context.Context, meta store.Meta, name string) (record, []byte, error) {
 	doc, err := meta.Get(ctx, MetaKind, name)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTableNotFound) {
-		return record{}, false, nil
+		return record{}, nil, nil
 	}
 	if err != nil {
-		return record{}, false, fmt.Errorf("read table %s: %w", name, err)
+		return record{}, nil, fmt.Errorf("read table %s: %w", name, err)
 	}
 	var r record
 	if err := json.Unmarshal(doc, &r); err != nil {
-		return record{}, false, fmt.Errorf("multitable: table %s: corrupt record: %w", name, err)
+		return record{}, nil, fmt.Errorf("multitable: table %s: corrupt record: %w", name, err)
 	}
-	return r, true, nil
+	return r, doc, nil
 }
+
+// swapRecord writes r in place of the document old (nil: only if there is
+// none), atomically across processes; it returns store.ErrConflict when
+// another process changed the record since old was read.
+func (g *Registry) swapRecord(ctx context.Context, name string, old []byte, r record) error {
+	doc, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	g.records.forget(name)
+	defer g.records.forget(name)
+	err = g.meta.CompareAndSwap(ctx, MetaKind, name, old, doc)
+	if errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("write table %s: %w", name, errRaceLost)
+	}
+	if err != nil {
+		return fmt.Errorf("write table %s: %w", name, err)
+	}
+	return nil
+}
+
+// errRaceLost: another process changed a table's record between our read
+// and our compare-and-swap.
+var errRaceLost = fmt.Errorf("%w: the table's record changed concurrently; try again", store.ErrConflict)
 
 func (g *Registry) saveRecord(ctx context.Context, name string, r record) error {
 	doc, err := json.Marshal(r)
@@ -242,10 +273,26 @@ func (g *Registry) CreateTable(ctx context.Context, name string, cfg Config) (t 
 	}
 	g.ddl.Lock()
 	defer g.ddl.Unlock()
-	old, ok, err := loadRecord(ctx, g.meta, name)
+	if err := g.meta.Ensure(ctx); err != nil {
+		return Table{}, false, err
+	}
+	// Another process may create or delete the same table between the
+	// read and the write: the write is a compare-and-swap against what was
+	// read, and a lost race is decided again on what the winner wrote.
+	for attempt := 0; ; attempt++ {
+		t, created, err := g.createOnce(ctx, name, cfg)
+		if !errors.Is(err, errRaceLost) || attempt == 2 {
+			return t, created, err
+		}
+	}
+}
+
+func (g *Registry) createOnce(ctx context.Context, name string, cfg Config) (t Table, created bool, err error) {
+	old, oldDoc, err := loadRecordDoc(ctx, g.meta, name)
 	if err != nil {
 		return Table{}, false, err
 	}
+	ok := oldDoc != nil
 	switch {
 	case ok && old.Deleting:
 		return Table{}, false, fmt.Errorf("%w: %q; repeat the delete, then create it", ErrDeleting, name)
@@ -264,7 +311,7 @@ func (g *Registry) CreateTable(ctx context.Context, name string, cfg Config) (t 
 		Gen:       old.Gen + 1,
 		CreatedAt: g.now().UTC().Truncate(time.Millisecond),
 	}
-	if err := g.saveRecord(ctx, name, r); err != nil {
+	if err := g.swapRecord(ctx, name, oldDoc, r); err != nil {
 		return Table{}, false, err
 	}
 	g.log.Info("logical table created", "table", name, "default_ttl", cfg.DefaultTTL, "gen", r.Gen)

@@ -146,16 +146,25 @@ func (s *Service) Create(ctx context.Context, cfg Config) (Index, bool, error) {
 	}
 	old, err := s.loadConfig(ctx, cfg.Name)
 	created := false
-	switch {
-	case errors.Is(err, ErrIndexNotFound):
-		doc, err := json.Marshal(cfg)
-		if err != nil {
-			return Index{}, false, fmt.Errorf("timeseries: encode config: %w", err)
+	if errors.Is(err, ErrIndexNotFound) {
+		// Only if still absent: another process creating the same index
+		// at the same moment either wins (and its config is compared
+		// below) or loses to this one.
+		doc, merr := json.Marshal(cfg)
+		if merr != nil {
+			return Index{}, false, fmt.Errorf("timeseries: encode config: %w", merr)
 		}
-		if err := meta.Put(ctx, metaKind, cfg.Name, doc); err != nil {
+		err = meta.CompareAndSwap(ctx, metaKind, cfg.Name, nil, doc)
+		switch {
+		case err == nil:
+			created, old = true, cfg
+		case errors.Is(err, store.ErrConflict):
+			old, err = s.loadConfig(ctx, cfg.Name)
+		default:
 			return Index{}, false, fmt.Errorf("timeseries: save index %s: %w", cfg.Name, err)
 		}
-		created = true
+	}
+	switch {
 	case err != nil:
 		return Index{}, false, err
 	case old != cfg:

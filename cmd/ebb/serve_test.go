@@ -96,7 +96,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-var readyLine = regexp.MustCompile(`^ebb serving (http://\S+) \(backend pebble, data (.+)\)$`)
+var readyLine = regexp.MustCompile(`^ebb serving (http://\S+) \(backend (\S+), (.+)\)$`)
 
 // startServe runs `ebb serve args...` and waits for its ready line.
 func startServe(t *testing.T, args ...string) *proc {
