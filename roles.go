@@ -110,7 +110,7 @@ func (r *role) run(ctx context.Context) {
 		mu      sync.Mutex
 		holdCtx context.Context
 		release context.CancelFunc = func() {}
-		gained  = make(chan struct{}, 1)
+		gained                     = make(chan struct{}, 1)
 		wg      sync.WaitGroup
 	)
 	defer wg.Wait()

@@ -68,7 +68,9 @@ func testIfEquals(e *env) {
 	spec := e.create("ifequals", wideSpec(store.Asc, 0))
 	p, k := []any{"p"}, key(1, "a")
 	e.write(spec.Name, up("p", 1, "a", cell("v", "holder-a"), cell("n", int64(1)), cell("b", []byte{1, 2}), cell("ts", ts1)))
-	eq := func(col string, v any) store.Condition { return store.Condition{Kind: store.IfEquals, Column: col, Value: v} }
+	eq := func(col string, v any) store.Condition {
+		return store.Condition{Kind: store.IfEquals, Column: col, Value: v}
+	}
 	// Every column type compares by value.
 	e.write(spec.Name, cond(up("p", 1, "a", cell("n", int64(2))), eq("n", int64(1))))
 	e.write(spec.Name, cond(up("p", 1, "a", cell("v", "holder-b")), eq("b", []byte{1, 2})))
