@@ -52,9 +52,6 @@ func DefaultOptions() Options {
 	return Options{BucketWidth: time.Hour, ReadParallelism: 8, RecordTTL: time.Second}
 }
 
-// embeddedBackend is Capabilities().Backend of the in-process backend.
-const embeddedBackend = "pebble"
-
 // Validate checks the options after defaults are applied; errors wrap
 // ErrInvalid.
 func (o Options) Validate() error {
@@ -112,7 +109,9 @@ func Open(ctx context.Context, st store.Store, opts Options) (*Registry, error) 
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.ReadParallelism == 0 && st.Capabilities().Backend == embeddedBackend {
+	// An in-process backend answers reads in microseconds: parallel reads
+	// would only add scheduling.
+	if opts.ReadParallelism == 0 && !st.Capabilities().SharedAcrossProcesses {
 		opts.ReadParallelism = 1
 	}
 	opts = opts.withDefaults()

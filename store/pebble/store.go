@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -108,7 +109,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	lock, err := pebble.LockDirectory(dir, opts.FS)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w (%v)", dir, store.ErrLocked, err)
+		// Only a lock held elsewhere is ErrLocked; a permission or I/O
+		// error says what it is.
+		if errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN) || strings.Contains(err.Error(), "lock held") {
+			return nil, fmt.Errorf("open %s: %w (%v)", dir, store.ErrLocked, err)
+		}
+		return nil, fmt.Errorf("pebble: lock %s: %w", dir, err)
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()

@@ -227,10 +227,6 @@ func testSetCapacity(e *env) {
 	if len(infos) != 1 {
 		e.t.Fatalf("Tables(%q) = %v", spec.Name, tableNames(infos))
 	}
-	if e.caps.Backend == "cql" {
-		// CQL clusters have no capacity setting to record it in.
-		return
-	}
 	if got := infos[0].Capacity; got.Mode != store.Provisioned || got.ReadUnits != 5 || got.WriteUnits != 7 {
 		e.t.Fatalf("capacity after SetCapacity(%+v) = %+v", prov, got)
 	}
