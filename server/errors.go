@@ -62,6 +62,11 @@ var codeSentinels = map[string]error{
 	CodeUnavailable:     store.ErrUnavailable,
 }
 
+// StatusClientClosedRequest is the status counted (in
+// ebb_http_requests_total) for a request whose client went away before it
+// was answered.
+const StatusClientClosedRequest = 499
+
 // errorMapping answers errors matching target (errors.Is) with status and
 // code.
 type errorMapping struct {
@@ -139,6 +144,13 @@ type errorDetail struct {
 // which the client does not see; known ones are the client's doing and are
 // logged at debug only.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, route string, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		// The client hung up: not a server error. Counted apart as 499,
+		// nginx's convention, and logged at debug; nobody reads the body.
+		s.log.Debug("client closed the request", "route", route, "err", err)
+		w.WriteHeader(StatusClientClosedRequest)
+		return
+	}
 	status, code, msg, known := s.classify(err)
 	if known {
 		s.log.Debug("request refused", "route", route, "status", status, "code", code, "err", err)

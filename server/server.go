@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ebb-data/ebb"
+	"github.com/ebb-data/ebb/store"
 )
 
 // Options configures a Server.
@@ -216,6 +217,17 @@ func (s *Server) Route(pattern string, res ResourceFunc, h HandlerFunc) {
 // learns nothing.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The mux answers a path with "." or ".." segments, or "//", with
+		// a redirect to its cleaned form, for every method and before any
+		// handler: DELETE /v1/tables/t/items/.. would be redirected to
+		// DELETE /v1/tables/t, which a client may follow. Such paths are
+		// refused instead; a key made of dots is sent escaped (%2E).
+		if !cleanPath(r.URL.EscapedPath()) {
+			s.observe("unmatched", func(w http.ResponseWriter, r *http.Request) {
+				s.writeError(w, r, "unmatched", fmt.Errorf("%w: the path has a \".\", \"..\" or empty segment; escape dots in names and keys as %%2E", ErrBadPath))
+			})(w, r)
+			return
+		}
 		if _, pattern := s.mux.Handler(r); pattern != "" {
 			s.mux.ServeHTTP(w, r)
 			return
@@ -361,4 +373,19 @@ func (m *metrics) observe(route string, status int, d time.Duration) {
 	code := strconv.Itoa(status)
 	m.requests.WithLabelValues(route, code).Inc()
 	m.duration.WithLabelValues(route, code).Observe(d.Seconds())
+}
+
+// ErrBadPath refuses a /v1 path the router would otherwise redirect.
+var ErrBadPath = fmt.Errorf("%w: bad path", store.ErrInvalid)
+
+// cleanPath reports whether an escaped path has no ".", ".." or empty
+// segment (a trailing slash aside).
+func cleanPath(p string) bool {
+	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for i, seg := range segs {
+		if seg == "." || seg == ".." || (seg == "" && i != len(segs)-1) {
+			return false
+		}
+	}
+	return true
 }
