@@ -79,6 +79,9 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 	if db.indexes, err = timeseries.New(timeseries.Options{
 		Store: db.exp, Now: o.Now, Logger: o.Logger, Registerer: o.Registerer,
 		ReconcileInterval: o.ReconcileInterval, CacheTTL: o.CacheTTL,
+		// A crashed manager is replaced within two lease periods; the
+		// runway must outlast that.
+		MinRunway: 2 * o.LeaseDuration,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: indexes: %w", err)
 	}

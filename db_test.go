@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,4 +155,34 @@ func gaugeValue(t *testing.T, reg *prometheus.Registry, name, role string) float
 	}
 	t.Fatalf("metric %s{role=%q} not found", name, role)
 	return 0
+}
+
+// TestRunwayTooShortIsRefused is the operator's foot-gun: an index whose
+// runway is shorter than a failover of the shard manager would run out of
+// shards by design.
+func TestRunwayTooShortIsRefused(t *testing.T) {
+	db, err := ebb.Open(t.Context(), ebb.Options{Store: memStore(t), NoBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, _, err = db.Indexes().Create(t.Context(), timeseries.Config{
+		Name: "tight", TableBucket: 10 * time.Second, PartitionBucket: time.Second, Retention: 20 * time.Second, Runway: 2,
+	})
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "raise runway to at least 3") {
+		t.Fatalf("Create of a 20s runway with 15s leases: %v, want ErrInvalid naming the runway needed", err)
+	}
+	if _, _, err := db.Indexes().Create(t.Context(), timeseries.Config{
+		Name: "ok", TableBucket: 10 * time.Second, PartitionBucket: time.Second, Retention: 20 * time.Second, Runway: 3,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The manager now runs at least every half shard, whatever the
+	// configured 30 s interval.
+	if err := db.Indexes().Manager().RunOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := db.Indexes().Manager().NextRun(); got != 5*time.Second {
+		t.Fatalf("NextRun = %v, want half of the 10s shard", got)
+	}
 }

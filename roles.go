@@ -26,11 +26,14 @@ type role struct {
 	name     string
 	lease    *lease.Lease
 	interval time.Duration
-	pass     func(ctx context.Context) error
-	log      *slog.Logger
-	held     prometheus.Gauge
-	epoch    prometheus.Gauge
-	trigger  chan struct{}
+	// next, if set, says how long to wait after a successful pass
+	// instead of interval (the manager follows the narrowest runway).
+	next    func() time.Duration
+	pass    func(ctx context.Context) error
+	log     *slog.Logger
+	held    prometheus.Gauge
+	epoch   prometheus.Gauge
+	trigger chan struct{}
 }
 
 type roleMetrics struct {
@@ -67,7 +70,7 @@ func (db *DB) startRoles() error {
 		return err
 	}
 	exclusive := !db.raw.Capabilities().SharedAcrossProcesses
-	mk := func(name string, interval time.Duration, pass func(context.Context) error) error {
+	mk := func(name string, interval time.Duration, next func() time.Duration, pass func(context.Context) error) error {
 		l, err := lease.New(lease.Options{
 			Store: db.raw, Role: name, Holder: o.ReplicaID, Duration: o.LeaseDuration,
 			Exclusive: exclusive, Now: o.Now,
@@ -76,16 +79,17 @@ func (db *DB) startRoles() error {
 			return err
 		}
 		db.roles = append(db.roles, &role{
-			name: name, lease: l, interval: interval, pass: pass,
+			name: name, lease: l, interval: interval, next: next, pass: pass,
 			log: o.Logger.With("role", name), held: m.held.WithLabelValues(name), epoch: m.epoch.WithLabelValues(name),
 			trigger: make(chan struct{}, 1),
 		})
 		return nil
 	}
-	if err := mk(RoleShardManager, o.ReconcileInterval, db.indexes.Manager().RunOnce); err != nil {
+	mgr := db.indexes.Manager()
+	if err := mk(RoleShardManager, o.ReconcileInterval, mgr.NextRun, mgr.RunOnce); err != nil {
 		return err
 	}
-	if err := mk(RoleSweeper, o.SweepInterval, db.exp.Sweeper().Pass); err != nil {
+	if err := mk(RoleSweeper, o.SweepInterval, nil, db.exp.Sweeper().Pass); err != nil {
 		return err
 	}
 	// Every action the manager applies is fenced by its lease.
@@ -197,6 +201,9 @@ func (r *role) run(ctx context.Context) {
 			r.log.Warn("background pass failed", "err", err, "retry_in", wait)
 		} else {
 			failures = 0
+			if r.next != nil {
+				wait = r.next()
+			}
 		}
 		next = time.After(wait)
 	}

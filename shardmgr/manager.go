@@ -79,8 +79,9 @@ type Manager struct {
 	metrics *metrics
 	trigger chan struct{}
 
-	runMu     sync.Mutex // serializes runs
-	metaReady bool       // guarded by runMu
+	runMu     sync.Mutex    // serializes runs
+	metaReady bool          // guarded by runMu
+	shortest  time.Duration // guarded by runMu: the narrowest table bucket seen by RunOnce
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -165,6 +166,20 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 }
 
+// NextRun is how long the loop may wait before the next RunOnce: the
+// configured Interval, or half the narrowest shard of any index if that is
+// shorter, so that the manager's own schedule never lets a runway shrink
+// by more than half a shard below what the index asks for.
+func (m *Manager) NextRun() time.Duration {
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	next := m.opts.Interval
+	if half := m.shortest / 2; half > 0 && half < next {
+		next = half
+	}
+	return next
+}
+
 // SetFence sets Options.Fence, for callers that create the fence after the
 // Manager (the lease lives beside it). Call it before the first run.
 func (m *Manager) SetFence(f func(context.Context) error) {
@@ -206,6 +221,15 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 		m.metrics.failures.Inc()
 		return fmt.Errorf("shardmgr: list indexes: %w", err)
 	}
+	var shortest time.Duration
+	for _, cfg := range cfgs {
+		if shortest == 0 || cfg.TableBucket < shortest {
+			shortest = cfg.TableBucket
+		}
+	}
+	m.runMu.Lock()
+	m.shortest = shortest
+	m.runMu.Unlock()
 	var errs []error
 	for _, cfg := range cfgs {
 		if _, _, err := m.Reconcile(ctx, cfg, RunOptions{Fence: fence}); err != nil {
@@ -276,7 +300,13 @@ func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro R
 		m.opts.Changed(cfg.Index)
 	}
 	if end := runwayEnd(cfg, observed, results); !end.IsZero() {
-		m.metrics.runway.WithLabelValues(cfg.Index).Set(end.Sub(now).Seconds())
+		left := end.Sub(now)
+		m.metrics.runway.WithLabelValues(cfg.Index).Set(left.Seconds())
+		if left < cfg.TableBucket {
+			// Writes past the last shard get no_shard soon: the alert
+			// rule in docs/api.md fires on the same condition.
+			m.log.Error("runway below one shard: writes will be refused as no_shard", "index", cfg.Index, "runway_remaining", left, "table_bucket", cfg.TableBucket)
+		}
 	}
 	errs := []error{Failed(results)}
 	if err := m.ensureMeta(ctx); err != nil {

@@ -39,6 +39,11 @@ type Options struct {
 	ReconcileInterval time.Duration
 	// Guards for the manager; zero values take shardmgr's defaults.
 	Guards shardmgr.Guards
+	// MinRunway refuses, at Create, an index whose runway (Runway shards of
+	// TableBucket) is shorter: the time the manager may be away (a
+	// failover of its lease, a restart) without writes getting no_shard.
+	// Zero checks nothing.
+	MinRunway time.Duration
 	// CacheTTL bounds how stale the cached configs and shard lists may be
 	// (other processes sharing the backend create and drop shards). A write
 	// that misses the cache always refreshes it. Zero means
@@ -55,6 +60,7 @@ type Service struct {
 	ttl     time.Duration
 	guards  shardmgr.Guards
 	warm    bool
+	minRun  time.Duration
 	mgr     *shardmgr.Manager
 	metrics *metrics
 
@@ -89,6 +95,7 @@ func New(opts Options) (*Service, error) {
 		ttl:     opts.CacheTTL,
 		guards:  opts.Guards,
 		warm:    opts.Store.Capabilities().WarmThroughput,
+		minRun:  opts.MinRunway,
 		metrics: newMetrics(),
 		configs: map[string]cachedConfig{},
 		shards:  map[string]cachedShards{},
@@ -137,6 +144,11 @@ func (s *Service) Create(ctx context.Context, cfg Config) (Index, bool, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return Index{}, false, err
+	}
+	if runway := time.Duration(cfg.Runway) * cfg.TableBucket; runway < s.minRun {
+		return Index{}, false, fmt.Errorf("%w: index %q: a runway of %d shards of %s covers %s, less than the %s the shard manager may be away (a failover of its lease, a restart): "+
+			"writes would get no_shard; raise runway to at least %d or widen table_bucket",
+			store.ErrInvalid, cfg.Name, cfg.Runway, cfg.TableBucket, runway, s.minRun, (s.minRun+cfg.TableBucket-1)/cfg.TableBucket)
 	}
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
