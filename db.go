@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ebb-data/ebb/expiry"
@@ -26,6 +27,9 @@ type DB struct {
 	lists   *lists.Service
 	tables  *multitable.Registry
 	roles   []*role
+	// managerRan is set once this replica's shard manager has completed a
+	// pass, for Ready.
+	managerRan atomic.Bool
 
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -151,6 +155,27 @@ func (db *DB) PhysicalTables(ctx context.Context) ([]TableUsage, error) {
 // items and bytes.
 func (db *DB) SharedTableUsage(ctx context.Context) ([]multitable.TableUsage, error) {
 	return multitable.Usage(ctx, db.exp)
+}
+
+// Ready reports whether the DB can serve: the backend answers, and the
+// shard manager has completed a pass here or runs on another replica, so
+// shards exist ahead. It returns an error saying what is missing.
+func (db *DB) Ready(ctx context.Context) error {
+	if _, err := db.raw.Tables(ctx, store.MetaTable); err != nil {
+		return fmt.Errorf("backend not answering: %w", err)
+	}
+	if db.managerRan.Load() || db.o.NoBackground {
+		return nil
+	}
+	for _, r := range db.roles {
+		if r.name != RoleShardManager {
+			continue
+		}
+		if st := r.lease.Status(); st.Record.Holder != "" && st.Record.Holder != db.o.ReplicaID && st.Record.Expires.After(db.o.Now()) {
+			return nil // another replica runs it
+		}
+	}
+	return errors.New("the shard manager has not completed a pass yet")
 }
 
 // Close stops the background roles and waits for them, gives up their

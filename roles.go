@@ -86,7 +86,14 @@ func (db *DB) startRoles() error {
 		return nil
 	}
 	mgr := db.indexes.Manager()
-	if err := mk(RoleShardManager, o.ReconcileInterval, mgr.NextRun, mgr.RunOnce); err != nil {
+	managerPass := func(ctx context.Context) error {
+		err := mgr.RunOnce(ctx)
+		if err == nil {
+			db.managerRan.Store(true)
+		}
+		return err
+	}
+	if err := mk(RoleShardManager, o.ReconcileInterval, mgr.NextRun, managerPass); err != nil {
 		return err
 	}
 	if err := mk(RoleSweeper, o.SweepInterval, nil, db.exp.Sweeper().Pass); err != nil {

@@ -18,6 +18,8 @@ type Admin interface {
 	SharedTableUsage(ctx context.Context) ([]multitable.TableUsage, error)
 	// Cluster reports this replica's ID and each background role's lease.
 	Cluster() (replica string, roles []ebb.ReplicaStatus)
+	// Ready returns nil once the replica can serve (GET /readyz).
+	Ready(ctx context.Context) error
 }
 
 var _ Admin = (*ebb.DB)(nil)

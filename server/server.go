@@ -142,6 +142,17 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /healthz", s.observe("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_ = WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}))
+	// Readiness, apart from liveness: a load balancer sends traffic once
+	// the backend answers and shards exist ahead.
+	s.mux.HandleFunc("GET /readyz", s.observe("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if s.admin != nil {
+			if err := s.admin.Ready(r.Context()); err != nil {
+				_ = WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": err.Error()})
+				return
+			}
+		}
+		_ = WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	}))
 	if s.gatherer != nil {
 		metricsHandler := promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{})
 		s.mux.HandleFunc("GET /metrics", s.observe("GET /metrics", metricsHandler.ServeHTTP))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -96,6 +97,14 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	}
 	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
 		return fmt.Errorf("register process collector: %w", err)
+	}
+	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ebb_build_info",
+		Help: "Always 1; the labels say which ebb build runs, on which Go and backend.",
+	}, []string{"version", "go_version", "backend"})
+	buildInfo.WithLabelValues(version, runtime.Version(), cfg.backend).Set(1)
+	if err := reg.Register(buildInfo); err != nil {
+		return fmt.Errorf("register build info: %w", err)
 	}
 	opts, where, err := backendOptions(ctx, cfg, log, reg)
 	if err != nil {

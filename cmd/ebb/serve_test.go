@@ -201,10 +201,23 @@ func TestServeLifecycle(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("metrics: %d", status)
 	}
-	for _, want := range []string{"\ngo_goroutines ", "\nprocess_cpu_seconds_total ", "\nebb_pebble_disk_usage_bytes ", `ebb_http_requests_total{code="200",route="GET /healthz"} 1`} {
+	for _, want := range []string{"\ngo_goroutines ", "\nprocess_cpu_seconds_total ", "\nebb_pebble_disk_usage_bytes ", `ebb_http_requests_total{code="200",route="GET /healthz"} 1`, `ebb_build_info{backend="pebble"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", strings.TrimSpace(want))
 		}
+	}
+	// Ready once the shard manager has run: at once on the embedded
+	// backend, whose lease is this process's.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status, body := get(t, p.url+"/readyz", "")
+		if status == 200 && strings.Contains(body, `"ready"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz after 10s: %d %s", status, body)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	status, body = get(t, p.url+"/v1/admin/tables", "")
 	var admin struct {
