@@ -8,12 +8,20 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BENCH   ?= .
 PKG     ?= ./...
 
-.PHONY: test check build bench clean
+.PHONY: test test-cql check build bench clean
 
-# test starts dynalite (installing it with npm ci the first time) so the
-# DynamoDB backend runs its conformance suite too, then runs check.
+# test starts dynalite (installing it with npm ci the first time) and a
+# single Cassandra node (installing its jars with Maven the first time) so
+# the DynamoDB and CQL backends run their conformance suites too, then runs
+# check.
 test:
-	./scripts/with-dynalite.sh $(MAKE) --no-print-directory check
+	./scripts/with-dynalite.sh ./scripts/with-cassandra.sh $(MAKE) --no-print-directory check
+
+# test-cql runs only the packages with CQL-backed tests, against a fresh
+# Cassandra node, or against EBB_CQL_HOSTS when it is set:
+#   EBB_CQL_HOSTS=127.0.0.1:9042 make test-cql
+test-cql:
+	./scripts/with-cassandra.sh $(GO) test -race -timeout 9m ./store/cql/... ./timeseries/ ./shardmgr/ ./lists/ ./expiry/ ./multitable/
 
 # check is vet, formatting and every test under the race detector, against
 # whatever EBB_DYNAMODB_ENDPOINT / EBB_CQL_HOSTS the environment provides.
