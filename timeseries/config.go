@@ -16,6 +16,7 @@ package timeseries
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ebb-data/ebb/shardmgr"
@@ -100,6 +101,8 @@ func (c Config) Validate() error {
 	switch {
 	case !shardmgr.IndexNamePattern.MatchString(c.Name):
 		return bad("name must match %s", shardmgr.IndexNamePattern)
+	case reservedName(c.Name):
+		return bad("the names ebb, ebb_* and list are reserved for ebb's own tables (ebb_meta, ebb_expiry, ebb_items, list_*)")
 	case c.TableBucket <= 0 || c.TableBucket%time.Second != 0:
 		return bad("table_bucket %s must be a positive whole number of seconds", c.TableBucket)
 	case c.PartitionBucket <= 0 || c.PartitionBucket%time.Millisecond != 0:
@@ -178,3 +181,11 @@ type EventError struct {
 
 func (e *EventError) Error() string { return fmt.Sprintf("event %d: %v", e.Index, e.Err) }
 func (e *EventError) Unwrap() error { return e.Err }
+
+// reservedName reports index names whose shard prefix ("name_") would
+// cover ebb's own tables. Shards are only ever "name_<seconds>", which
+// none of those tables is, so the manager could not drop them anyway; the
+// reservation keeps them out of the index's listing and reports.
+func reservedName(name string) bool {
+	return name == "ebb" || strings.HasPrefix(name, "ebb_") || name == "list"
+}
