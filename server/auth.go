@@ -22,6 +22,7 @@ var ErrAuthConfig = errors.New("server: invalid auth file")
 // A scope is one of:
 //
 //	admin              every route
+//	metrics            GET /metrics only (for a scraper)
 //	*:*                every route but the admin ones
 //	index:NAME         routes on the time-sharded index NAME
 //	list:ENTITY_TYPE   list and list-feature routes of that entity type
@@ -43,8 +44,8 @@ type authToken struct {
 }
 
 type scopes struct {
-	admin, all bool
-	named      map[string]map[string]bool // kind -> names
+	admin, all, metrics bool
+	named               map[string]map[string]bool // kind -> names
 }
 
 // authFile is the YAML layout of an auth file:
@@ -128,6 +129,9 @@ func parseScopes(list []string) (scopes, error) {
 		case "admin":
 			sc.admin = true
 			continue
+		case "metrics":
+			sc.metrics = true
+			continue
 		case "*:*":
 			sc.all = true
 			continue
@@ -137,7 +141,7 @@ func parseScopes(list []string) (scopes, error) {
 		kind, name, ok := strings.Cut(s, ":")
 		switch {
 		case !ok:
-			return scopes{}, fmt.Errorf("scope %q: want admin, *:*, index:NAME, list:ENTITY_TYPE or table:NAME", s)
+			return scopes{}, fmt.Errorf("scope %q: want admin, metrics, *:*, index:NAME, list:ENTITY_TYPE or table:NAME", s)
 		case kind != KindIndex && kind != KindList && kind != KindTable:
 			return scopes{}, fmt.Errorf("scope %q: unknown kind %q; want index, list or table", s, kind)
 		case name == "":
@@ -160,6 +164,8 @@ func (sc scopes) allows(res Resource) bool {
 	switch {
 	case sc.admin:
 		return true
+	case res.Kind == KindMetrics:
+		return sc.metrics
 	case res.Kind == KindAdmin:
 		return false
 	case sc.all:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/server"
 )
 
@@ -85,5 +86,74 @@ func TestClientHangUpIsNotAServerError(t *testing.T) {
 			t.Fatalf("no 499 counted for the hang-up:\n%s", body)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestOverloadIsShed fills the write slots with requests that block, and
+// checks that the next write is refused at once with 503 and Retry-After,
+// while reads and /healthz are still answered.
+func TestOverloadIsShed(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	hold := make(chan struct{})
+	entered := make(chan struct{}, 4)
+	feature := func(s *server.Server) {
+		s.Route("POST /v1/block", server.AdminResource, func(w http.ResponseWriter, r *http.Request) error {
+			entered <- struct{}{}
+			<-hold
+			return server.WriteJSON(w, 200, map[string]int{})
+		})
+		s.Route("GET /v1/quick", server.AdminResource, func(w http.ResponseWriter, r *http.Request) error {
+			return server.WriteJSON(w, 200, map[string]int{})
+		})
+	}
+	ts, _ := start(t, server.Options{Registerer: reg, Features: []server.Feature{feature}, Limits: server.Limits{Writes: 2, Queue: 20 * time.Millisecond}})
+	done := make(chan struct{})
+	for range 2 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			call(t, "POST", ts.URL+"/v1/block", "", nil)
+		}()
+	}
+	<-entered
+	<-entered
+	began := time.Now()
+	r := call(t, "POST", ts.URL+"/v1/block", "", nil)
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" || r.errorCode(t) != "unavailable" {
+		t.Fatalf("third write while two are in flight: %d %q %s", r.status, r.header.Get("Retry-After"), r.body)
+	}
+	if took := time.Since(began); took > time.Second {
+		t.Fatalf("shedding took %v", took)
+	}
+	if r := call(t, "GET", ts.URL+"/v1/quick", "", nil); r.status != 200 {
+		t.Fatalf("a read while writes are full: %d", r.status)
+	}
+	if r := call(t, "GET", ts.URL+"/healthz", "", nil); r.status != 200 {
+		t.Fatalf("healthz while writes are full: %d", r.status)
+	}
+	close(hold)
+	<-done
+	<-done
+	if body := string(call(t, "GET", ts.URL+"/metrics", "", nil).body); !strings.Contains(body, `ebb_http_shed_total{class="write"} 1`) {
+		t.Fatalf("shed not counted:\n%s", body)
+	}
+}
+
+// TestMetricsNeedATokenWithAuth: series name indexes and tables, so with
+// an auth file /metrics needs the metrics (or admin) scope.
+func TestMetricsNeedATokenWithAuth(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	auth := loadAuth(t, "tokens:\n  - token: scrape\n    scopes: [metrics]\n  - token: ev\n    scopes: [\"index:events\"]\n  - token: root\n    scopes: [admin]\n")
+	ts, _ := start(t, server.Options{Registerer: reg, Auth: auth, Admin: adminFor(t, testbackend.Pebble(t, nil), nil)})
+	for tok, want := range map[string]int{"": 401, "ev": 403, "scrape": 200, "root": 200} {
+		if r := call(t, "GET", ts.URL+"/metrics", tok, nil); r.status != want {
+			t.Errorf("/metrics with token %q: %d, want %d", tok, r.status, want)
+		}
+	}
+	// The metrics scope reaches nothing else.
+	if r := call(t, "GET", ts.URL+"/v1/admin/tables", "scrape", nil); r.status != 403 {
+		t.Errorf("/v1/admin/tables with the metrics token: %d, want 403", r.status)
+	}
+	if r := call(t, "GET", ts.URL+"/healthz", "", nil); r.status != 200 {
+		t.Errorf("/healthz without a token: %d", r.status)
 	}
 }

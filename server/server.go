@@ -8,6 +8,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -48,6 +49,9 @@ type Options struct {
 	Features []Feature
 	// Now is the clock handlers use. Nil is time.Now.
 	Now func() time.Time
+	// Limits bounds the requests worked on at once, per class; zero
+	// fields take DefaultLimits.
+	Limits Limits
 }
 
 // Feature registers a feature's routes on a Server being built.
@@ -64,6 +68,8 @@ const (
 	KindList  = "list"
 	KindTable = "table"
 	KindAdmin = "admin"
+	// KindMetrics is GET /metrics, reached by the admin and metrics scopes.
+	KindMetrics = "metrics"
 )
 
 // Resource is what a request acts on, for authorization: Kind is one of
@@ -101,6 +107,7 @@ type Server struct {
 	gatherer prometheus.Gatherer
 	mappings []errorMapping
 	metrics  *metrics
+	admit    *admission
 }
 
 // New builds a Server: the built-in routes (/healthz, /metrics, admin), then
@@ -129,6 +136,7 @@ func New(opts Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.admit = newAdmission(opts.Limits, s.metrics.shed)
 	if s.gatherer == nil {
 		s.gatherer, _ = opts.Registerer.(prometheus.Gatherer)
 	}
@@ -155,7 +163,17 @@ func New(opts Options) (*Server, error) {
 	}))
 	if s.gatherer != nil {
 		metricsHandler := promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{})
-		s.mux.HandleFunc("GET /metrics", s.observe("GET /metrics", metricsHandler.ServeHTTP))
+		s.mux.HandleFunc("GET /metrics", s.observe("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+			// Series name indexes, features and tables: with an auth
+			// file, a scraper needs a token with the metrics scope.
+			if s.auth != nil {
+				if _, err := s.auth.authorize(r, Resource{Kind: KindMetrics}); err != nil {
+					s.writeError(w, r, "GET /metrics", err)
+					return
+				}
+			}
+			metricsHandler.ServeHTTP(w, r)
+		}))
 	}
 	if s.admin != nil {
 		s.routeAdmin()
@@ -200,6 +218,15 @@ func (s *Server) Route(pattern string, res ResourceFunc, h HandlerFunc) {
 		panic("server: Route " + pattern + " without a ResourceFunc")
 	}
 	s.mux.HandleFunc(pattern, s.observe(pattern, func(w http.ResponseWriter, r *http.Request) {
+		release, err := s.admit.admit(r)
+		if err != nil {
+			if errors.Is(err, ErrOverloaded) {
+				w.Header().Set("Retry-After", "1")
+			}
+			s.writeError(w, r, pattern, err)
+			return
+		}
+		defer release()
 		if s.auth != nil {
 			resource := res(r)
 			token, err := s.auth.authorize(r, resource)
@@ -348,6 +375,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	shed     *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -361,6 +389,10 @@ func newMetrics() *metrics {
 			Help:    "Time to answer HTTP requests, by route pattern and status code.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 9), // 0.5 ms .. 33 s
 		}, []string{"route", "code"}),
+		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ebb_http_shed_total",
+			Help: "Requests refused with 503 because their class (read, write, admin) was at its in-flight limit.",
+		}, []string{"class"}),
 	}
 }
 
@@ -372,12 +404,18 @@ func (m *metrics) register(r prometheus.Registerer) error {
 		r.Unregister(m.requests)
 		return err
 	}
+	if err := r.Register(m.shed); err != nil {
+		r.Unregister(m.requests)
+		r.Unregister(m.duration)
+		return err
+	}
 	return nil
 }
 
 func (m *metrics) unregister(r prometheus.Registerer) {
 	r.Unregister(m.requests)
 	r.Unregister(m.duration)
+	r.Unregister(m.shed)
 }
 
 func (m *metrics) observe(route string, status int, d time.Duration) {
