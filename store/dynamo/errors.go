@@ -76,7 +76,7 @@ func mapErr(ctx context.Context, op string, err error) error {
 	}
 	for _, s := range []error{store.ErrTableNotFound, store.ErrInvalid, store.ErrTooLarge,
 		store.ErrThrottled, store.ErrUnavailable, store.ErrNotFound, store.ErrCapacityLimit,
-		store.ErrTableExists, store.ErrClosed} {
+		store.ErrTableExists, store.ErrClosed, store.ErrConflict} {
 		if errors.Is(err, s) {
 			return fmt.Errorf("%s: %w", op, err)
 		}

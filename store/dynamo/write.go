@@ -42,6 +42,14 @@ func (s *Store) Write(ctx context.Context, name string, batch []store.Mutation) 
 	if err != nil {
 		return err
 	}
+	if len(rs) == 1 && rs[0].Cond != nil {
+		// ResolveBatch keeps a conditional mutation alone in its batch,
+		// so it folds into exactly one op.
+		if err := s.conditional(ctx, t, phases[0][0], rs[0].Cond); err != nil {
+			return s.tableErr(ctx, t, "write", err)
+		}
+		return nil
+	}
 	if s.atomic(rs, phases) {
 		if err := s.transact(ctx, t, phases[0]); err != nil {
 			return s.tableErr(ctx, t, "write", err)
@@ -240,9 +248,22 @@ func updateExpr(b *exprBuilder, o *op, ttl string) string {
 // are complementary, so one of them holds unless a concurrent write slips
 // in between; then it tries again.
 func (s *Store) update(ctx context.Context, t *table, o *op) error {
+	return s.updateIf(ctx, t, o, nil)
+}
+
+// updateIf is update with an extra condition joined to each attempt's own
+// (nil: none); a failure of both attempts is then a failed condition.
+func (s *Store) updateIf(ctx context.Context, t *table, o *op, extra func(b *exprBuilder) string) error {
 	send := func(ttl func(b *exprBuilder) (string, string)) error {
 		b := newExpr()
 		tv, cond := ttl(b)
+		if extra != nil {
+			if cond == "" {
+				cond = extra(b)
+			} else {
+				cond = "(" + cond + ") AND " + extra(b)
+			}
+		}
 		in := &dynamodb.UpdateItemInput{
 			TableName:        aws.String(t.physical),
 			Key:              o.key(),
@@ -278,6 +299,10 @@ func (s *Store) update(ctx context.Context, t *table, o *op) error {
 			return err
 		}
 		if err = send(keep); !isConditionFailed(err) {
+			return err
+		}
+		if extra != nil {
+			// Complementary TTL conditions both failed: the caller's did.
 			return err
 		}
 	}

@@ -1,0 +1,69 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// conditionExpr renders a store condition as a DynamoDB condition
+// expression over this backend's item layout, evaluated by the service
+// atomically with the write. "Live" follows the read path: the marker (x)
+// or a cell's expiry (eI) after now. A comparison with a missing attribute
+// is false in DynamoDB, so a missing item, marker or cell is not live.
+func conditionExpr(b *exprBuilder, spec *store.TableSpec, c *store.ResolvedCondition, now int64) string {
+	n := b.value(numAttr(now))
+	switch c.Kind {
+	case store.IfEquals:
+		return fmt.Sprintf("(%s = %s AND %s > %s)", b.name(vName(c.Col)), b.value(encodeValue(c.Value)), b.name(eName(c.Col)), n)
+	}
+	live := []string{fmt.Sprintf("%s > %s", b.name(attrMarker), n)}
+	for i := range spec.Values {
+		live = append(live, fmt.Sprintf("%s > %s", b.name(eName(i)), n))
+	}
+	expr := "(" + strings.Join(live, " OR ") + ")"
+	if c.Kind == store.IfAbsent {
+		return "NOT " + expr
+	}
+	return expr
+}
+
+// conditional sends the one op of a conditional mutation with its
+// condition; a failed condition is ErrConflict and writes nothing.
+func (s *Store) conditional(ctx context.Context, t *table, o *op, c *store.ResolvedCondition) error {
+	now := s.now().UnixMilli()
+	var err error
+	switch o.kind {
+	case opPut:
+		b := newExpr()
+		cond := conditionExpr(b, &t.spec, c, now)
+		_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(t.physical), Item: o.item, ConditionExpression: aws.String(cond),
+			ExpressionAttributeNames: b.names, ExpressionAttributeValues: b.valueMap(),
+		})
+	case opDelete:
+		b := newExpr()
+		cond := conditionExpr(b, &t.spec, c, now)
+		_, err = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: aws.String(t.physical), Key: o.key(), ConditionExpression: aws.String(cond),
+			ExpressionAttributeNames: b.names, ExpressionAttributeValues: b.valueMap(),
+		})
+	case opUpdate:
+		// update's own TTL conditions are joined to the caller's: when
+		// both of its complementary attempts fail, the caller's condition
+		// did not hold (or a concurrent writer changed the row between
+		// them, which a compare-and-swap caller retries just the same).
+		err = s.updateIf(ctx, t, o, func(b *exprBuilder) string { return conditionExpr(b, &t.spec, c, now) })
+	default:
+		return fmt.Errorf("%w: a conditional mutation must be an Upsert, DeleteRow or DeleteCells", store.ErrInvalid)
+	}
+	if isConditionFailed(err) {
+		return &store.MutationError{Index: 0, Err: store.ErrConflict}
+	}
+	return err
+}
