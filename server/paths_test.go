@@ -157,3 +157,30 @@ func TestMetricsNeedATokenWithAuth(t *testing.T) {
 		t.Errorf("/healthz without a token: %d", r.status)
 	}
 }
+
+// TestStrictJSON: keys given twice, and struct fields in another case,
+// are refused rather than resolved silently (encoding/json takes the last
+// duplicate and matches names case-insensitively).
+func TestStrictJSON(t *testing.T) {
+	srv := startTables(t, nil)
+	for _, body := range []string{
+		`{"default_ttl":"0s","default_ttl":"1h"}`,
+		`{"Default_TTL":"1h"}`,
+	} {
+		r := call(t, "PUT", srv.url+"/v1/tables/strict", "", strings.NewReader(body))
+		if r.status != 400 || r.errorCode(t) != "invalid_argument" {
+			t.Fatalf("PUT table %s: %d %s", body, r.status, r.body)
+		}
+	}
+	if r := call(t, "PUT", srv.url+"/v1/tables/strict", "", strings.NewReader(`{"default_ttl":"0s"}`)); r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	// Inside free-form attributes too: which "a" would a reader see?
+	r := call(t, "PUT", srv.url+"/v1/tables/strict/items/k", "", strings.NewReader(`{"timestamp":"2026-03-01T12:00:00Z","attributes":{"a":1,"b":{"c":1,"c":2}}}`))
+	if r.status != 400 || !strings.Contains(string(r.body), "twice") {
+		t.Fatalf("duplicate nested attribute: %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", srv.url+"/v1/tables/strict/items/k", "", nil); r.status != 404 {
+		t.Fatalf("the refused put wrote: %d %s", r.status, r.body)
+	}
+}

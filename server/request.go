@@ -1,11 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -59,11 +61,18 @@ func DecodeJSON(r *http.Request, v any) error {
 	}
 	// The limit wraps whatever reader the caller has, so a handler that
 	// reads the body twice still cannot read more than the limit.
-	body := http.MaxBytesReader(nil, r.Body, MaxBodyBytes)
-	dec := json.NewDecoder(body)
+	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBodyBytes))
+	if err != nil {
+		return decodeError(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)
+	}
+	// Duplicate keys and fields in the wrong case, which json accepts.
+	if err := checkStrict(data, reflect.TypeOf(v)); err != nil {
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "invalid JSON body: %v", err)
 	}
 	// Exactly one value: "{} {}" or "{}x" is a malformed request, not two.
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
