@@ -20,6 +20,9 @@ type Admin interface {
 	Cluster() (replica string, roles []ebb.ReplicaStatus)
 	// Ready returns nil once the replica can serve (GET /readyz).
 	Ready(ctx context.Context) error
+	// Backup writes a consistent copy of the embedded store into a new
+	// directory on the server's file system.
+	Backup(ctx context.Context, dir string) (ebb.Backup, error)
 }
 
 var _ Admin = (*ebb.DB)(nil)
@@ -29,6 +32,27 @@ var _ Admin = (*ebb.DB)(nil)
 func (s *Server) routeAdmin() {
 	s.Route("GET /v1/admin/tables", AdminResource, s.adminTables)
 	s.Route("GET /v1/admin/cluster", AdminResource, s.adminCluster)
+	s.Route("POST /v1/admin/backup", AdminResource, s.adminBackup)
+}
+
+// adminBackup takes a checkpoint of the embedded store into the directory
+// the body names, on the server's own file system.
+func (s *Server) adminBackup(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		To string `json:"to"`
+	}
+	if err := DecodeJSON(r, &req); err != nil {
+		return err
+	}
+	if req.To == "" {
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "to: the backup directory is required")
+	}
+	b, err := s.admin.Backup(r.Context(), req.To)
+	if err != nil {
+		return err
+	}
+	s.log.Info("backup taken", "dir", b.Dir, "bytes", b.Bytes, "took", b.Took)
+	return WriteJSON(w, http.StatusOK, map[string]any{"dir": b.Dir, "bytes": b.Bytes, "took": b.Took.String()})
 }
 
 // tableJSON is one table in GET /v1/admin/tables.

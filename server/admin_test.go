@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ebb-data/ebb"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -109,5 +111,30 @@ func TestAdminTablesNeedsAdminScope(t *testing.T) {
 		if r := call(t, "GET", ts.URL+"/v1/admin/tables", tok, nil); r.status != 403 {
 			t.Errorf("%s: %d", tok, r.status)
 		}
+	}
+}
+
+func TestAdminBackup(t *testing.T) {
+	dir := t.TempDir()
+	db, err := ebb.Open(t.Context(), ebb.Options{Dir: filepath.Join(dir, "data"), NoBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	ts, _ := start(t, server.Options{DB: db})
+	to := filepath.Join(dir, "b1")
+	r := call(t, "POST", ts.URL+"/v1/admin/backup", "", strings.NewReader(`{"to":"`+to+`"}`))
+	var out struct {
+		Dir   string `json:"dir"`
+		Bytes int64  `json:"bytes"`
+	}
+	if r.status != 200 || json.Unmarshal(r.body, &out) != nil || out.Dir != to || out.Bytes <= 0 {
+		t.Fatalf("backup: %d %s", r.status, r.body)
+	}
+	if r := call(t, "POST", ts.URL+"/v1/admin/backup", "", strings.NewReader(`{"to":"`+to+`"}`)); r.status != 409 {
+		t.Fatalf("backup into an existing directory: %d %s", r.status, r.body)
+	}
+	if r := call(t, "POST", ts.URL+"/v1/admin/backup", "", strings.NewReader(`{"to":"relative/dir"}`)); r.status != 400 {
+		t.Fatalf("backup to a relative path: %d %s", r.status, r.body)
 	}
 }

@@ -85,6 +85,16 @@ type DeferredWriter interface {
 	WriteDeferred(ctx context.Context, table string, batch []Mutation) error
 }
 
+// Checkpointer is implemented by backends that can copy their whole
+// state, consistently, to a local directory (the embedded backend); remote
+// backends have their provider's backups instead.
+type Checkpointer interface {
+	// Checkpoint writes a consistent copy of the store into dir, which
+	// must not exist, and returns the bytes written. Every write
+	// acknowledged before the call is in the copy.
+	Checkpoint(ctx context.Context, dir string) (int64, error)
+}
+
 // MutationKind says what a Mutation does.
 type MutationKind uint8
 
