@@ -10,12 +10,12 @@ PKG     ?= ./...
 
 .PHONY: test test-cql check build bench clean
 
-# test starts dynalite (installing it with npm ci the first time) and a
-# single Cassandra node (installing its jars with Maven the first time) so
-# the DynamoDB and CQL backends run their conformance suites too, then runs
-# check.
+# test starts dynalite and Amazon's DynamoDB Local (installing each with
+# npm ci the first time) and a single Cassandra node (installing its jars
+# with Maven the first time) so the DynamoDB and CQL backends run their
+# conformance suites too, then runs check.
 test:
-	./scripts/with-dynalite.sh ./scripts/with-cassandra.sh $(MAKE) --no-print-directory check
+	./scripts/with-dynalite.sh ./scripts/with-dynamodb-local.sh ./scripts/with-cassandra.sh $(MAKE) --no-print-directory check
 
 # test-cql runs only the packages with CQL-backed tests, against a fresh
 # Cassandra node, or against EBB_CQL_HOSTS when it is set:
@@ -24,7 +24,8 @@ test-cql:
 	./scripts/with-cassandra.sh $(GO) test -race -timeout 9m ./store/cql/... ./timeseries/ ./shardmgr/ ./lists/ ./expiry/ ./multitable/
 
 # check is vet, formatting and every test under the race detector, against
-# whatever EBB_DYNAMODB_ENDPOINT / EBB_CQL_HOSTS the environment provides.
+# whatever EBB_DYNAMODB_ENDPOINT / EBB_DYNAMODB_LOCAL_ENDPOINT /
+# EBB_CQL_HOSTS the environment provides.
 check:
 	$(GO) vet ./...
 	@unformatted="$$(find . -name '*.go' -not -path './.git/*' -not -path '*/node_modules/*' -not -path '*/testdata/*' -print0 | xargs -0 -r gofmt -l)"; \

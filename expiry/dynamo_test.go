@@ -22,3 +22,15 @@ func TestDynamo(t *testing.T) {
 		catchUp:  Options{Window: 5 * time.Second, Shards: 4},
 	})
 }
+
+// TestDynamoDBLocal runs the same suite on Amazon's DynamoDB Local at
+// EBB_DYNAMODB_LOCAL_ENDPOINT, where the backend writes batches with
+// TransactWriteItems. It fails, never skips, without the endpoint.
+func TestDynamoDBLocal(t *testing.T) {
+	dynamotest.DynamoDBLocal.Require(t)
+	runSuite(t, testbackend.DynamoDBLocal, suiteConfig{
+		massRows: 2000,
+		downtime: 10 * time.Minute,
+		catchUp:  Options{Window: 5 * time.Second, Shards: 4},
+	})
+}

@@ -35,3 +35,5 @@ func newEnv(t testing.TB, f testbackend.Factory) *env {
 func TestPebble(t *testing.T) { runSuite(t, testbackend.Pebble) }
 
 func TestDynamo(t *testing.T) { runSuite(t, testbackend.Dynamo) }
+
+func TestDynamoDBLocal(t *testing.T) { runSuite(t, testbackend.DynamoDBLocal) }

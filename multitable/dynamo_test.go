@@ -14,3 +14,11 @@ func TestDynamo(t *testing.T) {
 	dynamotest.Require(t)
 	runSuite(t, backend{open: testbackend.Dynamo})
 }
+
+// TestDynamoDBLocal runs the suite on Amazon's DynamoDB Local at
+// EBB_DYNAMODB_LOCAL_ENDPOINT (scripts/with-dynamodb-local.sh). It fails,
+// never skips, when none is configured.
+func TestDynamoDBLocal(t *testing.T) {
+	dynamotest.DynamoDBLocal.Require(t)
+	runSuite(t, backend{open: testbackend.DynamoDBLocal})
+}

@@ -1,9 +1,11 @@
 // Package testbackend opens the store backends that backend-independent
-// tests run on: the embedded Pebble backend in memory, and DynamoDB at
+// tests run on: the embedded Pebble backend in memory, DynamoDB at
 // EBB_DYNAMODB_ENDPOINT (scripts/with-dynalite.sh starts dynalite and sets
-// it). It is for _test files only; feature code never picks a backend.
+// it) and at EBB_DYNAMODB_LOCAL_ENDPOINT (scripts/with-dynamodb-local.sh
+// starts Amazon's DynamoDB Local and sets it). It is for _test files only;
+// feature code never picks a backend.
 //
-// Without the endpoint the DynamoDB factory fails the test rather than
+// Without their endpoints the DynamoDB factories fail the test rather than
 // skipping it, so that a run which did not cover DynamoDB cannot pass for
 // one that did.
 package testbackend
@@ -52,11 +54,21 @@ func Dynamo(t testing.TB, now func() time.Time) store.Store {
 	return dynamotest.New(t, now)
 }
 
+// DynamoDBLocal opens the DynamoDB backend on Amazon's DynamoDB Local at
+// EBB_DYNAMODB_LOCAL_ENDPOINT (scripts/with-dynamodb-local.sh starts it and
+// sets it), where batches go through TransactWriteItems. Like Dynamo, it
+// fails the test when no endpoint is configured.
+func DynamoDBLocal(t testing.TB, now func() time.Time) store.Store {
+	t.Helper()
+	return dynamotest.DynamoDBLocal.New(t, now)
+}
+
 // All returns every backend, in the order subtests run.
 func All() []Named {
 	return []Named{
 		{Name: "pebble", Open: Pebble},
 		{Name: "dynamodb", Open: Dynamo},
+		{Name: "dynamodb-local", Open: DynamoDBLocal},
 	}
 }
 

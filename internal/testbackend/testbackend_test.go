@@ -56,7 +56,16 @@ func TestEach(t *testing.T) {
 			t.Fatalf("Get at expiry: %v, want ErrNotFound", err)
 		}
 	})
-	if want := []string{"TestEach/pebble", "TestEach/dynamodb"}; !slices.Equal(ran, want) {
+	var want []string
+	for _, b := range testbackend.All() {
+		want = append(want, "TestEach/"+b.Name)
+	}
+	if !slices.Equal(ran, want) {
 		t.Fatalf("ran %v, want %v", ran, want)
+	}
+	for _, name := range []string{"TestEach/pebble", "TestEach/dynamodb", "TestEach/dynamodb-local"} {
+		if !slices.Contains(ran, name) {
+			t.Errorf("no %s subtest", name)
+		}
 	}
 }

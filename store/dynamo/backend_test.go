@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/dynamo"
 	"github.com/ebb-data/ebb/store/dynamo/dynamotest"
 	"github.com/ebb-data/ebb/store/storetest"
 	"github.com/prometheus/client_golang/prometheus"
@@ -214,5 +215,57 @@ func TestMetrics(t *testing.T) {
 	}
 	if gets < 1 {
 		t.Fatalf("GetItem ok count = %v, want at least 1", gets)
+	}
+}
+
+// TestTablePrefix opens two Stores with different table prefixes on one
+// endpoint: each physical table carries its Store's prefix, and neither
+// Store sees, or collides with, the other's tables of the same name.
+func TestTablePrefix(t *testing.T) {
+	ctx := t.Context()
+	a := dynamotest.New(t, storetest.NewClock(epoch).Now)
+	b := dynamotest.New(t, storetest.NewClock(epoch).Now)
+	if a.TablePrefix() == b.TablePrefix() || a.TablePrefix() == "" {
+		t.Fatalf("prefixes %q and %q", a.TablePrefix(), b.TablePrefix())
+	}
+	other := eventsSpec
+	other.DefaultTTL = time.Hour
+	if err := a.CreateTable(ctx, eventsSpec); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CreateTable(ctx, other); err != nil {
+		t.Fatalf("same name, other spec, other prefix: %v", err)
+	}
+	m := upsert("a", 1, "x", time.Time{})
+	if err := a.Write(ctx, "events", []store.Mutation{m}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(ctx, "events", []any{"a"}, m.Clustering); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("row written through one prefix read through the other: %v", err)
+	}
+	for _, s := range []*dynamo.Store{a, b} {
+		listed, err := s.Tables(ctx, "")
+		if err != nil || len(listed) != 1 || listed[0].Spec.Name != "events" {
+			t.Fatalf("prefix %q lists %+v, %v; want its own events table only", s.TablePrefix(), listed, err)
+		}
+		names, err := s.Client().ListTables(ctx, &dynamodb.ListTablesInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]bool{s.TablePrefix() + "events": false, s.TablePrefix() + "ebb.catalog": false}
+		for _, n := range names.TableNames {
+			if _, ok := want[n]; ok {
+				want[n] = true
+			}
+		}
+		for n, found := range want {
+			if !found {
+				t.Errorf("no physical table %q", n)
+			}
+		}
+	}
+	bt, err := b.Tables(ctx, "")
+	if err != nil || !bt[0].Spec.Equal(other) {
+		t.Fatalf("second prefix's table: %+v, %v; want its own spec", bt, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/ebb-data/ebb/store"
 )
@@ -54,11 +55,21 @@ func (s *Store) conditional(ctx context.Context, t *table, o *op, c *store.Resol
 			ExpressionAttributeNames: b.names, ExpressionAttributeValues: b.valueMap(),
 		})
 	case opUpdate:
-		// update's own TTL conditions are joined to the caller's: when
-		// both of its complementary attempts fail, the caller's condition
-		// did not hold (or a concurrent writer changed the row between
-		// them, which a compare-and-swap caller retries just the same).
-		err = s.updateIf(ctx, t, o, func(b *exprBuilder) string { return conditionExpr(b, &t.spec, c, now) })
+		// update's own TTL conditions are joined to the caller's. When
+		// both of its complementary attempts fail, either the caller's
+		// condition does not hold or a concurrent writer changed the row
+		// between them; a consistent read tells which, so that a write
+		// whose condition holds is not refused for a race it lost.
+		err = s.update(ctx, t, o, func(b *exprBuilder) string { return conditionExpr(b, &t.spec, c, now) },
+			func(ctx context.Context) (bool, error) {
+				out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+					TableName: aws.String(t.physical), Key: o.key(), ConsistentRead: aws.Bool(true),
+				})
+				if err != nil {
+					return false, err
+				}
+				return conditionHolds(&t.spec, c, out.Item, now), nil
+			})
 	default:
 		return fmt.Errorf("%w: a conditional mutation must be an Upsert, DeleteRow or DeleteCells", store.ErrInvalid)
 	}
@@ -66,4 +77,24 @@ func (s *Store) conditional(ctx context.Context, t *table, o *op, c *store.Resol
 		return &store.MutationError{Index: 0, Err: store.ErrConflict}
 	}
 	return err
+}
+
+// conditionHolds evaluates c on an item as read (nil when there is none) at
+// now, as conditionExpr does on the service.
+func conditionHolds(spec *store.TableSpec, c *store.ResolvedCondition, item map[string]types.AttributeValue, now int64) bool {
+	switch c.Kind {
+	case store.IfAbsent:
+		return item == nil || !itemLive(spec, item, now)
+	case store.IfExists:
+		return item != nil && itemLive(spec, item, now)
+	}
+	av, ok := item[vName(c.Col)]
+	if !ok {
+		return false
+	}
+	if e, ok := numOf(item, eName(c.Col)); !ok || !liveAt(e, now) {
+		return false
+	}
+	v, err := decodeValue(spec.Values[c.Col].Type, av)
+	return err == nil && store.ValuesEqual(v, c.Value)
 }

@@ -1,5 +1,5 @@
 // Package dynamo is the ebb backend for the DynamoDB API: AWS DynamoDB and
-// ScyllaDB Alternator, tested against dynalite.
+// ScyllaDB Alternator, tested against dynalite and Amazon's DynamoDB Local.
 //
 // # Layout
 //
@@ -16,11 +16,13 @@
 //
 // Expiry is resolved on read against the Store's clock from precise
 // millisecond attributes, so an expired row is never returned. A native TTL
-// attribute (epoch seconds, at or after the last expiry of every part of the
-// row, absent when some part never expires) is switched on with
+// attribute (epoch seconds, Options.TTLMargin after the last expiry of every
+// part of the row, absent when some part never expires) is switched on with
 // UpdateTimeToLive where the endpoint supports it, as a backstop: DynamoDB
-// deletes expired items within days, on its own clock. DeleteIfExpired is a
-// conditional DeleteItem, so a row whose expiry was extended survives.
+// deletes expired items within days, on its own clock, and the margin keeps
+// it from deleting a row that ebb's clock, running behind, still holds live.
+// DeleteIfExpired is a conditional DeleteItem, so a row whose expiry was
+// extended survives.
 //
 // # Writes
 //
@@ -33,7 +35,10 @@
 // 25, with UnprocessedItems re-sent under exponential backoff with jitter
 // for a bounded number of attempts (then store.ErrThrottled), and partial
 // writes as UpdateItem; everything is idempotent, so a failed Write can be
-// retried.
+// retried. A conditional mutation (Mutation.If), alone in its batch, is one
+// PutItem, UpdateItem or DeleteItem whose ConditionExpression compares the
+// expiry attributes with the Store's clock, so the service checks liveness
+// as the reader sees it, atomically with the write (see condition.go).
 //
 // # Indexes: local, not global
 //

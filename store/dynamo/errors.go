@@ -59,6 +59,13 @@ func errMessage(err error) string {
 	return err.Error()
 }
 
+// isSizeMessage reports whether a validation message is about a size limit
+// (an item, a key, a request), which DynamoDB reports as a validation error.
+func isSizeMessage(msg string) bool {
+	msg = strings.ToLower(msg)
+	return strings.Contains(msg, "size") || strings.Contains(msg, "too large") || strings.Contains(msg, "exceeded")
+}
+
 // throttleCodes are the codes DynamoDB uses when it refuses for lack of
 // capacity or request rate; the SDK retries them, and what is left after
 // the bound surfaces as store.ErrThrottled.
@@ -90,8 +97,7 @@ func mapErr(ctx context.Context, op string, err error) error {
 	case code == "ItemCollectionSizeLimitExceededException":
 		return fmt.Errorf("%s: %w: %w", op, store.ErrTooLarge, err)
 	case code == "ValidationException":
-		msg := strings.ToLower(errMessage(err))
-		if strings.Contains(msg, "size") || strings.Contains(msg, "too large") || strings.Contains(msg, "exceeded") {
+		if isSizeMessage(errMessage(err)) {
 			return fmt.Errorf("%s: %w: %w", op, store.ErrTooLarge, err)
 		}
 		return fmt.Errorf("%s: %w: %w", op, store.ErrInvalid, err)

@@ -65,11 +65,12 @@ func (o *op) key() map[string]types.AttributeValue {
 
 type phase []*op
 
-// fold folds resolved mutations into phases; now is in Unix ms. Items are
+// fold folds resolved mutations into phases; now is in Unix ms and margin
+// is Options.TTLMargin in ms. Items are
 // measured against DynamoDB's item size limit here, before anything is
 // sent; an oversize row fails as a *store.MutationError wrapping
 // store.ErrTooLarge.
-func fold(spec *store.TableSpec, rs []store.ResolvedMutation, now int64) ([]phase, error) {
+func fold(spec *store.TableSpec, rs []store.ResolvedMutation, now, margin int64) ([]phase, error) {
 	var phases []phase
 	// cur maps a row key to its pending op and that op's phase.
 	type slot struct {
@@ -86,7 +87,7 @@ func fold(spec *store.TableSpec, rs []store.ResolvedMutation, now int64) ([]phas
 		if ok {
 			prev = s.o
 		}
-		next, fresh := apply(spec, prev, r, sk, now)
+		next, fresh := apply(spec, prev, r, sk, now, margin)
 		next.last = i
 		if fresh {
 			p := 0
@@ -116,13 +117,13 @@ func fold(spec *store.TableSpec, rs []store.ResolvedMutation, now int64) ([]phas
 // apply folds r into prev (nil when the row has no pending op in its
 // current phase). It returns the op to use and whether it is a new op that
 // must be added to a phase (as opposed to prev modified in place).
-func apply(spec *store.TableSpec, prev *op, r *store.ResolvedMutation, sk []byte, now int64) (*op, bool) {
+func apply(spec *store.TableSpec, prev *op, r *store.ResolvedMutation, sk []byte, now, margin int64) (*op, bool) {
 	full := r.Kind == store.Upsert && len(r.Cells) == len(spec.Values)
 	newOp := func(kind opKind) *op { return &op{kind: kind, pk: r.PartitionKey, sk: sk} }
 	switch {
 	case full:
 		o := newOp(opPut)
-		o.item = upsertItem(spec, r)
+		o.item = upsertItem(spec, r, margin)
 		return replace(prev, o)
 	case r.Kind == store.DeleteRow:
 		return replace(prev, newOp(opDelete))
@@ -146,12 +147,12 @@ func apply(spec *store.TableSpec, prev *op, r *store.ResolvedMutation, sk []byte
 			for _, c := range r.Cells {
 				setCell(spec, prev.item, c)
 			}
-			setTTL(spec, prev.item)
+			setTTL(spec, prev.item, margin)
 		case store.DeleteCells:
 			for _, c := range r.Cells {
 				deleteCell(prev.item, c.Col)
 			}
-			setTTL(spec, prev.item)
+			setTTL(spec, prev.item, margin)
 		case store.DeleteIfExpired:
 			if !itemLive(spec, prev.item, now) {
 				prev.kind, prev.item = opDelete, nil
@@ -161,7 +162,7 @@ func apply(spec *store.TableSpec, prev *op, r *store.ResolvedMutation, sk []byte
 	case opDelete:
 		switch r.Kind {
 		case store.Upsert:
-			prev.kind, prev.item = opPut, upsertItem(spec, r)
+			prev.kind, prev.item = opPut, upsertItem(spec, r, margin)
 		case store.DeleteCells, store.DeleteIfExpired:
 		}
 		return prev, false

@@ -25,8 +25,8 @@ import (
 //	iI   B  for an indexed column I: 16 bytes of SHA-256 of the value's key
 //	        encoding, the sort key of the local secondary index
 //	ttl  N  epoch seconds at or after which every part of the row has
-//	        expired; absent when some part may never expire. Native TTL
-//	        works from it as a backstop.
+//	        expired, plus Options.TTLMargin; absent when some part may
+//	        never expire. Native TTL works from it as a backstop.
 //
 // "Never" is stored as the largest int64 rather than as an absent attribute
 // so that DeleteIfExpired's condition is one comparison per column and stays
@@ -169,7 +169,8 @@ func indexed(spec *store.TableSpec, col int) bool {
 }
 
 // upsertItem builds the whole item an Upsert leaves when it replaces the row.
-func upsertItem(spec *store.TableSpec, r *store.ResolvedMutation) map[string]types.AttributeValue {
+// margin is Options.TTLMargin in ms.
+func upsertItem(spec *store.TableSpec, r *store.ResolvedMutation, margin int64) map[string]types.AttributeValue {
 	item := map[string]types.AttributeValue{
 		attrPK:     bytesAttr(r.PartitionKey),
 		attrSK:     bytesAttr(rowSK(r.ClusteringKey)),
@@ -178,22 +179,22 @@ func upsertItem(spec *store.TableSpec, r *store.ResolvedMutation) map[string]typ
 	for _, c := range r.Cells {
 		setCell(spec, item, c)
 	}
-	setTTL(spec, item)
+	setTTL(spec, item, margin)
 	return item
 }
 
 // setTTL sets or removes the native TTL attribute of a whole item.
-func setTTL(spec *store.TableSpec, item map[string]types.AttributeValue) {
-	if sec, ok := itemTTL(spec, item); ok {
+func setTTL(spec *store.TableSpec, item map[string]types.AttributeValue, margin int64) {
+	if sec, ok := itemTTL(spec, item, margin); ok {
 		item[attrTTL] = numAttr(sec)
 	} else {
 		delete(item, attrTTL)
 	}
 }
 
-// itemTTL is the epoch second after which nothing of the item is live; ok is
-// false when some part never expires.
-func itemTTL(spec *store.TableSpec, item map[string]types.AttributeValue) (int64, bool) {
+// itemTTL is the epoch second, margin ms past the moment after which nothing
+// of the item is live; ok is false when some part never expires.
+func itemTTL(spec *store.TableSpec, item map[string]types.AttributeValue, margin int64) (int64, bool) {
 	maxExp := int64(0)
 	if x, ok := numOf(item, attrMarker); ok {
 		maxExp = x
@@ -211,12 +212,19 @@ func itemTTL(spec *store.TableSpec, item map[string]types.AttributeValue) (int64
 	if maxExp == never {
 		return 0, false
 	}
-	return ttlSeconds(maxExp), true
+	return ttlSeconds(maxExp, margin), true
 }
 
-// ttlSeconds rounds an expiry in ms up to whole seconds, plus one second of
-// margin: the backstop must never fire while any part is live.
-func ttlSeconds(ms int64) int64 { return (ms+999)/1000 + 1 }
+// ttlSeconds is the native TTL attribute for a last expiry of ms (Unix ms):
+// margin ms later, rounded up to whole seconds, so that the backstop never
+// fires while any part is live on ebb's clock, nor within margin of it. It
+// saturates instead of overflowing for expiries near the end of time.
+func ttlSeconds(ms, margin int64) int64 {
+	if ms > math.MaxInt64-margin-999 {
+		return math.MaxInt64 / 1000
+	}
+	return (ms + margin + 999) / 1000
+}
 
 // liveAt reports whether an expiry (Unix ms) is still live at now.
 func liveAt(exp, now int64) bool { return exp > now }

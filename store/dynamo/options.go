@@ -13,9 +13,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/credentials/ec2rolecreds"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/logging"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -50,12 +53,36 @@ type Options struct {
 	MaxAttempts int
 	// MaxBackoff caps the exponential backoff between attempts. Zero means 2 s.
 	MaxBackoff time.Duration
+	// TTLMargin is how far past a row's last expiry its native TTL
+	// attribute lies. Native TTL deletes on the provider's clock while ebb
+	// resolves expiry on its own, so the margin is what keeps the backstop
+	// from deleting a row ebb still considers live when ebb's clock runs
+	// behind the provider's. Zero means DefaultTTLMargin (one hour; see
+	// docs/backends.md for the reasoning).
+	TTLMargin time.Duration
+	// NoNativeTTL leaves native TTL off on the tables this Store creates
+	// (and on its catalog), and Capabilities reports NativeTTL false. The
+	// TTL attribute is still written, so a Store opened later without this
+	// option turns the backstop on for existing rows too. It does not
+	// switch off native TTL that is already on. Tests that drive expiry
+	// with a clock far from the provider's set it; zero leaves the
+	// backstop on.
+	NoNativeTTL bool
 	// Logger receives probe results and retries. Nil discards.
 	Logger *slog.Logger
 	// Client, when set, is used as is (Endpoint, Region, MaxAttempts and
 	// credentials are then the caller's business).
 	Client *dynamodb.Client
 }
+
+// DefaultTTLMargin is the default Options.TTLMargin. An hour is far more
+// than the clock skew of a working host (NTP keeps hosts within
+// milliseconds; a virtual machine resumed from a pause lags until NTP steps
+// its clock), and it costs nothing that matters: the expiry sweeper deletes
+// expired rows within seconds, and the backstop, which only catches what
+// the sweeper missed, runs within days on AWS and on a 24 h scan on
+// Alternator anyway.
+const DefaultTTLMargin = time.Hour
 
 // DefaultOptions returns the options ebb serve starts from.
 func DefaultOptions() Options {
@@ -64,6 +91,7 @@ func DefaultOptions() Options {
 		TableTimeout: 5 * time.Minute,
 		MaxAttempts:  8,
 		MaxBackoff:   2 * time.Second,
+		TTLMargin:    DefaultTTLMargin,
 	}
 }
 
@@ -84,8 +112,8 @@ func (o Options) Validate() error {
 			return bad("endpoint %q is not an http(s) URL", o.Endpoint)
 		}
 	}
-	if o.Timeout < 0 || o.TableTimeout < 0 || o.MaxBackoff < 0 {
-		return bad("negative timeout or backoff")
+	if o.Timeout < 0 || o.TableTimeout < 0 || o.MaxBackoff < 0 || o.TTLMargin < 0 {
+		return bad("negative timeout, backoff or TTL margin")
 	}
 	if o.MaxAttempts < 0 || o.MaxAttempts > 100 {
 		return bad("max attempts %d outside 0..100", o.MaxAttempts)
@@ -107,6 +135,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBackoff == 0 {
 		o.MaxBackoff = d.MaxBackoff
+	}
+	if o.TTLMargin == 0 {
+		o.TTLMargin = d.TTLMargin
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -131,24 +162,51 @@ func isLoopback(endpoint string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// newHTTPClient is the transport the Store owns (and closes) when it builds
-// its own SDK client.
-func newHTTPClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   100,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-	}}
+// newHTTPClient is the HTTP client a Store that builds its own SDK client
+// starts from. It is the SDK's buildable client, so that the
+// standard AWS configuration can still adjust it while it is loaded: a CA
+// bundle (AWS_CA_BUNDLE, ca_bundle in the shared config) adds root
+// certificates, and the proxy comes from HTTPS_PROXY / NO_PROXY.
+func newHTTPClient() *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().
+		WithDialerOptions(func(d *net.Dialer) {
+			d.Timeout = 5 * time.Second
+			d.KeepAlive = 30 * time.Second
+		}).
+		WithTransportOptions(func(tr *http.Transport) {
+			tr.Proxy = http.ProxyFromEnvironment
+			// Up to parallelism requests per Write, from many goroutines.
+			tr.MaxIdleConns = 100
+			tr.MaxIdleConnsPerHost = 100
+			tr.IdleConnTimeout = 90 * time.Second
+			tr.TLSHandshakeTimeout = 10 * time.Second
+			tr.ExpectContinueTimeout = time.Second
+		})
 }
 
-// newClient builds the SDK client. A loopback endpoint (an emulator) gets
-// static dummy credentials, so no AWS configuration is needed for tests;
-// anything else uses the standard AWS credential chain.
-func newClient(ctx context.Context, o Options, httpClient *http.Client) (*dynamodb.Client, error) {
+// idleCloser is the part of the HTTP client the Store closes.
+type idleCloser interface{ CloseIdleConnections() }
+
+// errNoCredentials is the whole message for a credential chain that found
+// nothing: the SDK's own error lists every provider it tried, which hides
+// the one thing to do.
+const errNoCredentials = "dynamo: no AWS credentials found: set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or run on a role"
+
+// credentialsError reports credentials that could not be found. It prints
+// one line and keeps the SDK's error in the chain for errors.As.
+type credentialsError struct{ err error }
+
+func (e *credentialsError) Error() string   { return errNoCredentials }
+func (e *credentialsError) Unwrap() []error { return []error{store.ErrInvalid, e.err} }
+
+// newClient builds the SDK client from the standard AWS configuration
+// (environment, shared config files), so that a CA bundle, a proxy and the
+// like apply to every endpoint. A loopback endpoint (an emulator) gets static
+// dummy credentials and, unless Region is set, us-east-1, so tests need no
+// AWS configuration; anything else uses the standard credential chain,
+// which is asked for credentials here so that a missing one fails Open with
+// one clear line. It returns the HTTP client to close with the Store.
+func newClient(ctx context.Context, o Options) (*dynamodb.Client, idleCloser, error) {
 	retryer := func() aws.Retryer {
 		return retry.NewStandard(func(so *retry.StandardOptions) {
 			so.MaxAttempts = o.MaxAttempts
@@ -160,36 +218,80 @@ func newClient(ctx context.Context, o Options, httpClient *http.Client) (*dynamo
 			so.RateLimiter = ratelimit.None
 		})
 	}
-	if o.Endpoint != "" && isLoopback(o.Endpoint) {
-		region := o.Region
-		if region == "" {
-			region = "us-east-1"
-		}
-		return dynamodb.New(dynamodb.Options{
-			Region:       region,
-			BaseEndpoint: aws.String(o.Endpoint),
-			Credentials:  credentials.NewStaticCredentialsProvider("ebb", "ebb", ""),
-			Retryer:      retryer(),
-			HTTPClient:   httpClient,
-		}), nil
-	}
+	loopback := o.Endpoint != "" && isLoopback(o.Endpoint)
 	loadOpts := []func(*config.LoadOptions) error{
 		config.WithRetryer(retryer),
-		config.WithHTTPClient(httpClient),
+		config.WithHTTPClient(newHTTPClient()),
+		config.WithLogger(sdkLogger{o.Logger}),
 	}
-	if o.Region != "" {
-		loadOpts = append(loadOpts, config.WithRegion(o.Region))
+	region := o.Region
+	if region == "" && loopback {
+		region = "us-east-1"
+	}
+	if region != "" {
+		loadOpts = append(loadOpts, config.WithRegion(region))
+	}
+	if loopback {
+		loadOpts = append(loadOpts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("ebb", "ebb", "")))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
 	if err != nil {
-		return nil, fmt.Errorf("dynamo: load AWS configuration: %w", err)
+		return nil, nil, fmt.Errorf("dynamo: load AWS configuration: %w", err)
 	}
 	if cfg.Region == "" {
-		return nil, fmt.Errorf("%w: dynamo: no AWS region configured (set --dynamodb-region or AWS_REGION)", store.ErrInvalid)
+		return nil, nil, fmt.Errorf("%w: dynamo: no AWS region configured (set --dynamodb-region or AWS_REGION)", store.ErrInvalid)
 	}
-	return dynamodb.NewFromConfig(cfg, func(do *dynamodb.Options) {
+	// The configuration has applied what it had (a CA bundle) to the
+	// buildable client's transport. The Store takes that transport into one
+	// *http.Client of its own, which every copy of the SDK client shares
+	// (the SDK would otherwise clone a transport per copy) and whose idle
+	// connections Close can close. Like the SDK's, it follows no redirects.
+	var closer idleCloser
+	if b, ok := cfg.HTTPClient.(*awshttp.BuildableClient); ok {
+		hc := &http.Client{
+			Transport: b.GetTransport(),
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		}
+		cfg.HTTPClient, closer = hc, hc
+	}
+	if !loopback {
+		if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil, nil, fmt.Errorf("dynamo: load AWS credentials: %w", err)
+			}
+			return nil, nil, credentialsErr(cfg.Credentials, err)
+		}
+	}
+	client := dynamodb.NewFromConfig(cfg, func(do *dynamodb.Options) {
 		if o.Endpoint != "" {
 			do.BaseEndpoint = aws.String(o.Endpoint)
 		}
-	}), nil
+	})
+	return client, closer, nil
+}
+
+// credentialsErr describes a failed credential lookup. When the default
+// chain fell through to its last resort, the instance role, nothing was
+// configured at all: that gets the one-line errNoCredentials. A configured
+// source that failed (an expired SSO session, a bad profile) keeps the
+// SDK's message, which names it.
+func credentialsErr(p aws.CredentialsProvider, err error) error {
+	if c, ok := p.(*aws.CredentialsCache); ok && c.IsCredentialsProvider(&ec2rolecreds.Provider{}) {
+		return &credentialsError{err: err}
+	}
+	return fmt.Errorf("%w: dynamo: load AWS credentials: %w", store.ErrInvalid, err)
+}
+
+// sdkLogger sends the SDK's own log lines (warnings such as a response
+// checksum mismatch) to the Store's logger instead of standard error.
+type sdkLogger struct{ log *slog.Logger }
+
+func (l sdkLogger) Logf(c logging.Classification, format string, v ...any) {
+	level := slog.LevelDebug
+	if c == logging.Warn {
+		level = slog.LevelWarn
+	}
+	l.log.Log(context.Background(), level, "aws sdk: "+fmt.Sprintf(format, v...))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,7 +33,7 @@ const (
 // Store is a store.Store on the DynamoDB API.
 type Store struct {
 	client  *dynamodb.Client
-	http    *http.Client // owned when the Store built the client; nil otherwise
+	http    idleCloser // owned when the Store built the client; nil otherwise
 	opts    Options
 	now     func() time.Time
 	log     *slog.Logger
@@ -67,11 +66,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	opts = opts.withDefaults()
 	client := opts.Client
-	var httpClient *http.Client
+	var httpClient idleCloser
 	if client == nil {
-		httpClient = newHTTPClient()
 		var err error
-		if client, err = newClient(ctx, opts, httpClient); err != nil {
+		if client, httpClient, err = newClient(ctx, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -140,7 +138,26 @@ func (s *Store) probe(ctx context.Context) error {
 	}
 
 	// Native TTL: switched on for the catalog (whose items carry no TTL
-	// attribute, so nothing there ever expires) to learn whether it works.
+	// attribute, so nothing there ever expires) to learn whether it works,
+	// unless the caller keeps it off.
+	if s.opts.NoNativeTTL {
+		s.log.Info("native TTL left off (NoNativeTTL): expired rows stay until swept")
+	} else if err := s.probeTTL(ctx); err != nil {
+		return err
+	}
+
+	// Warm throughput: AWS reports it in every table description.
+	out, err := s.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.catalog)})
+	if err != nil {
+		return mapErr(ctx, "dynamo: describe catalog", err)
+	}
+	s.caps.WarmThroughput = out.Table.WarmThroughput != nil
+	return nil
+}
+
+// probeTTL finds out whether the endpoint has native TTL, switching it on
+// for the catalog.
+func (s *Store) probeTTL(ctx context.Context) error {
 	d, err := s.client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(s.catalog)})
 	if err != nil && !isUnknownOperation(err) {
 		return mapErr(ctx, "dynamo: probe TTL", err)
@@ -151,18 +168,8 @@ func (s *Store) probe(ctx context.Context) error {
 		s.caps.NativeTTL = true
 	} else {
 		s.caps.NativeTTL, err = s.enableTTL(ctx, s.catalog)
-		if err != nil {
-			return err
-		}
 	}
-
-	// Warm throughput: AWS reports it in every table description.
-	out, err := s.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.catalog)})
-	if err != nil {
-		return mapErr(ctx, "dynamo: describe catalog", err)
-	}
-	s.caps.WarmThroughput = out.Table.WarmThroughput != nil
-	return nil
+	return err
 }
 
 // enableTTL switches native TTL on for a table; supported is false when the

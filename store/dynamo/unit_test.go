@@ -36,7 +36,7 @@ func foldBatch(t *testing.T, batch []store.Mutation) []phase {
 	if err != nil {
 		t.Fatal(err)
 	}
-	phases, err := fold(&unitSpec, rs, unitNow.UnixMilli())
+	phases, err := fold(&unitSpec, rs, unitNow.UnixMilli(), DefaultTTLMargin.Milliseconds())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestFoldItemTooLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = fold(&unitSpec, rs, unitNow.UnixMilli())
+	_, err = fold(&unitSpec, rs, unitNow.UnixMilli(), DefaultTTLMargin.Milliseconds())
 	var me *store.MutationError
 	if !errors.Is(err, store.ErrTooLarge) || !errors.As(err, &me) || me.Index != 2 {
 		t.Fatalf("fold of an oversize item: %v, want ErrTooLarge at mutation 2", err)
@@ -315,6 +315,7 @@ func TestOptionsValidate(t *testing.T) {
 		{Endpoint: "127.0.0.1:8000"},
 		{Timeout: -time.Second},
 		{MaxAttempts: 1000},
+		{TTLMargin: -time.Second},
 	} {
 		if err := o.Validate(); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("Validate(%+v) = %v, want ErrInvalid", o, err)
@@ -373,7 +374,7 @@ func TestTransactItems(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ph, err := fold(&unitSpec, rs, unitNow.UnixMilli())
+		ph, err := fold(&unitSpec, rs, unitNow.UnixMilli(), DefaultTTLMargin.Milliseconds())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -393,5 +394,46 @@ func TestTransactItems(t *testing.T) {
 	}
 	if rs, ph := resolve(full(1, "x", later), full(2, "y", later)); (&Store{}).atomic(rs, ph) {
 		t.Error("transaction used on an endpoint without transactions")
+	}
+}
+
+// TestTTLMargin checks where the native TTL attribute lies: the row's last
+// expiry plus the margin, rounded up to whole seconds, for whole-item puts
+// and for updates alike, and never overflowing.
+func TestTTLMargin(t *testing.T) {
+	if got := (Options{}).withDefaults().TTLMargin; got != time.Hour {
+		t.Fatalf("default TTLMargin = %v, want 1h", got)
+	}
+	exp := unitNow.Add(90 * time.Minute).Add(1500 * time.Millisecond)
+	cases := []struct {
+		margin time.Duration
+		want   int64
+	}{
+		{time.Hour, exp.Add(time.Hour).Unix() + 1}, // .5 s rounds up
+		{time.Millisecond, exp.Unix() + 1},
+		{2 * time.Second, exp.Unix() + 3},
+	}
+	for _, c := range cases {
+		rs, err := store.ResolveBatch(&unitSpec, []store.Mutation{full(1, "x", exp)}, unitNow, maxRowBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		phases, err := fold(&unitSpec, rs, unitNow.UnixMilli(), c.margin.Milliseconds())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := numOf(phases[0][0].item, attrTTL); !ok || got != c.want {
+			t.Errorf("margin %v: ttl = %d (%v), want %d", c.margin, got, ok, c.want)
+		}
+		if got := ttlSeconds(exp.UnixMilli(), c.margin.Milliseconds()); got != c.want {
+			t.Errorf("margin %v: ttlSeconds = %d, want %d", c.margin, got, c.want)
+		}
+		// Never before the expiry itself, whatever the margin.
+		if c.want*1000 <= exp.UnixMilli() {
+			t.Errorf("margin %v: ttl %d s is not after the expiry %d ms", c.margin, c.want, exp.UnixMilli())
+		}
+	}
+	if got := ttlSeconds(never-1, time.Hour.Milliseconds()); got != never/1000 {
+		t.Errorf("ttlSeconds near the end of time = %d, want saturated %d", got, never/1000)
 	}
 }

@@ -38,7 +38,7 @@ func (s *Store) Write(ctx context.Context, name string, batch []store.Mutation) 
 	if err != nil {
 		return err
 	}
-	phases, err := fold(&t.spec, rs, now.UnixMilli())
+	phases, err := fold(&t.spec, rs, now.UnixMilli(), s.opts.TTLMargin.Milliseconds())
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (s *Store) applyPhase(ctx context.Context, t *table, ph phase) error {
 	for _, o := range singles {
 		tasks = append(tasks, func(ctx context.Context) error {
 			if o.kind == opUpdate {
-				return s.update(ctx, t, o)
+				return s.update(ctx, t, o, nil, nil)
 			}
 			return s.deleteIfExpired(ctx, t, o)
 		})
@@ -247,30 +247,30 @@ func updateExpr(b *exprBuilder, o *op, ttl string) string {
 // never expires) it writes again leaving the TTL alone. The two conditions
 // are complementary, so one of them holds unless a concurrent write slips
 // in between; then it tries again.
-func (s *Store) update(ctx context.Context, t *table, o *op) error {
-	return s.updateIf(ctx, t, o, nil)
-}
-
-// updateIf is update with an extra condition joined to each attempt's own
-// (nil: none); a failure of both attempts is then a failed condition.
-func (s *Store) updateIf(ctx context.Context, t *table, o *op, extra func(b *exprBuilder) string) error {
+//
+// cond, when not nil, is the caller's condition (Mutation.If), joined to
+// every request. When both TTL branches are refused, holds re-checks it
+// with a consistent read: if it does not hold, the refusal was the caller's
+// condition and update returns the service's ConditionalCheckFailed error.
+func (s *Store) update(ctx context.Context, t *table, o *op, cond func(*exprBuilder) string,
+	holds func(context.Context) (bool, error)) error {
 	send := func(ttl func(b *exprBuilder) (string, string)) error {
 		b := newExpr()
-		tv, cond := ttl(b)
-		if extra != nil {
-			if cond == "" {
-				cond = extra(b)
-			} else {
-				cond = "(" + cond + ") AND " + extra(b)
-			}
+		var conds []string
+		if cond != nil {
+			conds = append(conds, cond(b))
+		}
+		tv, tc := ttl(b)
+		if tc != "" {
+			conds = append(conds, "("+tc+")")
 		}
 		in := &dynamodb.UpdateItemInput{
 			TableName:        aws.String(t.physical),
 			Key:              o.key(),
 			UpdateExpression: aws.String(updateExpr(b, o, tv)),
 		}
-		if cond != "" {
-			in.ConditionExpression = aws.String(cond)
+		if len(conds) > 0 {
+			in.ConditionExpression = aws.String(strings.Join(conds, " AND "))
 		}
 		in.ExpressionAttributeNames, in.ExpressionAttributeValues = b.names, b.valueMap()
 		_, err := s.client.UpdateItem(ctx, in)
@@ -283,7 +283,7 @@ func (s *Store) updateIf(ctx context.Context, t *table, o *op, extra func(b *exp
 	case o.neverExpires:
 		return send(func(*exprBuilder) (string, string) { return "remove", "" })
 	}
-	sec := numAttr(ttlSeconds(o.maxExp))
+	sec := numAttr(ttlSeconds(o.maxExp, s.opts.TTLMargin.Milliseconds()))
 	raise := func(b *exprBuilder) (string, string) {
 		v := b.value(sec)
 		return v, fmt.Sprintf("attribute_not_exists(%s) OR %s < %s", b.name(attrPK), b.name(attrTTL), v)
@@ -293,20 +293,26 @@ func (s *Store) updateIf(ctx context.Context, t *table, o *op, extra func(b *exp
 		return "", fmt.Sprintf("attribute_exists(%s) AND (attribute_not_exists(%s) OR %s >= %s)",
 			b.name(attrPK), b.name(attrTTL), b.name(attrTTL), v)
 	}
-	var err error
-	for range 4 {
-		if err = send(raise); !isConditionFailed(err) {
+	const rounds = 8
+	for range rounds {
+		err := send(raise)
+		if !isConditionFailed(err) {
 			return err
 		}
 		if err = send(keep); !isConditionFailed(err) {
 			return err
 		}
-		if extra != nil {
-			// Complementary TTL conditions both failed: the caller's did.
-			return err
+		if holds != nil {
+			ok, herr := holds(ctx)
+			if herr != nil {
+				return herr
+			}
+			if !ok {
+				return err
+			}
 		}
 	}
-	return err
+	return fmt.Errorf("%w: the row changed under each of %d updates", store.ErrUnavailable, 2*rounds)
 }
 
 // deleteCondition is DeleteIfExpired's condition: the marker and every cell
@@ -375,8 +381,10 @@ func (s *Store) transact(ctx context.Context, t *table, ph phase) error {
 				code == "ProvisionedThroughputExceeded":
 			case code == "ItemCollectionSizeLimitExceeded":
 				return fmt.Errorf("%w: %w", store.ErrTooLarge, err)
+			case code == "ValidationError" && isSizeMessage(aws.ToString(reason.Message)):
+				return fmt.Errorf("%w: %s: %w", store.ErrTooLarge, aws.ToString(reason.Message), err)
 			case code == "ValidationError":
-				return fmt.Errorf("%w: %w", store.ErrInvalid, err)
+				return fmt.Errorf("%w: %s: %w", store.ErrInvalid, aws.ToString(reason.Message), err)
 			default:
 				retryable = false
 			}

@@ -1,6 +1,10 @@
-// Package dynamotest gives tests a DynamoDB-backed store.Store on the
-// endpoint named by EBB_DYNAMODB_ENDPOINT (scripts/with-dynalite.sh starts
-// dynalite and sets it). Each Store gets a table prefix of its own, so tests
+// Package dynamotest gives tests a DynamoDB-backed store.Store on one of
+// two endpoints: EBB_DYNAMODB_ENDPOINT (scripts/with-dynalite.sh starts
+// dynalite and sets it) and EBB_DYNAMODB_LOCAL_ENDPOINT
+// (scripts/with-dynamodb-local.sh starts Amazon's DynamoDB Local and sets
+// it). dynalite is an independent implementation without transactions or a
+// TTL process; DynamoDB Local has both, so the transactional write path and
+// native TTL run there. Each Store gets a table prefix of its own, so tests
 // share one endpoint without seeing each other's tables, and its tables are
 // dropped when the test ends.
 package dynamotest
@@ -21,22 +25,80 @@ import (
 	"github.com/ebb-data/ebb/store/dynamo"
 )
 
-// EnvEndpoint is the environment variable naming the endpoint under test.
+// EnvEndpoint is the environment variable naming the endpoint under test
+// (dynalite under `make test`).
 const EnvEndpoint = "EBB_DYNAMODB_ENDPOINT"
 
-// Endpoint returns the endpoint under test, or "" when none is configured.
-func Endpoint() string { return os.Getenv(EnvEndpoint) }
+// EnvLocalEndpoint is the environment variable naming Amazon's DynamoDB
+// Local.
+const EnvLocalEndpoint = "EBB_DYNAMODB_LOCAL_ENDPOINT"
 
-// Require fails the test (it never skips) when no endpoint is configured.
-func Require(t testing.TB) string {
+// Target is one endpoint the DynamoDB tests run against.
+type Target struct {
+	// Name is the subtest name of the backend it serves ("dynamodb").
+	Name string
+	// Env is the environment variable holding the endpoint URL.
+	Env string
+	// Script starts the endpoint and sets Env.
+	Script string
+}
+
+// Targets.
+var (
+	Dynalite      = Target{Name: "dynamodb", Env: EnvEndpoint, Script: "scripts/with-dynalite.sh"}
+	DynamoDBLocal = Target{Name: "dynamodb-local", Env: EnvLocalEndpoint, Script: "scripts/with-dynamodb-local.sh"}
+)
+
+// Endpoint returns the target's endpoint, or "" when none is configured.
+func (g Target) Endpoint() string { return os.Getenv(g.Env) }
+
+// Require fails the test (it never skips) when the target's endpoint is not
+// configured.
+func (g Target) Require(t testing.TB) string {
 	t.Helper()
-	ep := Endpoint()
+	ep := g.Endpoint()
 	if ep == "" {
-		t.Fatalf("%s is not set: run the DynamoDB tests with `make test` or "+
-			"`scripts/with-dynalite.sh go test ./...`, which start dynalite, "+
-			"or point %s at a DynamoDB API endpoint", EnvEndpoint, EnvEndpoint)
+		t.Fatalf("%s is not set: run the DynamoDB tests with `make test`, or through "+
+			"`scripts/with-dynalite.sh scripts/with-dynamodb-local.sh go test ...`, which start "+
+			"dynalite and DynamoDB Local, or point %s at a DynamoDB API endpoint (%s starts one)",
+			g.Env, g.Env, g.Script)
 	}
 	return ep
+}
+
+// Options returns options for the target with a fresh prefix, a short
+// timeout and the given clock. Native TTL stays off: test clocks are
+// driven by hand, far from the provider's clock, and a TTL process that
+// works from the real clock (DynamoDB Local's deletes within about a
+// second) would delete rows the test clock still holds live. The backstop
+// has a real-clock test of its own.
+func (g Target) Options(t testing.TB, now func() time.Time) dynamo.Options {
+	t.Helper()
+	o := dynamo.DefaultOptions()
+	o.Endpoint = g.Require(t)
+	o.TablePrefix = Prefix()
+	o.Now = now
+	o.Timeout = 30 * time.Second
+	o.TableTimeout = 2 * time.Minute
+	o.NoNativeTTL = true
+	return o
+}
+
+// New opens a Store with g.Options(t, now) and drops every table it
+// created, and its catalog, when the test ends.
+func (g Target) New(t testing.TB, now func() time.Time) *dynamo.Store {
+	t.Helper()
+	return Open(t, g.Options(t, now))
+}
+
+// Endpoint returns the endpoint in EBB_DYNAMODB_ENDPOINT, or "".
+func Endpoint() string { return Dynalite.Endpoint() }
+
+// Require fails the test (it never skips) when EBB_DYNAMODB_ENDPOINT is not
+// set.
+func Require(t testing.TB) string {
+	t.Helper()
+	return Dynalite.Require(t)
 }
 
 var seq atomic.Int64
@@ -46,28 +108,20 @@ func Prefix() string {
 	return fmt.Sprintf("ebbt%06x_%d_", rand.Uint32()&0xffffff, seq.Add(1))
 }
 
-// Options returns options for the endpoint under test with a fresh prefix,
-// a short timeout and the given clock.
+// Options is Dynalite.Options: options for EBB_DYNAMODB_ENDPOINT.
 func Options(t testing.TB, now func() time.Time) dynamo.Options {
 	t.Helper()
-	o := dynamo.DefaultOptions()
-	o.Endpoint = Require(t)
-	o.TablePrefix = Prefix()
-	o.Now = now
-	o.Timeout = 30 * time.Second
-	o.TableTimeout = 2 * time.Minute
-	return o
+	return Dynalite.Options(t, now)
 }
 
-// New opens a Store with Options(t, now) and drops every table it created,
-// and its catalog, when the test ends.
+// New is Dynalite.New: a Store on EBB_DYNAMODB_ENDPOINT.
 func New(t testing.TB, now func() time.Time) *dynamo.Store {
 	t.Helper()
-	return Open(t, Options(t, now))
+	return Dynalite.New(t, now)
 }
 
-// Open opens a Store with the given options and registers the same cleanup
-// as New.
+// Open opens a Store with the given options and registers the cleanup of
+// New.
 func Open(t testing.TB, o dynamo.Options) *dynamo.Store {
 	t.Helper()
 	s, err := dynamo.Open(t.Context(), o)

