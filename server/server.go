@@ -103,7 +103,7 @@ type Server struct {
 	log      *slog.Logger
 	auth     *Auth
 	now      func() time.Time
-	mux      *http.ServeMux
+	mux      *routeMux // an http.ServeMux that records its patterns (routes.go)
 	gatherer prometheus.Gatherer
 	mappings []errorMapping
 	metrics  *metrics
@@ -129,7 +129,7 @@ func New(opts Options) (*Server, error) {
 		log:      logger(opts.Logger),
 		auth:     opts.Auth,
 		now:      opts.Now,
-		mux:      http.NewServeMux(),
+		mux:      newRouteMux(),
 		gatherer: opts.Gatherer,
 		metrics:  newMetrics(),
 	}

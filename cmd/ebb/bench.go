@@ -13,7 +13,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/ebb-data/ebb/shardmgr"
 	"github.com/ebb-data/ebb/store"
@@ -129,6 +131,7 @@ func runBench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) er
 		return err
 	}
 	bar := newProgress(stderr)
+	defer bar.done() // on an error too, so that no half-drawn bar is left
 	rep := benchReport{Backend: st.Capabilities().Backend, Synced: cfg.sync}
 
 	// Ingest: events over the last 20 hours, in batches.
@@ -276,42 +279,62 @@ func fmtNs(ns float64) string {
 	return time.Duration(ns).Round(10 * time.Nanosecond).String()
 }
 
-// progress draws a one-line progress bar on stderr, only when stderr is a
-// terminal: in a pipe or a log file it would be noise.
+// progress reports the bench's phases on stderr: a progress bar redrawn in
+// place on a terminal, and a plain line at each quarter of a phase
+// otherwise, so that a log or a pipe gets readable lines, not control
+// characters.
 type progress struct {
 	w       io.Writer
-	on      bool
-	lastPct int
+	tty     bool
+	bar     *progressbar.ProgressBar
 	phase   string
+	start   time.Time
+	quarter int // the last quarter reported in plain lines
 }
 
 func newProgress(w io.Writer) *progress {
 	f, ok := w.(*os.File)
-	on := false
-	if ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			on = true
+	return newProgressFor(w, ok && term.IsTerminal(int(f.Fd())))
+}
+
+func newProgressFor(w io.Writer, tty bool) *progress { return &progress{w: w, tty: tty} }
+
+// update reports done of total in phase; a new phase ends the previous one.
+func (p *progress) update(phase string, done, total int) {
+	if phase != p.phase {
+		p.done()
+		p.phase, p.start, p.quarter = phase, time.Now(), 0
+		if p.tty {
+			p.bar = progressbar.NewOptions(total,
+				progressbar.OptionSetWriter(p.w),
+				progressbar.OptionSetDescription(fmt.Sprintf("%-36s", phase)),
+				progressbar.OptionSetWidth(30),
+				progressbar.OptionShowCount(),
+				progressbar.OptionThrottle(100*time.Millisecond),
+				progressbar.OptionClearOnFinish(),
+			)
 		}
 	}
-	return &progress{w: w, on: on, lastPct: -1}
-}
-
-func (p *progress) update(phase string, done, total int) {
-	if !p.on {
+	if p.tty {
+		_ = p.bar.Set(done)
 		return
 	}
-	pct := done * 100 / max(total, 1)
-	if pct == p.lastPct && phase == p.phase {
-		return
+	if q := done * 4 / max(total, 1); q > p.quarter {
+		p.quarter = q
+		fmt.Fprintf(p.w, "bench: %s: %d/%d (%d%%)", phase, done, total, q*25)
+		if done >= total {
+			fmt.Fprintf(p.w, " in %s", time.Since(p.start).Round(time.Millisecond))
+		}
+		fmt.Fprintln(p.w)
 	}
-	p.lastPct, p.phase = pct, phase
-	const width = 30
-	filled := pct * width / 100
-	fmt.Fprintf(p.w, "\r\033[K%-40s [%s%s] %3d%%", phase, strings.Repeat("#", filled), strings.Repeat(" ", width-filled), pct)
 }
 
+// done ends the current phase, clearing its bar from the terminal. It is
+// safe to call more than once.
 func (p *progress) done() {
-	if p.on {
-		fmt.Fprint(p.w, "\r\033[K")
+	if p.bar != nil {
+		_ = p.bar.Clear()
+		p.bar = nil
 	}
+	p.phase = ""
 }

@@ -1,86 +1,67 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	ebbclient "github.com/ebb-data/ebb/client"
 	"github.com/ebb-data/ebb/shardmgr"
 )
 
 func init() { commands = append(commands, newIndexCmd) }
 
-// indexJSON is an index as the server reports it (API.md "Time-sharded
-// indexes").
-type indexJSON struct {
-	Name            string          `json:"name"`
-	TableBucket     string          `json:"table_bucket"`
-	PartitionBucket string          `json:"partition_bucket"`
-	Retention       string          `json:"retention"`
-	Runway          int             `json:"runway"`
-	Capacity        json.RawMessage `json:"capacity,omitempty"`
-	Shards          []struct {
-		Table    string `json:"table"`
-		Start    string `json:"start"`
-		End      string `json:"end"`
-		State    string `json:"state"`
-		Capacity string `json:"capacity"`
-	} `json:"shards"`
-	RunwayRemaining string `json:"runway_remaining"`
-}
-
-// indexPlanJSON is the answer of POST /v1/indexes/{name}/reconcile.
-type indexPlanJSON struct {
-	Actions []struct {
-		Op       string `json:"op"`
-		Table    string `json:"table"`
-		Reason   string `json:"reason"`
-		Capacity string `json:"capacity,omitempty"`
-		Deferred bool   `json:"deferred,omitempty"`
-		Error    string `json:"error,omitempty"`
-	} `json:"actions"`
-	Unrecognized []string `json:"unrecognized,omitempty"`
-	Applied      bool     `json:"applied"`
-}
+// maxEventBatch is the most events one write request carries.
+const maxEventBatch = 10000
 
 func newIndexCmd(c *client) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "index",
-		Short: "Manage time-sharded indexes on a running server",
+		Short: "Manage time-sharded indexes and their events on a running server",
 		Long: `Manage time-sharded indexes: events kept one table ("shard") per time
-bucket, so that expiring a bucket is dropping a table. The commands talk to
-a running "ebb serve" (--server, default http://127.0.0.1:7070).`,
+bucket, so that expiring a bucket is dropping a table; and write and read
+their events. The commands talk to a running "ebb serve" (--server, default
+http://127.0.0.1:7070).`,
 	}
-	cmd.AddCommand(indexCreateCmd(c), indexListCmd(c), indexShowCmd(c), indexPlanCmd(c, false), indexPlanCmd(c, true), indexDeleteCmd(c))
+	cmd.AddCommand(indexCreateCmd(c), indexListCmd(c), indexShowCmd(c), indexPlanCmd(c, false), indexPlanCmd(c, true),
+		indexDeleteCmd(c), indexWriteCmd(c), indexQueryCmd(c))
 	return cmd
 }
 
-func indexPath(name string, rest ...string) string {
-	return "/v1/indexes/" + url.PathEscape(name) + strings.Join(rest, "")
+// completeIndexNames completes the first argument with the server's
+// indexes.
+func completeIndexNames(c *client) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		api, err := c.api()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		idxs, err := api.Indexes(cmd.Context())
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		names := make([]cobra.Completion, len(idxs))
+		for i, idx := range idxs {
+			names[i] = idx.Name
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
 func indexCreateCmd(c *client) *cobra.Command {
-	var req struct {
-		TableBucket     string `json:"table_bucket"`
-		PartitionBucket string `json:"partition_bucket"`
-		Retention       string `json:"retention"`
-		Runway          *int   `json:"runway,omitempty"`
-		Capacity        *struct {
-			HotRead   int64 `json:"hot_read_units"`
-			HotWrite  int64 `json:"hot_write_units"`
-			PeakRead  int64 `json:"peak_read_units,omitempty"`
-			PeakWrite int64 `json:"peak_write_units,omitempty"`
-		} `json:"capacity,omitempty"`
-	}
+	var cfg ebbclient.IndexConfig
+	var capacity ebbclient.CapacityPolicy
 	var runway int
-	var hotRead, hotWrite, peakRead, peakWrite int64
-	var asJSON bool
+	var out *output
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create an index and its shards",
@@ -90,155 +71,151 @@ different configuration is a conflict.`,
 		Example: `  ebb index create events --table-bucket 168h --partition-bucket 24h --retention 1008h`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cmd.Flags().Changed("runway") {
-				req.Runway = &runway
-			}
-			if hotWrite > 0 || hotRead > 0 {
-				req.Capacity = &struct {
-					HotRead   int64 `json:"hot_read_units"`
-					HotWrite  int64 `json:"hot_write_units"`
-					PeakRead  int64 `json:"peak_read_units,omitempty"`
-					PeakWrite int64 `json:"peak_write_units,omitempty"`
-				}{hotRead, hotWrite, peakRead, peakWrite}
-			}
-			var raw json.RawMessage
-			if err := c.do("PUT", indexPath(args[0]), req, &raw); err != nil {
+			api, err := c.api()
+			if err != nil {
 				return err
 			}
-			if asJSON {
-				return printIndexJSON(cmd.OutOrStdout(), raw)
+			if capacity.HotWriteUnits > 0 || capacity.HotReadUnits > 0 {
+				cfg.Capacity = &capacity
 			}
-			var idx indexJSON
-			if err := json.Unmarshal(raw, &idx); err != nil {
-				return fmt.Errorf("decode index: %w", err)
+			if cmd.Flags().Changed("runway") {
+				if runway < 1 {
+					return fmt.Errorf("--runway %d: want at least 1", runway)
+				}
+				cfg.Runway = runway
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "index %s: %d shards, runway remaining %s\n", idx.Name, len(idx.Shards), idx.RunwayRemaining)
-			return nil
+			idx, created, err := api.CreateIndex(cmd.Context(), args[0], cfg)
+			if err != nil {
+				return err
+			}
+			if out.json {
+				return printJSON(cmd.OutOrStdout(), idx)
+			}
+			what := "created"
+			if !created {
+				what = "exists"
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "index %s %s: %d shards, runway remaining %s\n", idx.Name, what, len(idx.Shards), ebbclient.FormatDuration(idx.RunwayRemaining))
+			return err
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&req.TableBucket, "table-bucket", "", "time width of a shard, whole seconds (e.g. 168h)")
-	f.StringVar(&req.PartitionBucket, "partition-bucket", "", "time width of a partition within a shard; divides --table-bucket (e.g. 24h)")
-	f.StringVar(&req.Retention, "retention", "", "how long an event lives after its timestamp (e.g. 1008h)")
+	f.DurationVar(&cfg.TableBucket, "table-bucket", 0, "time width of a shard, whole seconds (e.g. 168h)")
+	f.DurationVar(&cfg.PartitionBucket, "partition-bucket", 0, "time width of a partition within a shard; divides --table-bucket (e.g. 24h)")
+	f.DurationVar(&cfg.Retention, "retention", 0, "how long an event lives after its timestamp (e.g. 1008h)")
 	f.IntVar(&runway, "runway", 2, "shards kept ready after the one holding now")
-	f.Int64Var(&hotRead, "hot-read-units", 0, "capacity policy: provision the hot shard with this many read units (0: capacity not managed)")
-	f.Int64Var(&hotWrite, "hot-write-units", 0, "capacity policy: provision the hot shard with this many write units")
-	f.Int64Var(&peakRead, "peak-read-units", 0, "capacity policy: pre-warm the next shard to this many read units")
-	f.Int64Var(&peakWrite, "peak-write-units", 0, "capacity policy: pre-warm the next shard to this many write units")
-	f.BoolVar(&asJSON, "json", false, "print the index as JSON")
+	f.Int64Var(&capacity.HotReadUnits, "hot-read-units", 0, "capacity policy: provision the hot shard with this many read units (0: capacity not managed)")
+	f.Int64Var(&capacity.HotWriteUnits, "hot-write-units", 0, "capacity policy: provision the hot shard with this many write units")
+	f.Int64Var(&capacity.PeakReadUnits, "peak-read-units", 0, "capacity policy: pre-warm the next shard to this many read units")
+	f.Int64Var(&capacity.PeakWriteUnits, "peak-write-units", 0, "capacity policy: pre-warm the next shard to this many write units")
 	for _, name := range []string{"table-bucket", "partition-bucket", "retention"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
+	out = addOutput(cmd)
 	return cmd
 }
 
 func indexListCmd(c *client) *cobra.Command {
-	var asJSON bool
+	var out *output
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List indexes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var raw json.RawMessage
-			if err := c.do("GET", "/v1/indexes", nil, &raw); err != nil {
+			api, err := c.api()
+			if err != nil {
 				return err
 			}
-			if asJSON {
-				return printIndexJSON(cmd.OutOrStdout(), raw)
+			idxs, err := api.Indexes(cmd.Context())
+			if err != nil {
+				return err
 			}
-			var list struct {
-				Indexes []indexJSON `json:"indexes"`
-			}
-			if err := json.Unmarshal(raw, &list); err != nil {
-				return fmt.Errorf("decode indexes: %w", err)
+			if out.json {
+				return printJSON(cmd.OutOrStdout(), map[string][]ebbclient.Index{"indexes": nonNil(idxs)})
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tTABLE_BUCKET\tPARTITION_BUCKET\tRETENTION\tRUNWAY\tSHARDS\tRUNWAY_REMAINING")
-			for _, idx := range list.Indexes {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", idx.Name, idx.TableBucket, idx.PartitionBucket, idx.Retention, idx.Runway, len(idx.Shards), idx.RunwayRemaining)
+			for _, idx := range idxs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", idx.Name, ebbclient.FormatDuration(idx.TableBucket), ebbclient.FormatDuration(idx.PartitionBucket),
+					ebbclient.FormatDuration(idx.Retention), idx.Runway, len(idx.Shards), ebbclient.FormatDuration(idx.RunwayRemaining))
 			}
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the indexes as JSON")
+	out = addOutput(cmd)
 	return cmd
 }
 
 func indexShowCmd(c *client) *cobra.Command {
-	var asJSON bool
+	var out *output
 	cmd := &cobra.Command{
-		Use:   "show NAME",
-		Short: "Show an index and its shards",
-		Args:  cobra.ExactArgs(1),
+		Use:               "show NAME",
+		Short:             "Show an index and its shards",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeIndexNames(c),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var raw json.RawMessage
-			if err := c.do("GET", indexPath(args[0]), nil, &raw); err != nil {
+			api, err := c.api()
+			if err != nil {
 				return err
 			}
-			if asJSON {
-				return printIndexJSON(cmd.OutOrStdout(), raw)
+			idx, err := api.Index(cmd.Context(), args[0])
+			if err != nil {
+				return err
 			}
-			var idx indexJSON
-			if err := json.Unmarshal(raw, &idx); err != nil {
-				return fmt.Errorf("decode index: %w", err)
+			w := cmd.OutOrStdout()
+			if out.json {
+				return printJSON(w, idx)
 			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "index:            %s\ntable bucket:     %s\npartition bucket: %s\nretention:        %s\nrunway:           %d shards\nrunway remaining: %s\n",
-				idx.Name, idx.TableBucket, idx.PartitionBucket, idx.Retention, idx.Runway, idx.RunwayRemaining)
-			if len(idx.Capacity) > 0 {
-				fmt.Fprintf(out, "capacity policy:  %s\n", idx.Capacity)
+			fmt.Fprintf(w, "index:            %s\ntable bucket:     %s\npartition bucket: %s\nretention:        %s\nrunway:           %d shards\nrunway remaining: %s\n",
+				idx.Name, ebbclient.FormatDuration(idx.TableBucket), ebbclient.FormatDuration(idx.PartitionBucket),
+				ebbclient.FormatDuration(idx.Retention), idx.Runway, ebbclient.FormatDuration(idx.RunwayRemaining))
+			if p := idx.Capacity; p != nil {
+				fmt.Fprintf(w, "capacity policy:  hot read %d, hot write %d, peak read %d, peak write %d units\n",
+					p.HotReadUnits, p.HotWriteUnits, p.PeakReadUnits, p.PeakWriteUnits)
 			}
-			fmt.Fprintln(out)
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w)
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SHARD\tSTART\tEND\tSTATE\tCAPACITY")
 			for _, sh := range idx.Shards {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sh.Table, sh.Start, sh.End, sh.State, sh.Capacity)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sh.Table, formatTime(sh.Start), formatTime(sh.End), sh.State, sh.Capacity)
 			}
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the index as JSON")
+	out = addOutput(cmd)
 	return cmd
 }
 
 // indexPlanCmd is `plan` (a dry run) or, with apply, `apply`.
 func indexPlanCmd(c *client, apply bool) *cobra.Command {
-	var asJSON, allowJump bool
+	var allowJump bool
+	var out *output
 	cmd := &cobra.Command{
 		Use:   "plan NAME",
 		Short: "Show what the shard manager would do now, without doing it",
 		Long: `Show what the shard manager would do now: shards to create (+), to drop (-),
 capacity changes (~), and actions a guard or limit holds back (!), each with
 its reason. Nothing is changed; "ebb index apply" does it.`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeIndexNames(c),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			q := url.Values{"dry_run": {fmt.Sprint(!apply)}}
-			if allowJump {
-				q.Set("allow_clock_jump", "true")
-			}
-			var raw json.RawMessage
-			if err := c.do("POST", indexPath(args[0], "/reconcile?", q.Encode()), nil, &raw); err != nil {
+			api, err := c.api()
+			if err != nil {
 				return err
 			}
-			var plan indexPlanJSON
-			if err := json.Unmarshal(raw, &plan); err != nil {
-				return fmt.Errorf("decode plan: %w", err)
+			plan, err := api.Reconcile(cmd.Context(), args[0], ebbclient.ReconcileOptions{DryRun: !apply, AllowClockJump: allowJump})
+			if err != nil {
+				return err
 			}
-			if asJSON {
-				if err := printIndexJSON(cmd.OutOrStdout(), raw); err != nil {
+			if out.json {
+				if err := printJSON(cmd.OutOrStdout(), plan); err != nil {
 					return err
 				}
 			} else {
 				printIndexPlan(cmd.OutOrStdout(), args[0], plan)
 			}
-			failed := 0
-			for _, a := range plan.Actions {
-				if a.Error != "" {
-					failed++
-				}
-			}
-			if failed > 0 {
-				return fmt.Errorf("%d action(s) failed; the others were applied (run again to retry)", failed)
+			if n := plan.Failed(); n > 0 {
+				return fmt.Errorf("%d action(s) failed; the others were applied (run again to retry)", n)
 			}
 			return nil
 		},
@@ -251,12 +228,12 @@ would: each action on its own, so one failure does not stop the others.
 Prints the plan as applied; exits non-zero if any action failed.`
 		cmd.Flags().BoolVar(&allowJump, "allow-clock-jump", false, "confirm that the clock really moved forward: apply drops the clock-jump guard holds back")
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON")
+	out = addOutput(cmd)
 	return cmd
 }
 
 // printIndexPlan renders a plan like a Terraform plan.
-func printIndexPlan(w io.Writer, name string, plan indexPlanJSON) {
+func printIndexPlan(w io.Writer, name string, plan ebbclient.Plan) {
 	counts := map[string]int{}
 	deferred := 0
 	for _, a := range plan.Actions {
@@ -271,7 +248,7 @@ func printIndexPlan(w io.Writer, name string, plan indexPlanJSON) {
 		verb = "Applied"
 	}
 	fmt.Fprintf(w, "%s for index %s: %d to create, %d to drop, %d capacity change(s), %d deferred.\n",
-		verb, name, counts["create"], counts["drop"], counts["set_capacity"]+counts["prewarm"], deferred)
+		verb, name, counts[ebbclient.OpCreate], counts[ebbclient.OpDrop], counts[ebbclient.OpSetCapacity]+counts[ebbclient.OpPrewarm], deferred)
 	if len(plan.Actions) == 0 && len(plan.Unrecognized) == 0 {
 		fmt.Fprintln(w, "\nNo changes. The shards match the configuration.")
 		return
@@ -291,26 +268,239 @@ func printIndexPlan(w io.Writer, name string, plan indexPlanJSON) {
 
 func indexDeleteCmd(c *client) *cobra.Command {
 	return &cobra.Command{
-		Use:   "delete NAME",
-		Short: "Delete an index: drop every shard and the configuration",
-		Args:  cobra.ExactArgs(1),
+		Use:               "delete NAME",
+		Short:             "Delete an index: drop every shard and the configuration",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeIndexNames(c),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := c.do("DELETE", indexPath(args[0]), nil, nil); err != nil {
+			api, err := c.api()
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "index %s deleted\n", args[0])
-			return nil
+			if err := api.DeleteIndex(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "index %s deleted\n", args[0])
+			return err
 		},
 	}
 }
 
-// printIndexJSON prints raw JSON indented.
-func printIndexJSON(w io.Writer, raw json.RawMessage) error {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return errors.New("the server's answer is not JSON")
+func indexWriteCmd(c *client) *cobra.Command {
+	var file, indexID, eventID, timestamp, payload string
+	var isBase64 bool
+	var out *output
+	cmd := &cobra.Command{
+		Use:   "write NAME (--file FILE | --index-id ID --event-id ID [--timestamp T] [--payload P])",
+		Short: "Write events to an index",
+		Long: `Write events to an index, from a file (or - for standard input) or one
+event from flags. The file holds the API's body ({"events": [...]}), a JSON
+array of events, or one event per line (JSON Lines); an event is
+{"index_id", "event_id", "timestamp", "payload"} with the payload in
+standard base64. Events are sent in batches of 10000; each batch is all or
+nothing, and writing an event again replaces it, so a failed write can be
+repeated as it is.`,
+		Example: `  ebb index write events --file events.json
+  ebb index write events --index-id acct_1 --event-id e1 --payload '{"amount":3}'
+  ebb index write events --index-id acct_1 --event-id e2 --timestamp 2026-11-22T10:00:00Z --payload aGVsbG8= --base64`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeIndexNames(c),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var events []ebbclient.Event
+			switch {
+			case file != "" && (indexID != "" || eventID != ""):
+				return errors.New("give --file or an event's --index-id and --event-id, not both")
+			case file != "":
+				data, err := readInput(cmd, file)
+				if err != nil {
+					return err
+				}
+				if events, err = decodeEvents(data); err != nil {
+					return fmt.Errorf("%s: %w", file, err)
+				}
+			case indexID != "" && eventID != "":
+				ts, err := parseTimeFlag("timestamp", timestamp, time.Now())
+				if err != nil {
+					return err
+				}
+				if ts.IsZero() {
+					ts = time.Now()
+				}
+				p, err := parseValue(payload, isBase64)
+				if err != nil {
+					return err
+				}
+				events = []ebbclient.Event{{IndexID: indexID, EventID: eventID, Timestamp: ts, Payload: p}}
+			default:
+				return errors.New("say what to write: --file FILE (- for standard input), or --index-id ID and --event-id ID")
+			}
+			api, err := c.api()
+			if err != nil {
+				return err
+			}
+			written := 0
+			for i := 0; i < len(events); i += maxEventBatch {
+				batch := events[i:min(i+maxEventBatch, len(events))]
+				n, err := api.WriteEvents(cmd.Context(), args[0], batch)
+				if err != nil {
+					if i > 0 {
+						return fmt.Errorf("events %d..%d: %w (the %d before were written)", i, i+len(batch)-1, err, written)
+					}
+					return err
+				}
+				written += n
+			}
+			if out.json {
+				return printJSON(cmd.OutOrStdout(), map[string]int{"written": written})
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "written %d event(s) to %s\n", written, args[0])
+			return err
+		},
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	f := cmd.Flags()
+	f.StringVarP(&file, "file", "f", "", "file of events (- for standard input): {\"events\": [...]}, a JSON array, or JSON Lines")
+	f.StringVar(&indexID, "index-id", "", "one event's index id")
+	f.StringVar(&eventID, "event-id", "", "one event's id")
+	f.StringVar(&timestamp, "timestamp", "", "one event's time: RFC 3339, now, or a duration from now such as -5m (default now)")
+	f.StringVar(&payload, "payload", "", "one event's payload, as text (or standard base64 with --base64)")
+	f.BoolVar(&isBase64, "base64", false, "--payload is standard base64")
+	out = addOutput(cmd)
+	return cmd
+}
+
+// decodeEvents reads events in any of the forms `ebb index write --file`
+// takes.
+func decodeEvents(data []byte) ([]ebbclient.Event, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, errors.New("no events")
+	}
+	if trimmed[0] == '[' {
+		var events []ebbclient.Event
+		if err := strictUnmarshal(trimmed, &events); err != nil {
+			return nil, err
+		}
+		return events, nil
+	}
+	var body struct {
+		Events *[]ebbclient.Event `json:"events"`
+	}
+	if err := strictUnmarshal(trimmed, &body); err == nil && body.Events != nil {
+		return *body.Events, nil
+	}
+	// JSON Lines: one event per value.
+	var events []ebbclient.Event
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	for dec.More() {
+		var ev ebbclient.Event
+		if err := dec.Decode(&ev); err != nil {
+			return nil, fmt.Errorf("event %d: %w", len(events), err)
+		}
+		events = append(events, ev)
+	}
+	return events, nil
+}
+
+// strictUnmarshal decodes one JSON value, refusing unknown fields.
+func strictUnmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("unexpected data after the JSON value")
+	}
+	return nil
+}
+
+func indexQueryCmd(c *client) *cobra.Command {
+	var q ebbclient.EventQuery
+	var from, to, order string
+	var all, asBase64 bool
+	var out *output
+	cmd := &cobra.Command{
+		Use:   "query NAME --index-id ID [--from T] [--to T] [--order asc|desc] [--limit N]",
+		Short: "Read an index's events",
+		Long: `Read the events of one index id in [--from, --to), ordered by timestamp
+and event id (--order desc for newest first). One page of --limit events
+is printed, and the token of the next page, if any, on standard error:
+pass it back with --page-token, or use --all to read every page. Times are
+RFC 3339, now, or a duration from now (--from=-1h).`,
+		Example: `  ebb index query events --index-id acct_1 --from=-24h --order desc --limit 20
+  ebb index query events --index-id acct_1 --all --output json`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeIndexNames(c),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			now := time.Now()
+			var err error
+			if q.From, err = parseTimeFlag("from", from, now); err != nil {
+				return err
+			}
+			if q.To, err = parseTimeFlag("to", to, now); err != nil {
+				return err
+			}
+			switch order {
+			case "asc":
+			case "desc":
+				q.Desc = true
+			default:
+				return fmt.Errorf("--order %q: want asc or desc", order)
+			}
+			api, err := c.api()
+			if err != nil {
+				return err
+			}
+			var page ebbclient.EventPage
+			if all {
+				page.Events = []ebbclient.Event{}
+				for ev, err := range api.Events(cmd.Context(), args[0], q) {
+					if err != nil {
+						return err
+					}
+					page.Events = append(page.Events, ev)
+				}
+			} else if page, err = api.QueryEvents(cmd.Context(), args[0], q); err != nil {
+				return err
+			}
+			if out.json {
+				page.Events = nonNil(page.Events)
+				return printJSON(cmd.OutOrStdout(), page)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TIMESTAMP\tEVENT_ID\tPAYLOAD")
+			for _, ev := range page.Events {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", formatTime(ev.Timestamp), showBytes([]byte(ev.EventID), false), showBytes(ev.Payload, asBase64))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if page.NextPageToken != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "more events may follow: --page-token %s (or --all)\n", page.NextPageToken)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&q.IndexID, "index-id", "", "the index id whose events to read (required)")
+	f.StringVar(&from, "from", "", "first time, inclusive (default: unbounded)")
+	f.StringVar(&to, "to", "", "end time, exclusive (default: unbounded)")
+	f.StringVar(&order, "order", "asc", "asc (oldest first) or desc (newest first)")
+	f.IntVar(&q.Limit, "limit", 100, "events per page, 1..10000")
+	f.StringVar(&q.PageToken, "page-token", "", "resume after a previous page")
+	f.BoolVar(&all, "all", false, "read every page, --limit events at a time")
+	f.BoolVar(&asBase64, "base64", false, "print payloads in standard base64")
+	_ = cmd.MarkFlagRequired("index-id")
+	_ = cmd.RegisterFlagCompletionFunc("order", cobra.FixedCompletions([]string{"asc", "desc"}, cobra.ShellCompDirectiveNoFileComp))
+	out = addOutput(cmd)
+	return cmd
+}
+
+// nonNil makes an empty list print as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/server"
@@ -47,7 +50,7 @@ func TestIndexCommands(t *testing.T) {
 		}
 		return out
 	}
-	if out := ok("index", "create", "events", "--table-bucket", "1h", "--partition-bucket", "10m", "--retention", "3h", "--runway", "1"); !strings.Contains(out, "index events: 5 shards") {
+	if out := ok("index", "create", "events", "--table-bucket", "1h", "--partition-bucket", "10m", "--retention", "3h", "--runway", "1"); !strings.Contains(out, "index events created: 5 shards") {
 		t.Errorf("create: %q", out)
 	}
 	if out := ok("index", "list"); !strings.Contains(out, "events  1h") || !strings.Contains(out, "RUNWAY_REMAINING") {
@@ -107,6 +110,82 @@ func TestIndexCommands(t *testing.T) {
 	}
 }
 
+func TestIndexEvents(t *testing.T) {
+	url := fullServer(t, false)
+	ok(t, url, "index", "create", "events", "--table-bucket", "1h", "--partition-bucket", "10m", "--retention", "3h")
+
+	// One event from flags, then a file in each of the forms write takes.
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	if out := ok(t, url, "index", "write", "events", "--index-id", "acc/1", "--event-id", "flag", "--timestamp=-30m", "--payload", "hello"); out != "written 1 event(s) to events\n" {
+		t.Fatalf("write from flags: %q", out)
+	}
+	dir := t.TempDir()
+	ts := func(ago time.Duration) string { return now.Add(-ago).Format(time.RFC3339Nano) }
+	files := map[string]string{
+		"body.json":   `{"events": [{"index_id": "acc/1", "event_id": "b1", "timestamp": "` + ts(20*time.Minute) + `", "payload": "AAE="}]}`,
+		"array.json":  `[{"index_id": "acc/1", "event_id": "a1", "timestamp": "` + ts(10*time.Minute) + `"}]`,
+		"lines.jsonl": `{"index_id": "acc/1", "event_id": "l1", "timestamp": "` + ts(5*time.Minute) + `", "payload": "bGluZQ=="}` + "\n" + `{"index_id": "acc/1", "event_id": "l2", "timestamp": "` + ts(time.Minute) + `"}` + "\n",
+	}
+	for name, body := range files {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out := ok(t, url, "index", "write", "events", "--file", path); !strings.HasPrefix(out, "written ") {
+			t.Fatalf("write %s: %q", name, out)
+		}
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`[{"index_id": "acc/1", "event_id": "x", "timestamp": "`+ts(10*time.Hour)+`"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fails(t, url, "(expired, HTTP 422)", "index", "write", "events", "--file", bad)
+	fails(t, url, "say what to write", "index", "write", "events")
+	fails(t, url, "unknown field", "index", "write", "events", "--file", writeTemp(t, `[{"index":"x"}]`))
+
+	// Query: a page and the next page's token, everything, JSON.
+	code, out, errOut := cli("--server", url, "index", "query", "events", "--index-id", "acc/1", "--limit", "2")
+	if code != 0 || !strings.Contains(out, "TIMESTAMP") || !strings.Contains(out, "flag  ") || !strings.Contains(out, "hello") || !strings.Contains(out, `"\x00\x01"`) || !strings.Contains(errOut, "--page-token ") {
+		t.Fatalf("query: %d %q %q", code, out, errOut)
+	}
+	token := strings.Fields(errOut)[5]
+	if out := ok(t, url, "index", "query", "events", "--index-id", "acc/1", "--limit", "2", "--page-token", token); !strings.Contains(out, "a1") || !strings.Contains(out, "l1        line") {
+		t.Fatalf("next page: %q", out)
+	}
+	var page struct {
+		Events []struct {
+			EventID string `json:"event_id"`
+			Payload []byte `json:"payload"`
+		} `json:"events"`
+		NextPageToken *string `json:"next_page_token"`
+	}
+	if err := json.Unmarshal([]byte(ok(t, url, "index", "query", "events", "--index-id", "acc/1", "--all", "--limit", "2", "--order", "desc", "-o", "json")), &page); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range page.Events {
+		ids = append(ids, e.EventID)
+	}
+	if strings.Join(ids, " ") != "l2 l1 a1 b1 flag" || string(page.Events[1].Payload) != "line" || page.NextPageToken != nil {
+		t.Fatalf("query --all --order desc: %+v", page)
+	}
+	if out := ok(t, url, "index", "query", "events", "--index-id", "acc/1", "--from=-7m", "--to", "now", "--base64"); !strings.Contains(out, "l1") || !strings.Contains(out, "bGluZQ==") || strings.Contains(out, "a1") {
+		t.Fatalf("query --from --to: %q", out)
+	}
+	fails(t, url, "--from \"yesterday\"", "index", "query", "events", "--index-id", "acc/1", "--from", "yesterday")
+	fails(t, url, "--order \"up\"", "index", "query", "events", "--index-id", "acc/1", "--order", "up")
+	fails(t, url, "required flag(s) \"index-id\"", "index", "query", "events")
+}
+
+func writeTemp(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func TestBenchCommand(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	args := []string{"bench", "--events", "500", "--queries", "20", "--expire-rows", "300", "--dir", t.TempDir()}
@@ -118,8 +197,10 @@ func TestBenchCommand(t *testing.T) {
 			t.Errorf("bench output lacks %q:\n%s", want, stdout.String())
 		}
 	}
-	if stderr.Len() != 0 {
-		t.Errorf("progress bar drawn on a non-terminal: %q", stderr.String())
+	// Piped, progress is plain lines: no bar, no control characters.
+	if !strings.Contains(stderr.String(), "bench: ingest: 500/500 (100%) in ") || !strings.Contains(stderr.String(), "bench: query: 10/20 (50%)\n") ||
+		strings.ContainsAny(stderr.String(), "\r\x1b") {
+		t.Errorf("progress on a non-terminal: %q", stderr.String())
 	}
 	stdout.Reset()
 	if code := run(append(args[:len(args)-2], "--json"), &stdout, &stderr); code != 0 {
@@ -138,5 +219,24 @@ func TestBenchCommand(t *testing.T) {
 	}
 	if code := run([]string{"bench", "--limit", "0"}, &stdout, &stderr); code == 0 {
 		t.Error("bench --limit 0 accepted")
+	}
+}
+
+// TestProgressTerminal checks the bar drawn on a terminal: redrawn in
+// place, and cleared when the bench ends.
+func TestProgressTerminal(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgressFor(&b, true)
+	for i := range 10 {
+		p.update("ingest", i+1, 10)
+	}
+	p.update("query", 1, 4)
+	p.done()
+	out := b.String()
+	if !strings.Contains(out, "ingest") || !strings.Contains(out, "query") || !strings.Contains(out, "\r") || strings.Contains(out, "\n") {
+		t.Fatalf("terminal progress: %q", out)
+	}
+	if !strings.HasSuffix(out, "\r") {
+		t.Errorf("the bar is not cleared at the end: %q", out[max(0, len(out)-80):])
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -77,7 +76,7 @@ func TestListsCommands(t *testing.T) {
 	if out := ok(append([]string{"lists", "get", "--limit", "1", "--base64"}, list...)...); out != newer+"\tAAE=\n" {
 		t.Fatalf("get --limit 1 --base64 printed %q", out)
 	}
-	if out := ok(append([]string{"lists", "get", "--min-timestamp", newer, "--json"}, list...)...); !strings.Contains(out, `"value":"AAE="`) || strings.Contains(out, "c3Rvcnk") {
+	if out := ok(append([]string{"lists", "get", "--min-timestamp", newer, "--json"}, list...)...); !strings.Contains(out, `"value": "AAE="`) || strings.Contains(out, "c3Rvcnk") {
 		t.Fatalf("get --min-timestamp --json printed %q", out)
 	}
 
@@ -91,11 +90,11 @@ func TestListsCommands(t *testing.T) {
 		t.Fatalf("after rm --all: %q", out)
 	}
 
+	if out := ok("lists", "show-feature", list[0], list[1], "_"); !strings.Contains(out, "ttl 720h") {
+		t.Fatalf("show-feature: %q", out)
+	}
 	ok("lists", "delete-feature", list[0], list[1], "_")
 	fails("not_found", append([]string{"lists", "get"}, list...)...)
-	var ae *apiError
-	err := (&client{server: url}).do("GET", listItemsPath(list), nil, nil)
-	if !errors.As(err, &ae) || ae.Status != 404 {
-		t.Fatalf("get after delete-feature: %v", err)
-	}
+	fails("not_found", "lists", "show-feature", list[0], list[1], "_")
+	fails("--ttl is required", "lists", "create-feature", "a", "b", "_")
 }

@@ -42,23 +42,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// After the first signal the default action is restored, so a second
 	// one stops a shutdown that takes too long.
 	context.AfterFunc(ctx, stop)
-	root := newRootCmd(ctx, stdout, stderr)
+	root := newRootCmd(stdout, stderr)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(stderr, "ebb: %v\n", err)
+		fmt.Fprintf(stderr, "ebb: %v\n", explain(err))
 		return 1
 	}
 	return 0
 }
 
-func newRootCmd(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "ebb",
 		Short: "ebb stores data that must expire: cheaply, exactly and promptly",
 		Long: `ebb is a data layer for data that must expire: time-sharded indexes,
 feature-store lists and shared tables, on an embedded Pebble store, DynamoDB
 or CQL. Run "ebb serve" to start the HTTP API; the other commands talk to a
-running server.`,
+running server (--server, $EBB_SERVER; --token, $EBB_TOKEN). Shell
+completion: "ebb completion bash|zsh|fish|powershell --help".`,
 		// Errors are printed once, by run, without the usage text that
 		// would bury them.
 		SilenceErrors: true,
@@ -66,7 +67,7 @@ running server.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	c := &client{ctx: ctx}
+	c := &client{}
 	c.addFlags(root)
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(c))

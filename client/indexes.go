@@ -1,0 +1,362 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// IndexConfig is the configuration of a time-sharded index, the body of
+// PUT /v1/indexes/{name}. An index's configuration cannot change.
+type IndexConfig struct {
+	// TableBucket is the time width of a shard: whole seconds.
+	TableBucket time.Duration `json:"table_bucket"`
+	// PartitionBucket is the width of a partition within a shard: whole
+	// milliseconds, dividing TableBucket.
+	PartitionBucket time.Duration `json:"partition_bucket"`
+	// Retention is how long an event lives after its timestamp.
+	Retention time.Duration `json:"retention"`
+	// Runway is how many shards are kept ready after the one holding
+	// now; zero takes the server's default, 2.
+	Runway int `json:"runway,omitempty"`
+	// Capacity is the capacity policy; nil leaves every shard on-demand.
+	Capacity *CapacityPolicy `json:"capacity,omitempty"`
+}
+
+// MarshalJSON writes an IndexConfig as the API does, durations as Go duration strings.
+func (c IndexConfig) MarshalJSON() ([]byte, error) {
+	type plain IndexConfig
+	return json.Marshal(struct {
+		plain
+		TableBucket     duration `json:"table_bucket"`
+		PartitionBucket duration `json:"partition_bucket"`
+		Retention       duration `json:"retention"`
+	}{plain(c), duration(c.TableBucket), duration(c.PartitionBucket), duration(c.Retention)})
+}
+
+// UnmarshalJSON reads an IndexConfig as the API writes it.
+func (c *IndexConfig) UnmarshalJSON(b []byte) error {
+	type plain IndexConfig
+	w := struct {
+		*plain
+		TableBucket     duration `json:"table_bucket"`
+		PartitionBucket duration `json:"partition_bucket"`
+		Retention       duration `json:"retention"`
+	}{plain: (*plain)(c)}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	c.TableBucket, c.PartitionBucket, c.Retention = time.Duration(w.TableBucket), time.Duration(w.PartitionBucket), time.Duration(w.Retention)
+	return nil
+}
+
+// CapacityPolicy provisions an index's hot shard (the one holding now) at
+// the hot units and pre-warms the next one to the peak units, on backends
+// with capacity modes; every other shard stays on-demand.
+type CapacityPolicy struct {
+	HotReadUnits   int64 `json:"hot_read_units"`
+	HotWriteUnits  int64 `json:"hot_write_units"`
+	PeakReadUnits  int64 `json:"peak_read_units,omitempty"`
+	PeakWriteUnits int64 `json:"peak_write_units,omitempty"`
+}
+
+// Index is a time-sharded index as the server reports it.
+type Index struct {
+	Name            string          `json:"name"`
+	TableBucket     time.Duration   `json:"table_bucket"`
+	PartitionBucket time.Duration   `json:"partition_bucket"`
+	Retention       time.Duration   `json:"retention"`
+	Runway          int             `json:"runway"`
+	Capacity        *CapacityPolicy `json:"capacity,omitempty"`
+	// Shards are sorted by start.
+	Shards []Shard `json:"shards"`
+	// RunwayRemaining is the time until the end of the last existing
+	// shard.
+	RunwayRemaining time.Duration `json:"runway_remaining"`
+}
+
+// MarshalJSON writes an Index as the API does, durations as Go duration strings.
+func (x Index) MarshalJSON() ([]byte, error) {
+	type plain Index
+	if x.Shards == nil {
+		x.Shards = []Shard{}
+	}
+	return json.Marshal(struct {
+		plain
+		TableBucket     duration `json:"table_bucket"`
+		PartitionBucket duration `json:"partition_bucket"`
+		Retention       duration `json:"retention"`
+		RunwayRemaining duration `json:"runway_remaining"`
+	}{plain(x), duration(x.TableBucket), duration(x.PartitionBucket), duration(x.Retention), duration(x.RunwayRemaining)})
+}
+
+// UnmarshalJSON reads an Index as the API writes it.
+func (x *Index) UnmarshalJSON(b []byte) error {
+	type plain Index
+	w := struct {
+		*plain
+		TableBucket     duration `json:"table_bucket"`
+		PartitionBucket duration `json:"partition_bucket"`
+		Retention       duration `json:"retention"`
+		RunwayRemaining duration `json:"runway_remaining"`
+	}{plain: (*plain)(x)}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	x.TableBucket, x.PartitionBucket, x.Retention = time.Duration(w.TableBucket), time.Duration(w.PartitionBucket), time.Duration(w.Retention)
+	x.RunwayRemaining = time.Duration(w.RunwayRemaining)
+	return nil
+}
+
+// Shard states, relative to now.
+const (
+	ShardPast   = "past"
+	ShardHot    = "hot"
+	ShardFuture = "future"
+)
+
+// Shard is one table of an index, holding the events of [Start, End).
+type Shard struct {
+	Table string    `json:"table"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// State is ShardPast, ShardHot or ShardFuture.
+	State string `json:"state"`
+	// Capacity is "on_demand" or "provisioned".
+	Capacity string `json:"capacity"`
+}
+
+// Event is one event of an index, keyed by (IndexID, Timestamp, EventID).
+type Event struct {
+	// IndexID and EventID are 1..256 bytes of UTF-8, any characters.
+	IndexID string `json:"index_id"`
+	EventID string `json:"event_id"`
+	// Timestamp is stored to the millisecond.
+	Timestamp time.Time `json:"timestamp"`
+	// Payload is optional.
+	Payload []byte `json:"payload"`
+}
+
+// EventQuery selects the events of one IndexID in [From, To).
+type EventQuery struct {
+	// IndexID is required.
+	IndexID string
+	// From and To bound the range [From, To); a zero time leaves that
+	// side unbounded.
+	From, To time.Time
+	// Desc orders by (timestamp, event_id) descending instead of
+	// ascending.
+	Desc bool
+	// Limit is the most events in a page, 1..10000; zero is the server's
+	// default, 100.
+	Limit int
+	// PageToken resumes after the last event of a previous page (its
+	// NextPageToken), for the same index and order.
+	PageToken string
+}
+
+// EventPage is one page of a query.
+type EventPage struct {
+	Events []Event `json:"events"`
+	// NextPageToken, when not empty, resumes after the last event; the
+	// next page may then still be empty.
+	NextPageToken string `json:"next_page_token,omitempty"`
+}
+
+// ReconcileOptions are the query of POST /v1/indexes/{name}/reconcile.
+type ReconcileOptions struct {
+	// DryRun plans without applying.
+	DryRun bool
+	// AllowClockJump confirms the clock after it moved forward more than
+	// 24 h, lifting the guard that holds every drop back.
+	AllowClockJump bool
+}
+
+// Plan is what the shard manager planned for an index and, unless it was
+// a dry run, applied.
+type Plan struct {
+	Actions []Action `json:"actions"`
+	// Unrecognized lists tables with the index's prefix that are not its
+	// shards; they are left alone.
+	Unrecognized []string `json:"unrecognized,omitempty"`
+	Applied      bool     `json:"applied"`
+}
+
+// Shard actions (Action.Op).
+const (
+	OpCreate      = "create"
+	OpDrop        = "drop"
+	OpSetCapacity = "set_capacity"
+	OpPrewarm     = "prewarm"
+)
+
+// Action is one planned shard change.
+type Action struct {
+	Op     string `json:"op"`
+	Table  string `json:"table"`
+	Reason string `json:"reason"`
+	// Capacity is the target of a set_capacity or prewarm action.
+	Capacity string `json:"capacity,omitempty"`
+	// Deferred actions are held back by a guard or a limit, and not
+	// applied.
+	Deferred bool `json:"deferred,omitempty"`
+	// Error says why an applied action failed; the others were applied.
+	Error string `json:"error,omitempty"`
+}
+
+// Failed counts the actions that failed when the plan was applied.
+func (p Plan) Failed() int {
+	n := 0
+	for _, a := range p.Actions {
+		if a.Error != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func indexPath(index string, rest ...any) (string, error) {
+	return urlPath(append([]any{"/v1/indexes/", name{"index name", index}}, rest...)...)
+}
+
+// CreateIndex creates an index and its shards (PUT /v1/indexes/{name}).
+// created is false when an identical index already existed; one with
+// another configuration is ErrConflict.
+func (c *Client) CreateIndex(ctx context.Context, index string, cfg IndexConfig) (idx Index, created bool, err error) {
+	p, err := indexPath(index)
+	if err != nil {
+		return Index{}, false, err
+	}
+	status, err := c.do(ctx, http.MethodPut, p, nil, cfg, &idx)
+	return idx, status == http.StatusCreated, err
+}
+
+// Index returns an index and its shards (GET /v1/indexes/{name}).
+func (c *Client) Index(ctx context.Context, index string) (Index, error) {
+	p, err := indexPath(index)
+	if err != nil {
+		return Index{}, err
+	}
+	var idx Index
+	_, err = c.do(ctx, http.MethodGet, p, nil, nil, &idx)
+	return idx, err
+}
+
+// Indexes returns every index, sorted by name (GET /v1/indexes). With an
+// auth file it needs the admin or *:* scope.
+func (c *Client) Indexes(ctx context.Context) ([]Index, error) {
+	var out struct {
+		Indexes []Index `json:"indexes"`
+	}
+	_, err := c.do(ctx, http.MethodGet, "/v1/indexes", nil, nil, &out)
+	return out.Indexes, err
+}
+
+// DeleteIndex drops every shard of an index and its configuration
+// (DELETE /v1/indexes/{name}).
+func (c *Client) DeleteIndex(ctx context.Context, index string) error {
+	p, err := indexPath(index)
+	if err != nil {
+		return err
+	}
+	_, err = c.do(ctx, http.MethodDelete, p, nil, nil, nil)
+	return err
+}
+
+// WriteEvents writes up to 10000 events (POST /v1/indexes/{name}/events)
+// and returns how many were written. The batch is all or nothing: an
+// invalid, expired (ErrExpired) or shardless (ErrNoShard) event refuses the
+// whole batch, and the message names its position.
+func (c *Client) WriteEvents(ctx context.Context, index string, events []Event) (int, error) {
+	p, err := indexPath(index, "/events")
+	if err != nil {
+		return 0, err
+	}
+	if events == nil {
+		events = []Event{}
+	}
+	var out struct {
+		Written int `json:"written"`
+	}
+	_, err = c.do(ctx, http.MethodPost, p, nil, map[string][]Event{"events": events}, &out)
+	return out.Written, err
+}
+
+// QueryEvents returns one page of events (GET /v1/indexes/{name}/events).
+func (c *Client) QueryEvents(ctx context.Context, index string, q EventQuery) (EventPage, error) {
+	p, err := indexPath(index, "/events")
+	if err != nil {
+		return EventPage{}, err
+	}
+	v := url.Values{"index_id": {q.IndexID}}
+	if !q.From.IsZero() {
+		v.Set("from", formatTime(q.From))
+	}
+	if !q.To.IsZero() {
+		v.Set("to", formatTime(q.To))
+	}
+	if q.Desc {
+		v.Set("order", "desc")
+	}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.PageToken != "" {
+		v.Set("page_token", q.PageToken)
+	}
+	var page EventPage
+	_, err = c.do(ctx, http.MethodGet, p, v, nil, &page)
+	return page, err
+}
+
+// Events iterates over every event q selects, page after page, q.Limit
+// being the page size. It stops at the first error, which it yields with a
+// zero Event:
+//
+//	for ev, err := range c.Events(ctx, "events", client.EventQuery{IndexID: "acct_1"}) {
+//		if err != nil {
+//			return err
+//		}
+//		...
+//	}
+func (c *Client) Events(ctx context.Context, index string, q EventQuery) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		for {
+			page, err := c.QueryEvents(ctx, index, q)
+			if err != nil {
+				yield(Event{}, err)
+				return
+			}
+			for _, ev := range page.Events {
+				if !yield(ev, nil) {
+					return
+				}
+			}
+			if page.NextPageToken == "" {
+				return
+			}
+			q.PageToken = page.NextPageToken
+		}
+	}
+}
+
+// Reconcile plans the index's shard changes for now and, unless
+// o.DryRun, applies them (POST /v1/indexes/{name}/reconcile). Actions that
+// failed carry an Error; the others were applied.
+func (c *Client) Reconcile(ctx context.Context, index string, o ReconcileOptions) (Plan, error) {
+	p, err := indexPath(index, "/reconcile")
+	if err != nil {
+		return Plan{}, err
+	}
+	v := url.Values{"dry_run": {strconv.FormatBool(o.DryRun)}}
+	if o.AllowClockJump {
+		v.Set("allow_clock_jump", "true")
+	}
+	var plan Plan
+	_, err = c.do(ctx, http.MethodPost, p, v, nil, &plan)
+	return plan, err
+}

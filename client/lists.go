@@ -1,0 +1,205 @@
+package client
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// DefaultListVersion is the path segment of a list feature's default
+// (empty) version. A ListFeatureID with Version "" is sent as it.
+const DefaultListVersion = "_"
+
+// ListFeatureID names a list feature version. Names are 1 to 256 bytes of
+// UTF-8, any characters; Version may be empty, the default version (which
+// the version "_" also names).
+type ListFeatureID struct {
+	EntityType string `json:"entity_type"`
+	Feature    string `json:"feature"`
+	Version    string `json:"version"`
+}
+
+// ListFeature is a list feature version: each item of its lists expires
+// TTL after its own timestamp.
+type ListFeature struct {
+	EntityType string        `json:"entity_type"`
+	Feature    string        `json:"feature"`
+	Version    string        `json:"version"`
+	TTL        time.Duration `json:"ttl"`
+	Created    time.Time     `json:"created"`
+}
+
+// MarshalJSON writes a ListFeature as the API does, durations as Go duration strings.
+func (f ListFeature) MarshalJSON() ([]byte, error) {
+	type plain ListFeature
+	return json.Marshal(struct {
+		plain
+		TTL duration `json:"ttl"`
+	}{plain(f), duration(f.TTL)})
+}
+
+// UnmarshalJSON reads a ListFeature as the API writes it.
+func (f *ListFeature) UnmarshalJSON(b []byte) error {
+	type plain ListFeature
+	w := struct {
+		*plain
+		TTL duration `json:"ttl"`
+	}{plain: (*plain)(f)}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	f.TTL = time.Duration(w.TTL)
+	return nil
+}
+
+// ListItem is one item of a list. Items with equal timestamps and
+// different values are different items.
+type ListItem struct {
+	// Value is up to 64 KiB.
+	Value []byte `json:"value"`
+	// Timestamp is kept to the nanosecond, from 1970 to 2262.
+	Timestamp time.Time `json:"timestamp"`
+}
+
+// AddListItemsResult is the answer of an add.
+type AddListItemsResult struct {
+	Written int `json:"written"`
+	// SkippedExpired counts items already past the TTL, not written.
+	SkippedExpired int `json:"skipped_expired"`
+}
+
+// ListQuery selects the live items of a list, newest first.
+type ListQuery struct {
+	// MinTimestamp, when not zero, keeps items at or after it.
+	MinTimestamp time.Time
+	// Limit is the most items returned, 1..10000; zero is the server's
+	// default, 100.
+	Limit int
+}
+
+func listFeaturePath(id ListFeatureID) (string, error) {
+	v := id.Version
+	if v == "" {
+		v = DefaultListVersion
+	}
+	return urlPath("/v1/list-features/", name{"entity type", id.EntityType}, "/", name{"feature", id.Feature}, "/", name{"version", v})
+}
+
+func listItemsPath(id ListFeatureID, entityID string) (string, error) {
+	v := id.Version
+	if v == "" {
+		v = DefaultListVersion
+	}
+	return urlPath("/v1/lists/", name{"entity type", id.EntityType}, "/", name{"feature", id.Feature}, "/", name{"version", v},
+		"/", name{"entity id", entityID}, "/items")
+}
+
+// CreateListFeature declares a list feature version whose items live ttl
+// (PUT /v1/list-features/{entity_type}/{feature}/{version}). created is
+// false when an identical one already existed; one with another TTL is
+// ErrConflict.
+func (c *Client) CreateListFeature(ctx context.Context, id ListFeatureID, ttl time.Duration) (f ListFeature, created bool, err error) {
+	p, err := listFeaturePath(id)
+	if err != nil {
+		return ListFeature{}, false, err
+	}
+	status, err := c.do(ctx, http.MethodPut, p, nil, map[string]duration{"ttl": duration(ttl)}, &f)
+	return f, status == http.StatusCreated, err
+}
+
+// ListFeature returns a list feature version
+// (GET /v1/list-features/{entity_type}/{feature}/{version}).
+func (c *Client) ListFeature(ctx context.Context, id ListFeatureID) (ListFeature, error) {
+	p, err := listFeaturePath(id)
+	if err != nil {
+		return ListFeature{}, err
+	}
+	var f ListFeature
+	_, err = c.do(ctx, http.MethodGet, p, nil, nil, &f)
+	return f, err
+}
+
+// DeleteListFeature deletes a list feature version; every list of it is
+// gone at once (DELETE /v1/list-features/{entity_type}/{feature}/{version}).
+func (c *Client) DeleteListFeature(ctx context.Context, id ListFeatureID) error {
+	p, err := listFeaturePath(id)
+	if err != nil {
+		return err
+	}
+	_, err = c.do(ctx, http.MethodDelete, p, nil, nil, nil)
+	return err
+}
+
+// AddListItems adds up to 1000 items to the list of entityID
+// (POST /v1/lists/{entity_type}/{feature}/{version}/{entity_id}/items).
+// Items already expired are skipped and counted. A refused add writes
+// nothing.
+func (c *Client) AddListItems(ctx context.Context, id ListFeatureID, entityID string, items []ListItem) (AddListItemsResult, error) {
+	p, err := listItemsPath(id, entityID)
+	if err != nil {
+		return AddListItemsResult{}, err
+	}
+	// The API requires a value on every item; a nil one is the empty
+	// value, which JSON would otherwise send as null.
+	type wireItem struct {
+		Value     string `json:"value"`
+		Timestamp string `json:"timestamp"`
+	}
+	body := struct {
+		Items []wireItem `json:"items"`
+	}{Items: make([]wireItem, len(items))}
+	for i, it := range items {
+		body.Items[i] = wireItem{Value: base64.StdEncoding.EncodeToString(it.Value), Timestamp: formatTime(it.Timestamp)}
+	}
+	var res AddListItemsResult
+	_, err = c.do(ctx, http.MethodPost, p, nil, body, &res)
+	return res, err
+}
+
+// ListItems returns the live items of the list of entityID, newest first
+// (GET /v1/lists/{entity_type}/{feature}/{version}/{entity_id}/items). A
+// list never written is empty.
+func (c *Client) ListItems(ctx context.Context, id ListFeatureID, entityID string, q ListQuery) ([]ListItem, error) {
+	p, err := listItemsPath(id, entityID)
+	if err != nil {
+		return nil, err
+	}
+	v := url.Values{}
+	if !q.MinTimestamp.IsZero() {
+		v.Set("min_timestamp", formatTime(q.MinTimestamp))
+	}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	var out struct {
+		Items []ListItem `json:"items"`
+	}
+	_, err = c.do(ctx, http.MethodGet, p, v, nil, &out)
+	return out.Items, err
+}
+
+// RemoveListItems removes every item with value from the list of entityID
+// (DELETE .../{entity_id}/items?value=...).
+func (c *Client) RemoveListItems(ctx context.Context, id ListFeatureID, entityID string, value []byte) error {
+	p, err := listItemsPath(id, entityID)
+	if err != nil {
+		return err
+	}
+	_, err = c.do(ctx, http.MethodDelete, p, url.Values{"value": {base64.StdEncoding.EncodeToString(value)}}, nil, nil)
+	return err
+}
+
+// ClearList removes the whole list of entityID (DELETE .../{entity_id}/items
+// without a value).
+func (c *Client) ClearList(ctx context.Context, id ListFeatureID, entityID string) error {
+	p, err := listItemsPath(id, entityID)
+	if err != nil {
+		return err
+	}
+	_, err = c.do(ctx, http.MethodDelete, p, nil, nil, nil)
+	return err
+}

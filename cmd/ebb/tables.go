@@ -1,0 +1,363 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	ebbclient "github.com/ebb-data/ebb/client"
+)
+
+func init() { commands = append(commands, newTablesCmd) }
+
+func newTablesCmd(c *client) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tables",
+		Short: "Manage shared tables and their items on a running server",
+		Long: `Manage shared tables: many small logical tables kept in one physical table,
+each item with a timestamp, a JSON object of attributes and an optional
+TTL. Table names match [A-Za-z0-9_.-]{1,128}; keys are any UTF-8 up to
+1000 bytes. The commands talk to a running "ebb serve" (--server, default
+http://127.0.0.1:7070).`,
+	}
+	cmd.AddCommand(tablesCreateCmd(c), tablesListCmd(c), tablesGetCmd(c), tablesPutCmd(c), tablesDeleteCmd(c), tablesDropCmd(c), tablesItemsCmd(c))
+	return cmd
+}
+
+// completeTableNames completes the first argument with the server's
+// shared tables.
+func completeTableNames(c *client) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		api, err := c.api()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		tables, err := api.Tables(cmd.Context())
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		names := make([]cobra.Completion, len(tables))
+		for i, t := range tables {
+			names[i] = t.Name
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func printTable(w io.Writer, t ebbclient.Table) error {
+	ttl := "none"
+	if t.DefaultTTL > 0 {
+		ttl = ebbclient.FormatDuration(t.DefaultTTL)
+	}
+	_, err := fmt.Fprintf(w, "table:       %s\ndefault ttl: %s\ncreated:     %s\n", t.Name, ttl, formatTime(t.CreatedAt))
+	return err
+}
+
+func tablesCreateCmd(c *client) *cobra.Command {
+	var cfg ebbclient.TableConfig
+	var out *output
+	cmd := &cobra.Command{
+		Use:   "create TABLE [--default-ttl DURATION]",
+		Short: "Create a shared table",
+		Long: `Create a shared table. Items put without a TTL of their own expire
+--default-ttl after they are written (0, the default: never). An identical
+table is left as it is; one with another default TTL is a conflict.`,
+		Example: `  ebb tables create orders --default-ttl 720h`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api, err := c.api()
+			if err != nil {
+				return err
+			}
+			t, created, err := api.CreateTable(cmd.Context(), args[0], cfg)
+			if err != nil {
+				return err
+			}
+			if out.json {
+				return printJSON(cmd.OutOrStdout(), t)
+			}
+			what := "created"
+			if !created {
+				what = "exists"
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "table %s %s\n", t.Name, what)
+			return err
+		},
+	}
+	cmd.Flags().DurationVar(&cfg.DefaultTTL, "default-ttl", 0, "TTL of items put without their own (0: never expire)")
+	out = addOutput(cmd)
+	return cmd
+}
+
+func tablesListCmd(c *client) *cobra.Command {
+	var out *output
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List shared tables",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			api, err := c.api()
+			if err != nil {
+				return err
+			}
+			tables, err := api.Tables(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if out.json {
+				return printJSON(cmd.OutOrStdout(), map[string][]ebbclient.Table{"tables": nonNil(tables)})
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tDEFAULT_TTL\tCREATED")
+			for _, t := range tables {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, ebbclient.FormatDuration(t.DefaultTTL), formatTime(t.CreatedAt))
+			}
+			return tw.Flush()
+		},
+	}
+	out = addOutput(cmd)
+	return cmd
+}
+
+func tablesGetCmd(c *client) *cobra.Command {
+	var out *output
+	cmd := &cobra.Command{
+		Use:   "get TABLE [KEY]",
+		Short: "Show a shared table, or one of its items",
+		Long: `Show a shared table, or with KEY one of its live items: its timestamp,
+expiry and attributes. A missing or expired item is not found.`,
+		Example: `  ebb tables get orders
+  ebb tables get orders o-1 --output json`,
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: completeTableNames(c),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api, err := c.api()
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if len(args) == 1 {
+				t, err := api.Table(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if out.json {
+					return printJSON(w, t)
+				}
+				return printTable(w, t)
+			}
+			it, err := api.TableItem(cmd.Context(), args[0], args[1])
+			if err != nil {
+				return err
+			}
+			if out.json {
+				return printJSON(w, it)
+			}
+			return printTableItem(w, it)
+		},
+	}
+	out = addOutput(cmd)
+	return cmd
+}
+
+func printTableItem(w io.Writer, it ebbclient.TableItem) error {
+	expires := "never"
+	if it.ExpiresAt != nil {
+		expires = formatTime(*it.ExpiresAt)
+	}
+	_, err := fmt.Fprintf(w, "key:        %s\ntimestamp:  %s\nexpires:    %s\nattributes: %s\n", showBytes([]byte(it.Key), false), formatTime(it.Timestamp), expires, it.Attributes)
+	return err
+}
+
+func tablesPutCmd(c *client) *cobra.Command {
+	var timestamp, attributes, attributesFile string
+	var ttl time.Duration
+	var out *output
+	cmd := &cobra.Command{
+		Use:   "put TABLE KEY [--timestamp T] [--attributes JSON | --attributes-file FILE] [--ttl DURATION]",
+		Short: "Put an item into a shared table",
+		Long: `Put an item, replacing any with the same key: a timestamp (default now),
+a JSON object of attributes (default {}), and a TTL from now (default the
+table's; --ttl 0 never expires).`,
+		Example: `  ebb tables put orders o-1 --attributes '{"total": 42, "currency": "EUR"}'
+  ebb tables put orders o-2 --timestamp 2026-11-22T10:00:00Z --ttl 90s --attributes-file o-2.json`,
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: completeTableNames(c),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			now := time.Now()
+			var item ebbclient.PutTableItem
+			var err error
+			if item.Timestamp, err = parseTimeFlag("timestamp", timestamp, now); err != nil {
+				return err
+			}
+			if item.Timestamp.IsZero() {
+				item.Timestamp = now
+			}
+			if attributes != "" && attributesFile != "" {
+				return errors.New("give --attributes or --attributes-file, not both")
+			}
+			raw := []byte(attributes)
+			if attributesFile != "" {
+				if raw, err = readInput(cmd, attributesFile); err != nil {
+					return err
+				}
+			}
+			if len(raw) > 0 {
+				if !json.Valid(raw) {
+					return errors.New("the attributes are not valid JSON; want an object such as {\"total\": 42}")
+				}
+				item.Attributes = json.RawMessage(raw)
+			}
+			if cmd.Flags().Changed("ttl") {
+				item.TTL = &ttl
+			}
+			api, err := c.api()
+			if err != nil {
+				return err
+			}
+			it, err := api.PutTableItem(cmd.Context(), args[0], args[1], item)
+			if err != nil {
+				return err
+			}
+			if out.json {
+				return printJSON(cmd.OutOrStdout(), it)
+			}
+			expires := "never expires"
+			if it.ExpiresAt != nil {
+				expires = "expires " + formatTime(*it.ExpiresAt)
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "put %s %s (%s)\n", args[0], showBytes([]byte(it.Key), false), expires)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&timestamp, "timestamp", "", "the item's time: RFC 3339, now, or a duration from now such as -1h (default now)")
+	f.StringVar(&attributes, "attributes", "", "the item's attributes, a JSON object (default {})")
+	f.StringVar(&attributesFile, "attributes-file", "", "read the attributes from a file (- for standard input)")
+	f.DurationVar(&ttl, "ttl", 0, "the item's TTL from now; 0 never expires (default: the table's default TTL)")
+	out = addOutput(cmd)
+	return cmd
+}
+
+func tablesDeleteCmd(c *client) *cobra.Command {
+	return &cobra.Command{
+		Use:               "delete TABLE KEY",
+		Short:             "Delete an item from a shared table",
+		Long:              `Delete an item; deleting a missing item is no error. "ebb tables drop" deletes a whole table.`,
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: completeTableNames(c),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api, err := c.api()
+			if err != nil {
+				return err
+			}
+			if err := api.DeleteTableItem(cmd.Context(), args[0], args[1]); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted %s %s\n", args[0], showBytes([]byte(args[1]), false))
+			return err
+		},
+	}
+}
+
+func tablesDropCmd(c *client) *cobra.Command {
+	return &cobra.Command{
+		Use:               "drop TABLE",
+		Short:             "Delete a shared table and every item in it",
+		Long:              `Delete a shared table and every item in it, at once; dropping a missing table is no error. A table created again under the name starts empty.`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeTableNames(c),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api, err := c.api()
+			if err != nil {
+				return err
+			}
+			if err := api.DeleteTable(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "table %s dropped\n", args[0])
+			return err
+		},
+	}
+}
+
+func tablesItemsCmd(c *client) *cobra.Command {
+	var q ebbclient.TableItemsQuery
+	var after string
+	var all bool
+	var out *output
+	cmd := &cobra.Command{
+		Use:     "items TABLE [--after T] [--limit N] [--page-token P | --all]",
+		Aliases: []string{"rows"},
+		Short:   "List a shared table's items",
+		Long: `List a shared table's live items whose timestamp is strictly after --after
+(every item without it), ordered by timestamp, then key. One page of
+--limit items is printed, and the token of the next page, if any, on
+standard error: pass it back with --page-token and the same --after, or use
+--all to read every page.`,
+		Example: `  ebb tables items orders --after=-1h
+  ebb tables items orders --all --output json`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeTableNames(c),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := parseTimeFlag("after", after, time.Now())
+			if err != nil {
+				return err
+			}
+			if !t.IsZero() {
+				q.After = &t
+			}
+			api, err := c.api()
+			if err != nil {
+				return err
+			}
+			var page ebbclient.TableItemsPage
+			if all {
+				page.Items = []ebbclient.TableItem{}
+				for it, err := range api.TableItems(cmd.Context(), args[0], q) {
+					if err != nil {
+						return err
+					}
+					page.Items = append(page.Items, it)
+				}
+			} else if page, err = api.QueryTableItems(cmd.Context(), args[0], q); err != nil {
+				return err
+			}
+			if out.json {
+				page.Items = nonNil(page.Items)
+				return printJSON(cmd.OutOrStdout(), page)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "KEY\tTIMESTAMP\tEXPIRES\tATTRIBUTES")
+			for _, it := range page.Items {
+				expires := "never"
+				if it.ExpiresAt != nil {
+					expires = formatTime(*it.ExpiresAt)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", showBytes([]byte(it.Key), false), formatTime(it.Timestamp), expires, it.Attributes)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if page.NextPageToken != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "more items follow: --page-token %s (or --all)\n", page.NextPageToken)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&after, "after", "", "only items whose timestamp is after this time: RFC 3339, now, or a duration from now such as -1h")
+	f.IntVar(&q.Limit, "limit", 100, "items per page, 1..10000")
+	f.StringVar(&q.PageToken, "page-token", "", "resume after a previous page")
+	f.BoolVar(&all, "all", false, "read every page, --limit items at a time")
+	out = addOutput(cmd)
+	return cmd
+}

@@ -1,0 +1,103 @@
+package server
+
+import (
+	"cmp"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Route is one route a Server serves: an HTTP method and a path pattern
+// with {wildcards}, as registered ("GET" and "/v1/indexes/{name}").
+type Route struct {
+	Method string
+	Path   string
+}
+
+func (r Route) String() string { return r.Method + " " + r.Path }
+
+// Routes returns every route the Server serves, the built-in ones
+// (/healthz, /readyz, /metrics when served, admin) and every Feature's,
+// sorted by path, then method. docs/openapi.yaml describes each; a test
+// holds the two together.
+func (s *Server) Routes() []Route {
+	return s.mux.routes()
+}
+
+// ErrorCode is a status and API code the Server answers errors with.
+type ErrorCode struct {
+	Status int
+	Code   string
+}
+
+// ErrorCodes returns every status and code the Server maps errors onto:
+// the store sentinels' mappings, those its Features added with MapError,
+// and the ones it answers itself (auth, unknown routes and methods,
+// oversize bodies, unexpected failures). Sorted by status, then code.
+func (s *Server) ErrorCodes() []ErrorCode {
+	seen := map[ErrorCode]bool{
+		{http.StatusBadRequest, CodeInvalidArgument}:        true,
+		{http.StatusUnauthorized, CodeUnauthenticated}:      true,
+		{http.StatusForbidden, CodePermissionDenied}:        true,
+		{http.StatusNotFound, CodeNotFound}:                 true,
+		{http.StatusMethodNotAllowed, CodeMethodNotAllowed}: true,
+		{http.StatusRequestEntityTooLarge, CodeTooLarge}:    true,
+		{http.StatusInternalServerError, CodeInternal}:      true,
+	}
+	for _, list := range [][]errorMapping{s.mappings, storeMappings} {
+		for _, m := range list {
+			seen[ErrorCode{m.status, m.code}] = true
+		}
+	}
+	out := make([]ErrorCode, 0, len(seen))
+	for c := range seen {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b ErrorCode) int {
+		return cmp.Or(cmp.Compare(a.Status, b.Status), strings.Compare(a.Code, b.Code))
+	})
+	return out
+}
+
+// routeMux is the Server's router: an http.ServeMux that remembers the
+// patterns registered on it, for Routes.
+type routeMux struct {
+	*http.ServeMux
+	mu       sync.Mutex
+	patterns []string
+}
+
+func newRouteMux() *routeMux { return &routeMux{ServeMux: http.NewServeMux()} }
+
+// Handle registers h like http.ServeMux.Handle, panicking as it does on a
+// malformed or duplicate pattern (and then recording nothing).
+func (m *routeMux) Handle(pattern string, h http.Handler) {
+	m.ServeMux.Handle(pattern, h)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.patterns = append(m.patterns, pattern)
+}
+
+// HandleFunc registers h like http.ServeMux.HandleFunc.
+func (m *routeMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(h))
+}
+
+func (m *routeMux) routes() []Route {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Route, 0, len(m.patterns))
+	for _, p := range m.patterns {
+		// "METHOD /path"; a pattern without a method matches them all.
+		method, path, ok := strings.Cut(p, " ")
+		if !ok {
+			method, path = "", p
+		}
+		out = append(out, Route{Method: method, Path: strings.TrimSpace(path)})
+	}
+	slices.SortFunc(out, func(a, b Route) int {
+		return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.Method, b.Method))
+	})
+	return out
+}
