@@ -4,10 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"strings"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ebb-data/ebb"
+	"github.com/ebb-data/ebb/store/cql"
 	"github.com/ebb-data/ebb/store/dynamo"
 )
 
@@ -39,7 +44,23 @@ func backendOptions(ctx context.Context, cfg serveConfig, log *slog.Logger, reg 
 		return ebb.Options{Store: st}, where, nil
 
 	case "cql":
-		return ebb.Options{}, "", fmt.Errorf("backend %s is not available in this build", cfg.backend)
+		o := cql.DefaultOptions()
+		o.Hosts, o.Keyspace, o.Logger, o.Registerer = cfg.cqlHosts, cfg.cqlKeyspace, log, reg
+		o.Username, o.Password = cfg.cqlUsername, os.Getenv("EBB_CQL_PASSWORD")
+		o.TLS, o.CAFile = cfg.cqlTLS || cfg.cqlCAFile != "", cfg.cqlCAFile
+		o.CreateKeyspace, o.Replication = cfg.cqlCreateKeyspace, cfg.cqlReplication
+		c, err := gocql.ParseConsistencyWrapper(cfg.cqlConsistency)
+		if err != nil {
+			return ebb.Options{}, "", fmt.Errorf("--cql-consistency %q: %w", cfg.cqlConsistency, err)
+		}
+		o.Consistency = c
+		ctx, cancel := context.WithTimeout(ctx, o.Timeout+o.TableTimeout)
+		defer cancel()
+		st, err := cql.Open(ctx, o)
+		if err != nil {
+			return ebb.Options{}, "", fmt.Errorf("open CQL backend: %w", err)
+		}
+		return ebb.Options{Store: st}, fmt.Sprintf("hosts %s, keyspace %s", strings.Join(cfg.cqlHosts, ","), cfg.cqlKeyspace), nil
 	}
 	return ebb.Options{}, "", fmt.Errorf("unknown --backend %q: want pebble, dynamodb or cql", cfg.backend)
 }

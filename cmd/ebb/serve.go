@@ -27,6 +27,12 @@ type serveConfig struct {
 	dynamoRegion      string
 	cqlHosts          []string
 	cqlKeyspace       string
+	cqlConsistency    string
+	cqlUsername       string
+	cqlTLS            bool
+	cqlCAFile         string
+	cqlCreateKeyspace bool
+	cqlReplication    string
 	dynamoPrefix      string
 	leaseDuration     time.Duration
 	replicaID         string
@@ -59,6 +65,12 @@ running. SIGINT or SIGTERM shuts down gracefully; a second one stops at once.`,
 	f.StringVar(&cfg.dynamoPrefix, "dynamodb-table-prefix", "", "prefix of every DynamoDB table ebb creates, so that several deployments share one account")
 	f.StringSliceVar(&cfg.cqlHosts, "cql-hosts", nil, "CQL contact points, comma-separated (H1,H2)")
 	f.StringVar(&cfg.cqlKeyspace, "cql-keyspace", "ebb", "CQL keyspace")
+	f.StringVar(&cfg.cqlConsistency, "cql-consistency", "LOCAL_QUORUM", "CQL consistency level of reads and writes (conditional writes use LOCAL_SERIAL)")
+	f.StringVar(&cfg.cqlUsername, "cql-username", "", "CQL user (password from $EBB_CQL_PASSWORD); Keyspaces service-specific credentials work the same way")
+	f.BoolVar(&cfg.cqlTLS, "cql-tls", false, "connect to the CQL cluster with TLS (Keyspaces requires it, on port 9142)")
+	f.StringVar(&cfg.cqlCAFile, "cql-ca-file", "", "PEM file of CA certificates for the CQL cluster's TLS (implies --cql-tls)")
+	f.BoolVar(&cfg.cqlCreateKeyspace, "cql-create-keyspace", false, "create the CQL keyspace when missing, with --cql-replication")
+	f.StringVar(&cfg.cqlReplication, "cql-replication", "", "replication map for --cql-create-keyspace, e.g. {'class':'NetworkTopologyStrategy','dc1':3} (default: SingleRegionStrategy on Keyspaces, SimpleStrategy RF 1 elsewhere)")
 	f.DurationVar(&cfg.reconcileInterval, "reconcile-interval", 30*time.Second, "how often the shard manager reconciles every index")
 	f.DurationVar(&cfg.sweepInterval, "sweep-interval", time.Second, "how often the expiry sweeper deletes expired rows")
 	f.DurationVar(&cfg.leaseDuration, "lease-duration", 15*time.Second, "lease of the shard manager and sweeper roles among replicas sharing a backend; another replica takes over within two of them")

@@ -17,6 +17,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/cql/cqltest"
 	"github.com/ebb-data/ebb/store/dynamo/dynamotest"
 	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 	"github.com/ebb-data/ebb/store/storetest"
@@ -69,6 +70,9 @@ func All() []Named {
 		{Name: "pebble", Open: Pebble},
 		{Name: "dynamodb", Open: Dynamo},
 		{Name: "dynamodb-local", Open: DynamoDBLocal},
+		// CQL at EBB_CQL_HOSTS (scripts/with-cassandra.sh starts Apache
+		// Cassandra and sets it), a keyspace per Store; fails without it.
+		{Name: "cql", Open: func(t testing.TB, now func() time.Time) store.Store { return cqltest.New(t, now) }},
 	}
 }
 

@@ -1,0 +1,22 @@
+package expiry
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/cql/cqltest"
+)
+
+// TestCQL runs the expiry suite on the CQL backend at EBB_CQL_HOSTS (a
+// local Apache Cassandra under `make test`). It fails, never skips, when
+// no cluster is configured. Counts are scaled as for the DynamoDB
+// emulators: every window costs one query per shard.
+func TestCQL(t *testing.T) {
+	cqltest.Require(t)
+	runSuite(t, func(t testing.TB, now func() time.Time) store.Store { return cqltest.New(t, now) }, suiteConfig{
+		massRows: 2000,
+		downtime: 10 * time.Minute,
+		catchUp:  Options{Window: 5 * time.Second, Shards: 4},
+	})
+}

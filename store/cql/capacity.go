@@ -1,0 +1,116 @@
+package cql
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// Keyspaces lets a table switch between on-demand and provisioned capacity
+// once in 24 hours; a second switch within the window is refused. ebb
+// checks its own record of switches first, so the limit surfaces as
+// store.ErrCapacityLimit before anything is sent. Cassandra and ScyllaDB
+// have no capacity modes: there SetCapacity only records the setting, so
+// Tables reports what the shard manager asked for.
+const (
+	maxModeSwitches = 1
+	switchWindow    = 24 * time.Hour
+)
+
+// switchAllowed is the pure limit check: history holds the Unix ms times of
+// earlier mode switches. It returns the history within the window (older
+// entries are forgotten) and whether one more switch at now stays within
+// the limit.
+func switchAllowed(history []int64, now time.Time) ([]int64, bool) {
+	cutoff := now.Add(-switchWindow).UnixMilli()
+	var recent []int64
+	for _, t := range history {
+		if t > cutoff {
+			recent = append(recent, t)
+		}
+	}
+	return recent, len(recent) < maxModeSwitches
+}
+
+// capacityCQL is the Keyspaces statement that sets a table's capacity.
+func capacityCQL(ks, table string, c store.Capacity) string {
+	mode := "{'throughput_mode': 'PAY_PER_REQUEST'}"
+	if c.Mode == store.Provisioned {
+		mode = fmt.Sprintf("{'throughput_mode': 'PROVISIONED', 'read_capacity_units': %d, 'write_capacity_units': %d}", c.ReadUnits, c.WriteUnits)
+	}
+	return fmt.Sprintf("ALTER TABLE %s.%s WITH CUSTOM_PROPERTIES = {'capacity_mode': %s}", quote(ks), quote(table), mode)
+}
+
+// SetCapacity sets a Keyspaces table's capacity mode with ALTER TABLE …
+// CUSTOM_PROPERTIES (its companion index table follows it) and records the
+// setting in the catalog; elsewhere it records it only; see store.Store.
+// Warm throughput does not exist on CQL providers and is recorded only.
+func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) (err error) {
+	switch {
+	case c.Mode != store.OnDemand && c.Mode != store.Provisioned:
+		return fmt.Errorf("%w: unknown capacity mode %d", store.ErrInvalid, c.Mode)
+	case c.Mode == store.Provisioned && (c.ReadUnits <= 0 || c.WriteUnits <= 0):
+		return fmt.Errorf("%w: provisioned capacity needs positive read and write units", store.ErrInvalid)
+	case c.WarmRead < 0 || c.WarmWrite < 0:
+		return fmt.Errorf("%w: negative warm throughput", store.ErrInvalid)
+	}
+	ctx, cancel, err := s.beginTable(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	defer s.observe("set_capacity", timeNow(), &err)
+	sc, err := s.lookup(ctx, name)
+	if err != nil {
+		return err
+	}
+	e, err := s.readEntry(ctx, name)
+	if err != nil {
+		return err
+	}
+	if exists, err := s.physicalExists(ctx, name); err != nil {
+		return err
+	} else if !exists {
+		s.forget(name)
+		return fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
+	}
+	now := s.now()
+	history, allowed := switchAllowed(e.switches, now)
+	switching := s.provider == Keyspaces && e.capacity.Mode != c.Mode
+	if switching && !allowed {
+		return fmt.Errorf("%w: %s switched capacity mode %d time(s) in the last 24 h; Keyspaces allows %d",
+			store.ErrCapacityLimit, name, len(history), maxModeSwitches)
+	}
+	if s.provider == Keyspaces {
+		tables := []string{name}
+		if sc.index != "" {
+			tables = append(tables, indexTableName(name))
+		}
+		for _, t := range tables {
+			if err := s.ddl(ctx, capacityCQL(s.ks, t, c)); err != nil {
+				return s.tableErr(ctx, sc, "set capacity of", err)
+			}
+		}
+		if err := s.waitTables(ctx, tables, false); err != nil {
+			return err
+		}
+	}
+	if switching {
+		history = append(history, now.UnixMilli())
+	}
+	capDoc, _ := json.Marshal(c)
+	histDoc, _ := json.Marshal(history)
+	applied, err := s.session.Query(`UPDATE `+s.catalog()+` SET "capacity" = ?, "switches" = ? WHERE "name" = ? IF EXISTS`,
+		string(capDoc), string(histDoc), name).WithContext(ctx).MapScanCAS(map[string]any{})
+	if err != nil {
+		return mapErr(ctx, "record capacity of "+name, err)
+	}
+	if !applied {
+		s.forget(name)
+		return fmt.Errorf("%w: %q dropped meanwhile", store.ErrTableNotFound, name)
+	}
+	return nil
+}

@@ -1,0 +1,21 @@
+package cql_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/cql/cqltest"
+	"github.com/ebb-data/ebb/store/storetest"
+)
+
+// TestConformance runs the shared store suite against the cluster in
+// EBB_CQL_HOSTS (scripts/with-cassandra.sh starts an Apache Cassandra node);
+// each subtest gets a Store in a keyspace of its own, dropped when the
+// subtest ends. It fails, never skips, without the variable.
+func TestConformance(t *testing.T) {
+	cqltest.Require(t)
+	storetest.Run(t, func(t testing.TB, now func() time.Time) store.Store {
+		return cqltest.New(t, now)
+	})
+}

@@ -1,0 +1,404 @@
+package cql
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// The statement builders are tested against golden files in testdata/, in
+// the format of pebble's data-driven tests: each case is a command line,
+// "----", and the expected output up to a blank line. Run
+//
+//	go test ./store/cql/ -run TestGolden -rewrite
+//
+// to regenerate the expected outputs after a deliberate change, and review
+// the diff.
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the golden files in testdata/ with the current output")
+
+// goldenSpecs are the table shapes the golden files name.
+var goldenSpecs = map[string]store.TableSpec{
+	// wide: text partition key, (bigint, text) clustering ascending, one
+	// value column of each type, two indexes.
+	"wide": {
+		Name:         "wide",
+		PartitionKey: []store.Column{{Name: "p", Type: store.TypeText}},
+		Clustering:   []store.Column{{Name: "c1", Type: store.TypeInt64}, {Name: "c2", Type: store.TypeText}},
+		Values: []store.Column{{Name: "v", Type: store.TypeText}, {Name: "n", Type: store.TypeInt64},
+			{Name: "b", Type: store.TypeBytes}, {Name: "ts", Type: store.TypeTimestamp}},
+		Indexes: []store.IndexSpec{{Name: "by_v", Column: "v"}, {Name: "by_b", Column: "b"}},
+	},
+	// desc_ttl: descending clustering with a default TTL, no index.
+	"desc_ttl": {
+		Name:            "Events_1719446400",
+		PartitionKey:    []store.Column{{Name: "index_id", Type: store.TypeText}, {Name: "bucket", Type: store.TypeInt64}},
+		Clustering:      []store.Column{{Name: "timestamp", Type: store.TypeTimestamp}, {Name: "event_id", Type: store.TypeBytes}},
+		ClusteringOrder: store.Desc,
+		Values:          []store.Column{{Name: "payload", Type: store.TypeBytes}},
+		DefaultTTL:      90*time.Minute + 500*time.Millisecond,
+	},
+	// single: no clustering columns (one row per partition), an index.
+	"single": {
+		Name:         "single",
+		PartitionKey: []store.Column{{Name: "k", Type: store.TypeText}, {Name: "n", Type: store.TypeInt64}},
+		Values:       []store.Column{{Name: "v", Type: store.TypeText}, {Name: "w", Type: store.TypeInt64}},
+		Indexes:      []store.IndexSpec{{Name: "by_v", Column: "v"}},
+	},
+	// meta: ebb's own metadata table.
+	"meta": store.MetaSpec,
+}
+
+var (
+	goldenNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	goldenTS  = int64(1772366400000000) // µs, the first write timestamp
+)
+
+// goldenMutations are the mutations the write and cond commands name, on
+// the wide spec unless the name says otherwise.
+func goldenMutations() map[string]store.Mutation {
+	p, k := []any{"p1"}, []any{int64(7), "a"}
+	hour := goldenNow.Add(time.Hour)
+	return map[string]store.Mutation{
+		"upsert-row-expiry": {Partition: p, Clustering: k, ExpiresAt: hour,
+			Cells: []store.Cell{{Column: "v", Value: "red"}, {Column: "n", Value: int64(-3)}}},
+		"upsert-no-expiry": {Partition: p, Clustering: k, NoExpiry: true,
+			Cells: []store.Cell{{Column: "ts", Value: time.UnixMilli(-62135596800000).UTC()}, {Column: "b", Value: []byte{}}}},
+		"upsert-cell-expiries": {Partition: p, Clustering: k, ExpiresAt: hour, Cells: []store.Cell{
+			{Column: "v", Value: "short", ExpiresAt: goldenNow.Add(1500 * time.Millisecond)},
+			{Column: "n", Value: int64(1)},
+			{Column: "b", Value: []byte("forever-ish"), ExpiresAt: goldenNow.Add(30 * 24 * time.Hour)}}},
+		"upsert-expired": {Partition: p, Clustering: k, ExpiresAt: goldenNow.Add(-time.Hour),
+			Cells: []store.Cell{{Column: "n", Value: int64(0)}}},
+		"upsert-far-future": {Partition: p, Clustering: k, ExpiresAt: goldenNow.AddDate(30, 0, 0),
+			Cells: []store.Cell{{Column: "n", Value: int64(0)}}},
+		"upsert-marker-only": {Partition: p, Clustering: k},
+		"upsert-long-indexed": {Partition: p, Clustering: k, NoExpiry: true,
+			Cells: []store.Cell{{Column: "b", Value: []byte(strings.Repeat("x", 40))}}},
+		"delete-row":    {Kind: store.DeleteRow, Partition: p, Clustering: k},
+		"delete-cells":  {Kind: store.DeleteCells, Partition: p, Clustering: k, Cells: []store.Cell{{Column: "v"}, {Column: "ts"}}},
+		"single-upsert": {Partition: []any{"key", int64(-3)}, Cells: []store.Cell{{Column: "v", Value: "one"}}},
+		"single-delete": {Kind: store.DeleteRow, Partition: []any{"key", int64(-3)}},
+		"desc-default-ttl": {Partition: []any{"idx", int64(17)}, Clustering: []any{goldenNow, []byte{0xff, 0}},
+			Cells: []store.Cell{{Column: "payload", Value: []byte("{}")}}},
+	}
+}
+
+// goldenConditions are the conditions the cond command names.
+var goldenConditions = map[string]store.Condition{
+	"absent":    {Kind: store.IfAbsent},
+	"exists":    {Kind: store.IfExists},
+	"equals-n":  {Kind: store.IfEquals, Column: "n", Value: int64(5)},
+	"equals-ts": {Kind: store.IfEquals, Column: "ts", Value: goldenNow},
+}
+
+func fmtArg(a any) string {
+	switch x := a.(type) {
+	case nil:
+		return "null"
+	case string:
+		return fmt.Sprintf("%q", x)
+	case []byte:
+		return fmt.Sprintf("0x%x", x)
+	}
+	return fmt.Sprint(a)
+}
+
+func fmtStmts(stmts ...stmt) string {
+	var b strings.Builder
+	for _, st := range stmts {
+		b.WriteString(st.cql)
+		b.WriteString("\n")
+		if len(st.args) > 0 {
+			args := make([]string, len(st.args))
+			for i, a := range st.args {
+				args[i] = fmtArg(a)
+			}
+			b.WriteString("  args: " + strings.Join(args, ", ") + "\n")
+		}
+	}
+	return b.String()
+}
+
+func goldenProvider(t *testing.T, args map[string]string) Provider {
+	switch args["provider"] {
+	case "", "cassandra":
+		return Cassandra
+	case "scylladb":
+		return ScyllaDB
+	case "keyspaces":
+		return Keyspaces
+	}
+	t.Fatalf("unknown provider %q", args["provider"])
+	return 0
+}
+
+func goldenSchema(t *testing.T, args map[string]string) *schema {
+	name := args["spec"]
+	if name == "" {
+		name = "wide"
+	}
+	spec, ok := goldenSpecs[name]
+	if !ok {
+		t.Fatalf("unknown spec %q", name)
+	}
+	return newSchema("ks", spec)
+}
+
+func resolveOne(t *testing.T, sc *schema, m store.Mutation) *store.ResolvedMutation {
+	rs, err := store.ResolveBatch(&sc.spec, []store.Mutation{m}, goldenNow, maxRowBytes)
+	if err != nil {
+		t.Fatalf("resolve: %v", err)
+	}
+	return &rs[0]
+}
+
+// goldenPartition is a partition key of the schema's shape.
+func goldenPartition(sc *schema) []any {
+	if len(sc.spec.PartitionKey) == 2 {
+		return []any{"key", int64(-3)}
+	}
+	return []any{"p1"}
+}
+
+func goldenParams() writeParams {
+	return writeParams{ts: goldenTS, now: goldenNow.UnixMilli(), margin: DefaultTTLMargin.Milliseconds(), cap: ttlCap(goldenNow)}
+}
+
+// runGolden runs one command and returns its output.
+func runGolden(t *testing.T, cmd string, args map[string]string) string {
+	sc := goldenSchema(t, args)
+	muts := goldenMutations()
+	mut := func() store.Mutation {
+		m, ok := muts[args["case"]]
+		if !ok {
+			t.Fatalf("unknown mutation case %q", args["case"])
+		}
+		return m
+	}
+	switch cmd {
+	case "ddl":
+		p := goldenProvider(t, args)
+		out := createTableCQL("ks", sc.spec, p, DefaultTTLMargin)
+		out = append(out, dropTableCQL("ks", sc.spec.Name)...)
+		return strings.Join(out, "\n") + "\n"
+	case "keyspace":
+		p := goldenProvider(t, args)
+		return createKeyspaceCQL("ks", p, args["replication"]) + "\n" + createCatalogCQL("ks", p) + "\n"
+	case "capacity":
+		c := store.Capacity{}
+		if args["mode"] == "provisioned" {
+			c = store.Capacity{Mode: store.Provisioned, ReadUnits: 5, WriteUnits: 7}
+		}
+		return capacityCQL("ks", sc.spec.Name, c) + "\n"
+	case "write":
+		r := resolveOne(t, sc, mut())
+		w := goldenParams()
+		switch r.Kind {
+		case store.Upsert:
+			return fmtStmts(upsertStmts(sc, r, w, nil)...)
+		case store.DeleteRow:
+			return fmtStmts(deleteRowStmt(sc, r, w.ts, nil))
+		case store.DeleteCells:
+			return fmtStmts(deleteCellsStmt(sc, r, w.ts, nil))
+		}
+	case "cond":
+		m := mut()
+		c := goldenConditions[args["if"]]
+		m.If = &c
+		r := resolveOne(t, sc, m)
+		w := goldenParams()
+		var cond stmt
+		if r.Cond.Kind == store.IfEquals {
+			cond = equalsCond(sc, r.Cond, w.now)
+		} else {
+			// A snapshot: marker expired a second ago, first value absent,
+			// the rest live for an hour.
+			snap := []any{w.now - 1000, nil}
+			for range sc.spec.Values[1:] {
+				snap = append(snap, w.now+3600_000)
+			}
+			cond = snapshotCond(sc, snap)
+		}
+		var out []stmt
+		if r.Kind == store.Upsert {
+			out = append(out, indexEntryStmts(sc, r, w)...)
+			out = append(out, upsertStmts(sc, r, w, &cond)...)
+		} else if r.Kind == store.DeleteRow {
+			out = append(out, deleteRowStmt(sc, r, 0, &cond))
+		} else {
+			out = append(out, deleteCellsStmt(sc, r, 0, &cond))
+		}
+		if r.Cond.Kind != store.IfEquals {
+			out = append(out, snapshotReadStmt(sc, r.Partition, r.Clustering))
+		}
+		return fmtStmts(out...)
+	case "query":
+		q := store.Query{Partition: goldenPartition(sc), Limit: 10, Reverse: args["reverse"] == "true"}
+		switch args["range"] {
+		case "prefix":
+			q.Low = store.Bound{Values: []any{int64(1)}, Inclusive: true}
+			q.High = store.Bound{Values: []any{int64(9), "z"}}
+		case "token":
+			q.Low = store.Bound{Values: []any{int64(1)}, Inclusive: true}
+			q.PageToken = store.EncodeClustering(&sc.spec, []any{int64(3), "m"})
+		}
+		lo, hi, empty, err := queryBounds(&sc.spec, &q)
+		if err != nil || empty {
+			return fmt.Sprintf("empty=%v err=%v\n", empty, err)
+		}
+		return fmtStmts(queryStmt(sc, q.Partition, lo, hi, q.Reverse))
+	case "get":
+		r := resolveOne(t, sc, mut())
+		return fmtStmts(getStmt(sc, r.Partition, r.Clustering))
+	case "delete-partition":
+		return fmtStmts(deletePartitionStmts(sc, goldenPartition(sc), goldenTS)...)
+	case "delete-if-expired":
+		keys := [][]any{{int64(1), "a"}, {int64(2), "b"}}
+		if len(sc.spec.Clustering) == 0 {
+			keys = [][]any{{}}
+		}
+		p := goldenPartition(sc)
+		return fmtStmts(expiryReadStmt(sc, p, keys),
+			deleteObservedStmt(sc, p, keys[0], goldenTS),
+			deleteIndexEntryStmt(sc, p, 0, []byte("red"), keys[0], goldenTS))
+	case "index-lookup":
+		keys := [][]any{{int64(1), "a"}, {int64(2), "b"}}
+		if len(sc.spec.Clustering) == 0 {
+			keys = [][]any{{}}
+		}
+		p := goldenPartition(sc)
+		return fmtStmts(indexLookupStmt(sc, p, 0, []byte("red")),
+			indexVerifyStmt(sc, p, 0, keys))
+	}
+	t.Fatalf("unknown command %q", cmd)
+	return ""
+}
+
+type goldenCase struct {
+	cmd      string // the command line as written
+	name     string
+	args     map[string]string
+	expected string
+}
+
+func parseGolden(t *testing.T, path string) (header []string, cases []goldenCase) {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	var cur *goldenCase
+	inOutput := false
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case inOutput && line == "":
+			inOutput = false
+			cases = append(cases, *cur)
+			cur = nil
+		case inOutput:
+			cur.expected += line + "\n"
+		case cur != nil && line == "----":
+			inOutput = true
+		case cur == nil && (line == "" || strings.HasPrefix(line, "#")):
+			if len(cases) == 0 {
+				header = append(header, line)
+			}
+		case cur == nil:
+			fields := strings.Fields(line)
+			cur = &goldenCase{cmd: line, name: fields[0], args: map[string]string{}}
+			for _, f := range fields[1:] {
+				k, v, _ := strings.Cut(f, "=")
+				cur.args[k] = v
+			}
+		default:
+			t.Fatalf("%s: unexpected line %q", path, line)
+		}
+	}
+	if cur != nil {
+		cases = append(cases, *cur)
+	}
+	return header, cases
+}
+
+func TestGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden files in testdata: %v", err)
+	}
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			header, cases := parseGolden(t, path)
+			var out strings.Builder
+			for _, l := range header {
+				out.WriteString(l + "\n")
+			}
+			for i, c := range cases {
+				got := runGolden(t, c.name, c.args)
+				if !*rewrite && got != c.expected {
+					t.Errorf("%s: %s\n got:\n%s\nwant:\n%s", path, c.cmd, got, c.expected)
+				}
+				if i > 0 {
+					out.WriteString("\n")
+				}
+				out.WriteString(c.cmd + "\n----\n" + got)
+			}
+			if *rewrite {
+				if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestGoldenCoversEveryShape keeps the golden files honest: every spec and
+// every mutation case is used by some command.
+func TestGoldenCoversEveryShape(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.txt")
+	used := map[string]bool{}
+	for _, path := range files {
+		_, cases := parseGolden(t, path)
+		for _, c := range cases {
+			used["spec="+c.args["spec"]] = true
+			used["case="+c.args["case"]] = true
+			used["if="+c.args["if"]] = true
+			used["provider="+c.args["provider"]] = true
+		}
+	}
+	var missing []string
+	for name := range goldenSpecs {
+		if name != "wide" && !used["spec="+name] {
+			missing = append(missing, "spec "+name)
+		}
+	}
+	for name := range goldenMutations() {
+		if !used["case="+name] {
+			missing = append(missing, "mutation "+name)
+		}
+	}
+	for name := range goldenConditions {
+		if !used["if="+name] {
+			missing = append(missing, "condition "+name)
+		}
+	}
+	for _, p := range []string{"cassandra", "scylladb", "keyspaces"} {
+		if !used["provider="+p] {
+			missing = append(missing, "provider "+p)
+		}
+	}
+	slices.Sort(missing)
+	if len(missing) > 0 {
+		t.Fatalf("golden files do not cover: %v", missing)
+	}
+}

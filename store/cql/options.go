@@ -1,0 +1,188 @@
+package cql
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"regexp"
+	"strconv"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// Options configures a Store. The zero value of each field is documented;
+// DefaultOptions returns the values ebb serve starts from.
+type Options struct {
+	// Hosts are the contact points, "host" or "host:port" (port 9042 when
+	// omitted). At least one is required.
+	Hosts []string
+	// Keyspace holds every table of the Store, its catalog and its index
+	// tables. Required; it must match KeyspacePattern.
+	Keyspace string
+	// CreateKeyspace creates the keyspace at Open when it is missing, with
+	// Replication. Production keyspaces are usually created by an operator.
+	CreateKeyspace bool
+	// Replication is the CQL replication map used by CreateKeyspace, for
+	// example {'class': 'NetworkTopologyStrategy', 'dc1': 3}. Empty means
+	// {'class': 'SingleRegionStrategy'} on Amazon Keyspaces and
+	// {'class': 'SimpleStrategy', 'replication_factor': 1} elsewhere, which
+	// only suits a single-node test cluster.
+	Replication string
+	// Consistency is the consistency level of reads and writes. Zero means
+	// LOCAL_QUORUM. Conditional writes use LOCAL_SERIAL for their Paxos
+	// phase whatever this is.
+	Consistency gocql.Consistency
+	// Username and Password, when Username is set, authenticate with the
+	// server's password authenticator (Keyspaces service-specific
+	// credentials work the same way).
+	Username, Password string
+	// TLS turns TLS on; CAFile (PEM) adds root certificates and ServerName
+	// sets the name checked in the server's certificate (the host name of
+	// the first contact point when empty). Keyspaces requires TLS.
+	TLS        bool
+	CAFile     string
+	ServerName string
+	// Timeout bounds each data operation (Get, Query, Write, ...) including
+	// retries; past it the operation fails with store.ErrUnavailable. Zero
+	// means 10 s.
+	Timeout time.Duration
+	// TableTimeout bounds table operations that wait for the cluster
+	// (schema agreement, Keyspaces' asynchronous creates and drops). Zero
+	// means 5 minutes.
+	TableTimeout time.Duration
+	// MaxAttempts bounds the attempts of one request that the cluster
+	// refused as overloaded or timed out. Zero means 6.
+	MaxAttempts int
+	// MaxBackoff caps the exponential backoff between attempts. Zero means
+	// 1 s.
+	MaxBackoff time.Duration
+	// TTLMargin is added to every native TTL (USING TTL) this Store writes.
+	// The cluster removes expired cells on its own clock while ebb resolves
+	// expiry on Now, so the margin is what keeps a cell ebb still considers
+	// live from vanishing when ebb's clock runs behind the cluster's. Zero
+	// means DefaultTTLMargin.
+	TTLMargin time.Duration
+	// Now is the clock for read-resolved expiry, native TTLs (computed as
+	// expiry minus Now, since CQL TTLs are relative) and the capacity-switch
+	// history. Nil means time.Now.
+	Now func() time.Time
+	// Logger receives provider detection, schema waits and retries. Nil
+	// discards.
+	Logger *slog.Logger
+	// Registerer, when set, receives the Store's request metrics.
+	Registerer prometheus.Registerer
+}
+
+// DefaultTTLMargin is the default Options.TTLMargin. A minute is far more
+// than the skew of hosts kept by NTP (milliseconds), and costs little: the
+// expiry sweeper deletes expired rows within seconds, so the backstop only
+// holds on to what the sweeper missed, a minute longer.
+const DefaultTTLMargin = time.Minute
+
+// DefaultOptions returns the options ebb serve starts from; Hosts and
+// Keyspace are still to be set.
+func DefaultOptions() Options {
+	return Options{
+		Consistency:  gocql.LocalQuorum,
+		Timeout:      10 * time.Second,
+		TableTimeout: 5 * time.Minute,
+		MaxAttempts:  6,
+		MaxBackoff:   time.Second,
+		TTLMargin:    DefaultTTLMargin,
+	}
+}
+
+// KeyspacePattern is what Options.Keyspace must match: CQL's rule for
+// keyspace names (Keyspaces adds a minimum length of 3 on its own).
+var KeyspacePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
+
+// Validate checks the options; errors wrap store.ErrInvalid.
+func (o Options) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: cql: %s", store.ErrInvalid, fmt.Sprintf(format, args...))
+	}
+	if len(o.Hosts) == 0 {
+		return bad("no hosts")
+	}
+	for _, h := range o.Hosts {
+		if _, _, err := splitHost(h); err != nil {
+			return bad("host %q: %v", h, err)
+		}
+	}
+	if !KeyspacePattern.MatchString(o.Keyspace) {
+		return bad("keyspace %q must match %s", o.Keyspace, KeyspacePattern)
+	}
+	switch o.Consistency {
+	case 0, gocql.One, gocql.Two, gocql.Three, gocql.Quorum, gocql.All, gocql.LocalQuorum, gocql.EachQuorum, gocql.LocalOne:
+	default:
+		return bad("consistency %v is not a read/write consistency level", o.Consistency)
+	}
+	if o.Timeout < 0 || o.TableTimeout < 0 || o.MaxBackoff < 0 || o.TTLMargin < 0 {
+		return bad("negative timeout, backoff or TTL margin")
+	}
+	if o.MaxAttempts < 0 || o.MaxAttempts > 100 {
+		return bad("max attempts %d outside 0..100", o.MaxAttempts)
+	}
+	if o.Password != "" && o.Username == "" {
+		return bad("a password without a username")
+	}
+	if (o.CAFile != "" || o.ServerName != "") && !o.TLS {
+		return bad("CAFile or ServerName set without TLS")
+	}
+	return nil
+}
+
+// withDefaults fills zero values.
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.Consistency == 0 {
+		o.Consistency = d.Consistency
+	}
+	if o.Timeout == 0 {
+		o.Timeout = d.Timeout
+	}
+	if o.TableTimeout == 0 {
+		o.TableTimeout = d.TableTimeout
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = d.MaxAttempts
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = d.MaxBackoff
+	}
+	if o.TTLMargin == 0 {
+		o.TTLMargin = d.TTLMargin
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// splitHost parses "host" or "host:port".
+func splitHost(h string) (string, int, error) {
+	if h == "" {
+		return "", 0, fmt.Errorf("empty")
+	}
+	host, port, err := net.SplitHostPort(h)
+	if err != nil {
+		// No port: the whole string is the host (an IPv6 address needs
+		// brackets when a port follows).
+		return h, 9042, nil
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p <= 0 || p > 65535 {
+		return "", 0, fmt.Errorf("bad port %q", port)
+	}
+	if host == "" {
+		return "", 0, fmt.Errorf("empty host")
+	}
+	return host, p, nil
+}
