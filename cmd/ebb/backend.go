@@ -44,6 +44,9 @@ func backendOptions(ctx context.Context, cfg serveConfig, log *slog.Logger, reg 
 		return ebb.Options{Store: st}, where, nil
 
 	case "cql":
+		if len(cfg.cqlHosts) == 0 {
+			return ebb.Options{}, "", fmt.Errorf("--backend cql needs --cql-hosts H1,H2 (contact points, host[:port])")
+		}
 		o := cql.DefaultOptions()
 		o.Hosts, o.Keyspace, o.Logger, o.Registerer = cfg.cqlHosts, cfg.cqlKeyspace, log, reg
 		o.Username, o.Password = cfg.cqlUsername, os.Getenv("EBB_CQL_PASSWORD")

@@ -322,7 +322,8 @@ func TestServeBadConfig(t *testing.T) {
 		want string
 	}{
 		{[]string{"--backend", "dynamodb", "--dynamodb-endpoint", "ftp://127.0.0.1:1"}, "is not an http(s) URL"},
-		{[]string{"--backend", "cql"}, "backend cql is not available in this build"},
+		{[]string{"--backend", "cql"}, "--backend cql needs --cql-hosts"},
+		{[]string{"--backend", "cql", "--cql-hosts", "127.0.0.1:1", "--cql-consistency", "most"}, `--cql-consistency "most"`},
 		{[]string{"--backend", "mysql"}, `unknown --backend "mysql"`},
 		{[]string{"--log-level", "loud"}, `--log-level "loud"`},
 		{[]string{"--sweep-interval", "0s"}, "must be positive"},
