@@ -13,9 +13,12 @@ PKG     ?= ./...
 # test starts dynalite and Amazon's DynamoDB Local (installing each with
 # npm ci the first time) and a single Cassandra node (installing its jars
 # with Maven the first time) so the DynamoDB and CQL backends run their
-# conformance suites too, then runs check.
+# conformance suites too, then runs check. A second, idle DynamoDB Local
+# (EBB_DYNAMODB_TTL_ENDPOINT) serves the test of its native TTL process.
 test:
-	./scripts/with-dynalite.sh ./scripts/with-dynamodb-local.sh ./scripts/with-cassandra.sh $(MAKE) --no-print-directory check
+	./scripts/with-dynalite.sh ./scripts/with-dynamodb-local.sh \
+		env EBB_DYNAMODB_LOCAL_VAR=EBB_DYNAMODB_TTL_ENDPOINT ./scripts/with-dynamodb-local.sh \
+		./scripts/with-cassandra.sh $(MAKE) --no-print-directory check
 
 # test-cql runs only the packages with CQL-backed tests, against a fresh
 # Cassandra node, or against EBB_CQL_HOSTS when it is set:

@@ -120,7 +120,7 @@ func TestTransactions(t *testing.T) {
 // extended, a row that never expires, and a row written with the default
 // TTL margin (whose attribute lies an hour past its expiry) stay.
 func TestNativeTTLBackstop(t *testing.T) {
-	o := dynamotest.DynamoDBLocal.Options(t, time.Now)
+	o := dynamotest.DynamoDBLocalTTL.Options(t, time.Now)
 	o.NoNativeTTL = false
 	o.TTLMargin = time.Millisecond
 	s := dynamotest.Open(t, o)
