@@ -83,6 +83,9 @@ type Config struct {
 	// WarmThroughput is the backend's capability: pre-warm by setting warm
 	// throughput instead of provisioning at peak.
 	WarmThroughput bool
+	// DropKeepsSnapshot is the backend's capability: a drop leaves a
+	// snapshot on disk (Cassandra's auto_snapshot), which drop reasons say.
+	DropKeepsSnapshot bool
 }
 
 // Guards bound what one run may drop. Zero values take the defaults.

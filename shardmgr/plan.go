@@ -165,6 +165,9 @@ func NewPlan(cfg Config, now time.Time, observed []Shard, last LastRun) Plan {
 			Op: OpDrop, Table: existing[s].Table, Start: start, End: end,
 			Reason: fmt.Sprintf("expired: end %s + retention %s <= now", fmtTime(end), FormatDuration(cfg.Retention)),
 		}
+		if cfg.DropKeepsSnapshot {
+			a.Reason += "; the cluster keeps an auto_snapshot of the dropped table (auto_snapshot: true by default), so no disk is freed until `nodetool clearsnapshot` runs or auto_snapshot is off"
+		}
 		switch {
 		case jump:
 			plan.ClockJump = true

@@ -299,6 +299,10 @@ type Capabilities struct {
 	WarmThroughput bool
 	// DeleteBatch is the best number of deletes per Write.
 	DeleteBatch int
+	// DropKeepsSnapshot: the backend keeps a copy of a dropped table on
+	// disk by default (Cassandra's and ScyllaDB's auto_snapshot), so a
+	// drop frees no space until an operator clears it.
+	DropKeepsSnapshot bool
 	// SharedAcrossProcesses: several processes may open the same data
 	// (DynamoDB, CQL), so background roles run under a lease. False for
 	// the embedded backend, which one process holds by its directory lock.

@@ -112,20 +112,21 @@ func (c Config) Validate() error {
 	case c.Retention <= 0 || c.Retention%time.Millisecond != 0:
 		return bad("retention %s must be a positive whole number of milliseconds", c.Retention)
 	}
-	return c.shardConfig(shardmgr.Guards{}, false).Validate()
+	return c.shardConfig(shardmgr.Guards{}, store.Capabilities{}).Validate()
 }
 
 // shardConfig is the manager's view of the index.
-func (c Config) shardConfig(g shardmgr.Guards, warm bool) shardmgr.Config {
+func (c Config) shardConfig(g shardmgr.Guards, caps store.Capabilities) shardmgr.Config {
 	return shardmgr.Config{
-		Index:          c.Name,
-		TableBucket:    c.TableBucket,
-		Retention:      c.Retention,
-		Runway:         c.Runway,
-		Schema:         shardSchema,
-		Capacity:       c.Capacity,
-		Guards:         g,
-		WarmThroughput: warm,
+		Index:             c.Name,
+		TableBucket:       c.TableBucket,
+		Retention:         c.Retention,
+		Runway:            c.Runway,
+		Schema:            shardSchema,
+		Capacity:          c.Capacity,
+		Guards:            g,
+		WarmThroughput:    caps.WarmThroughput,
+		DropKeepsSnapshot: caps.DropKeepsSnapshot,
 	}
 }
 

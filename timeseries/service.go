@@ -59,7 +59,7 @@ type Service struct {
 	log     *slog.Logger
 	ttl     time.Duration
 	guards  shardmgr.Guards
-	warm    bool
+	caps    store.Capabilities
 	minRun  time.Duration
 	mgr     *shardmgr.Manager
 	metrics *metrics
@@ -94,7 +94,7 @@ func New(opts Options) (*Service, error) {
 		log:     opts.Logger,
 		ttl:     opts.CacheTTL,
 		guards:  opts.Guards,
-		warm:    opts.Store.Capabilities().WarmThroughput,
+		caps:    opts.Store.Capabilities(),
 		minRun:  opts.MinRunway,
 		metrics: newMetrics(),
 		configs: map[string]cachedConfig{},
@@ -291,7 +291,7 @@ func (s *Service) Reconcile(ctx context.Context, name string, ro shardmgr.RunOpt
 }
 
 func (s *Service) shardConfig(cfg Config) shardmgr.Config {
-	return cfg.shardConfig(s.guards, s.warm)
+	return cfg.shardConfig(s.guards, s.caps)
 }
 
 // shardConfigs feeds the manager loop: every index, read afresh.

@@ -127,6 +127,9 @@ func capabilities(p Provider) store.Capabilities {
 	}
 	if p == Keyspaces {
 		c.MaxAtomicBatch = 10
+	} else {
+		// auto_snapshot: true is the shipped default of both engines.
+		c.DropKeepsSnapshot = true
 	}
 	return c
 }
