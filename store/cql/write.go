@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/ebb-data/ebb/internal/parallel"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -219,41 +219,9 @@ func (s *Store) exec(ctx context.Context, stmts []stmt) error {
 	})
 }
 
-// runAll runs tasks with bounded parallelism and returns the first error;
-// the first failure cancels the tasks not yet finished. It returns only
-// after every task it started has returned.
+// runAll runs tasks, at most parallelism at a time; see parallel.Run.
 func runAll(ctx context.Context, tasks []func(context.Context) error) error {
-	if len(tasks) == 1 {
-		return tasks[0](ctx)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-		sem   = make(chan struct{}, parallelism)
-	)
-	for _, task := range tasks {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := task(ctx); err != nil {
-				once.Do(func() { first = err; cancel() })
-			}
-		})
-	}
-	wg.Wait()
-	if first == nil && ctx.Err() != nil {
-		return context.Cause(ctx)
-	}
-	return first
+	return parallel.Run(ctx, parallelism, tasks)
 }
 
 // DeletePartition deletes a partition of the table and of its companion

@@ -7,11 +7,11 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/ebb-data/ebb/internal/parallel"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -120,44 +120,9 @@ func (s *Store) applyPhase(ctx context.Context, t *table, ph phase) error {
 	return runAll(ctx, tasks)
 }
 
-// runAll runs tasks with bounded parallelism and returns the first error;
-// the first failure cancels the tasks not yet finished. It returns only
-// after every task it started has returned.
+// runAll runs tasks, at most parallelism at a time; see parallel.Run.
 func runAll(ctx context.Context, tasks []func(context.Context) error) error {
-	if len(tasks) == 1 {
-		return tasks[0](ctx)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-		sem   = make(chan struct{}, parallelism)
-	)
-	for _, task := range tasks {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := task(ctx); err != nil {
-				once.Do(func() { first = err; cancel() })
-			}
-		}()
-	}
-	wg.Wait()
-	if first == nil && ctx.Err() != nil {
-		// The caller's context ended before every task was started.
-		return context.Cause(ctx)
-	}
-	return first
+	return parallel.Run(ctx, parallelism, tasks)
 }
 
 // sendBatch is the batchSender for one table.
