@@ -41,7 +41,7 @@ func TestServeCQL(t *testing.T) {
 	from := now.Add(-time.Hour).Format(time.RFC3339Nano)
 	to := now.Add(time.Minute).Format(time.RFC3339Nano)
 	status, body := get(t, p.url+"/v1/indexes/ev/events?index_id=acct%2F1&order=desc&from="+from+"&to="+to, "")
-	if status != 200 || strings.Index(body, `"e2"`) < 0 || strings.Index(body, `"e2"`) > strings.Index(body, `"e1"`) {
+	if status != 200 || !strings.Contains(body, `"e2"`) || strings.Index(body, `"e2"`) > strings.Index(body, `"e1"`) {
 		fail("read events newest first", status, body)
 	}
 
@@ -54,7 +54,7 @@ func TestServeCQL(t *testing.T) {
 	}}); status != 200 || !strings.Contains(body, `"written":2`) {
 		fail("add list items", status, body)
 	}
-	if status, body := get(t, p.url+"/v1/lists/user/seen/v1/u1/items", ""); status != 200 || strings.Index(body, "cDI=") > strings.Index(body, "cDE=") || strings.Index(body, "cDI=") < 0 {
+	if status, body := get(t, p.url+"/v1/lists/user/seen/v1/u1/items", ""); status != 200 || !strings.Contains(body, "cDI=") || strings.Index(body, "cDI=") > strings.Index(body, "cDE=") {
 		fail("read list newest first", status, body)
 	}
 

@@ -104,7 +104,7 @@ func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) 
 	capDoc, _ := json.Marshal(c)
 	histDoc, _ := json.Marshal(history)
 	applied, err := s.session.Query(`UPDATE `+s.catalog()+` SET "capacity" = ?, "switches" = ? WHERE "name" = ? IF EXISTS`,
-		string(capDoc), string(histDoc), name).WithContext(ctx).MapScanCAS(map[string]any{})
+		string(capDoc), string(histDoc), name).MapScanCASContext(ctx, map[string]any{})
 	if err != nil {
 		return mapErr(ctx, "record capacity of "+name, err)
 	}

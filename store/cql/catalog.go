@@ -61,7 +61,7 @@ func (s *Store) catalog() string { return quote(s.ks) + "." + quote(catalogTable
 func (s *Store) ddl(ctx context.Context, q string) error {
 	s.log.Debug("cql ddl", "cql", q)
 	return s.retry.do(ctx, true, func(ctx context.Context) error {
-		if err := s.session.Query(q).WithContext(ctx).Exec(); err != nil {
+		if err := s.session.Query(q).ExecContext(ctx); err != nil {
 			return err
 		}
 		return s.session.AwaitSchemaAgreement(ctx)
@@ -76,7 +76,7 @@ func (s *Store) waitKeyspace(ctx context.Context) error {
 	for {
 		var name string
 		err := s.session.Query(`SELECT keyspace_name FROM system_schema_mcs.keyspaces WHERE keyspace_name = ?`, s.ks).
-			WithContext(ctx).Scan(&name)
+			ScanContext(ctx, &name)
 		if err == nil {
 			return nil
 		}
@@ -100,7 +100,7 @@ func (s *Store) waitTables(ctx context.Context, names []string, gone bool) error
 		for {
 			var status string
 			err := s.session.Query(`SELECT status FROM system_schema_mcs.tables WHERE keyspace_name = ? AND table_name = ?`,
-				s.ks, name).WithContext(ctx).Scan(&status)
+				s.ks, name).ScanContext(ctx, &status)
 			switch {
 			case errors.Is(err, gocql.ErrNotFound) && gone:
 			case err != nil && !errors.Is(err, gocql.ErrNotFound):
@@ -123,7 +123,7 @@ func (s *Store) readEntry(ctx context.Context, name string) (entry, error) {
 	var spec, capacity, switches string
 	err := s.retry.do(ctx, true, func(ctx context.Context) error {
 		return s.session.Query(`SELECT "spec", "capacity", "switches" FROM `+s.catalog()+` WHERE "name" = ?`, name).
-			WithContext(ctx).Scan(&spec, &capacity, &switches)
+			ScanContext(ctx, &spec, &capacity, &switches)
 	})
 	if errors.Is(err, gocql.ErrNotFound) {
 		return entry{}, fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
@@ -176,7 +176,7 @@ func (s *Store) tableErr(ctx context.Context, sc *schema, op string, err error) 
 func (s *Store) physicalExists(ctx context.Context, name string) (bool, error) {
 	var n string
 	err := s.session.Query(`SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?`, s.ks, name).
-		WithContext(ctx).Scan(&n)
+		ScanContext(ctx, &n)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return false, nil
 	}
@@ -232,7 +232,7 @@ func (s *Store) claimName(ctx context.Context, spec store.TableSpec) error {
 	for range 3 {
 		cur := map[string]any{}
 		applied, err := s.session.Query(`INSERT INTO `+s.catalog()+` ("name", "spec") VALUES (?, ?) IF NOT EXISTS`, spec.Name, doc).
-			WithContext(ctx).MapScanCAS(cur)
+			MapScanCASContext(ctx, cur)
 		if err != nil {
 			return mapErr(ctx, "create "+spec.Name, err)
 		}
@@ -256,7 +256,7 @@ func (s *Store) claimName(ctx context.Context, spec store.TableSpec) error {
 		}
 		// A stale row: replace it only if nobody changed it meanwhile.
 		applied, err = s.session.Query(`UPDATE `+s.catalog()+` SET "spec" = ?, "capacity" = null, "switches" = null WHERE "name" = ? IF "spec" = ?`,
-			doc, spec.Name, old).WithContext(ctx).MapScanCAS(map[string]any{})
+			doc, spec.Name, old).MapScanCASContext(ctx, map[string]any{})
 		if err != nil {
 			return mapErr(ctx, "create "+spec.Name, err)
 		}
@@ -289,7 +289,7 @@ func (s *Store) DropTable(ctx context.Context, name string) (err error) {
 		return err
 	}
 	if _, err := s.session.Query(`DELETE FROM `+s.catalog()+` WHERE "name" = ? IF EXISTS`, name).
-		WithContext(ctx).MapScanCAS(map[string]any{}); err != nil {
+		MapScanCASContext(ctx, map[string]any{}); err != nil {
 		return mapErr(ctx, "drop "+name, err)
 	}
 	s.forget(name)
@@ -311,7 +311,7 @@ func (s *Store) Tables(ctx context.Context, prefix string) (_ []store.TableInfo,
 		return nil, err
 	}
 	var infos []store.TableInfo
-	iter := s.session.Query(`SELECT "name", "spec", "capacity", "switches" FROM ` + s.catalog()).WithContext(ctx).Iter()
+	iter := s.session.Query(`SELECT "name", "spec", "capacity", "switches" FROM ` + s.catalog()).IterContext(ctx)
 	var name, spec, capacity, switches string
 	for iter.Scan(&name, &spec, &capacity, &switches) {
 		if !strings.HasPrefix(name, prefix) {
@@ -342,7 +342,7 @@ func (s *Store) tableStates(ctx context.Context) (map[string]store.TableState, e
 	if s.provider == Keyspaces {
 		q = `SELECT table_name, status FROM system_schema_mcs.tables WHERE keyspace_name = ?`
 	}
-	iter := s.session.Query(q, s.ks).WithContext(ctx).Iter()
+	iter := s.session.Query(q, s.ks).IterContext(ctx)
 	var name, status string
 	dest := []any{&name}
 	if s.provider == Keyspaces {

@@ -55,7 +55,7 @@ func dropKeyspace(hosts []string, ks string) error {
 		return err
 	}
 	defer sess.Close()
-	return sess.Query(`DROP KEYSPACE IF EXISTS "` + ks + `"`).WithContext(ctx).Exec()
+	return sess.Query(`DROP KEYSPACE IF EXISTS "` + ks + `"`).ExecContext(ctx)
 }
 
 // openTest opens a Store in a fresh keyspace, dropped when the test ends.

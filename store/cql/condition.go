@@ -158,7 +158,7 @@ func (s *Store) readSnapshot(ctx context.Context, sc *schema, r *store.ResolvedM
 		for i := range cols {
 			dest[i] = &cols[i]
 		}
-		err := s.session.Query(st.cql, st.args...).WithContext(ctx).Consistency(gocql.LocalSerial).Scan(dest...)
+		err := s.session.Query(st.cql, st.args...).Consistency(gocql.LocalSerial).ScanContext(ctx, dest...)
 		if errors.Is(err, gocql.ErrNotFound) {
 			return nil
 		}
@@ -201,15 +201,15 @@ func (s *Store) cas(ctx context.Context, sc *schema, r *store.ResolvedMutation, 
 		cur = map[string]any{}
 		var err error
 		if len(stmts) == 1 {
-			applied, err = s.session.Query(stmts[0].cql, stmts[0].args...).WithContext(ctx).MapScanCAS(cur)
+			applied, err = s.session.Query(stmts[0].cql, stmts[0].args...).MapScanCASContext(ctx, cur)
 			return err
 		}
-		b := s.session.Batch(gocql.LoggedBatch).WithContext(ctx)
+		b := s.session.Batch(gocql.LoggedBatch)
 		for _, st := range stmts {
 			b.Query(st.cql, st.args...)
 		}
 		var iter *gocql.Iter
-		applied, iter, err = b.MapExecCAS(cur)
+		applied, iter, err = b.MapExecCASContext(ctx, cur)
 		if iter != nil {
 			if cerr := iter.Close(); err == nil {
 				err = cerr

@@ -68,7 +68,7 @@ func detectProvider(ctx context.Context, s *gocql.Session) (Provider, error) {
 		{ScyllaDB, `SELECT key FROM system.scylla_local LIMIT 1`},
 	}
 	for _, pr := range probes {
-		err := s.Query(pr.stmt).WithContext(ctx).Consistency(gocql.One).Idempotent(true).Exec()
+		err := s.Query(pr.stmt).Consistency(gocql.One).Idempotent(true).ExecContext(ctx)
 		if err == nil {
 			return pr.p, nil
 		}

@@ -115,7 +115,7 @@ func (s *Store) readExpired(ctx context.Context, sc *schema, partition []any, ke
 	err := s.retry.do(ctx, true, func(ctx context.Context) error {
 		out = out[:0]
 		o := newObserved(&sc.spec)
-		iter := s.session.Query(st.cql, st.args...).WithContext(ctx).Idempotent(true).Iter()
+		iter := s.session.Query(st.cql, st.args...).Idempotent(true).IterContext(ctx)
 		for iter.Scan(o.dest...) {
 			stmts, err := expiredRowStmts(sc, o, partition, now)
 			if err != nil {

@@ -75,7 +75,7 @@ func classify(err error) errKind {
 		return classifyInvalid(inv.Message())
 	case errors.Is(err, gocql.ErrNoConnections), errors.Is(err, gocql.ErrConnectionClosed),
 		errors.Is(err, gocql.ErrTimeoutNoResponse), errors.Is(err, gocql.ErrNoStreams),
-		errors.Is(err, gocql.ErrTooManyTimeouts), errors.Is(err, gocql.ErrSessionClosed):
+		errors.Is(err, gocql.ErrSessionClosed):
 		return kindUnavailable
 	}
 	var ne net.Error

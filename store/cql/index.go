@@ -117,7 +117,7 @@ func (s *Store) indexEntries(ctx context.Context, sc *schema, p []any, ix int, r
 		for i := range cols {
 			dest[i] = &cols[i]
 		}
-		iter := s.session.Query(st.cql, st.args...).WithContext(ctx).Idempotent(true).PageSize(1000).Iter()
+		iter := s.session.Query(st.cql, st.args...).Idempotent(true).PageSize(1000).IterContext(ctx)
 		for iter.Scan(dest...) {
 			exp, ok, err := cols[n].int64()
 			if err == nil && ok && exp <= now {
@@ -156,7 +156,7 @@ func (s *Store) verifyEntries(ctx context.Context, sc *schema, p []any, col int,
 		for i := range cols {
 			dest[i] = &cols[i]
 		}
-		iter := s.session.Query(st.cql, st.args...).WithContext(ctx).Idempotent(true).Iter()
+		iter := s.session.Query(st.cql, st.args...).Idempotent(true).IterContext(ctx)
 		for iter.Scan(dest...) {
 			exp, ok, err := cols[n+1].int64()
 			if err != nil {

@@ -47,7 +47,7 @@ func (s *Store) Get(ctx context.Context, name string, partition, clustering []an
 	st := getStmt(sc, p, c)
 	buf := newRowBuf(&sc.spec)
 	err = s.retry.do(ctx, true, func(ctx context.Context) error {
-		return s.session.Query(st.cql, st.args...).WithContext(ctx).Idempotent(true).Scan(buf.dest...)
+		return s.session.Query(st.cql, st.args...).Idempotent(true).ScanContext(ctx, buf.dest...)
 	})
 	if errors.Is(err, gocql.ErrNotFound) {
 		return store.Row{}, store.ErrNotFound
@@ -166,7 +166,7 @@ func (s *Store) scan(ctx context.Context, name string, q store.Query, op string,
 			return fmt.Errorf("%w: %w", errNoRetry, lastErr)
 		}
 		buf := newRowBuf(spec)
-		iter := s.session.Query(st.cql, st.args...).WithContext(ctx).Idempotent(true).PageSize(pageSize).Iter()
+		iter := s.session.Query(st.cql, st.args...).Idempotent(true).PageSize(pageSize).IterContext(ctx)
 		for iter.Scan(buf.dest...) {
 			if taken == q.Limit {
 				// Is the row after a full page live? Then there is a next
@@ -335,8 +335,8 @@ func (s *Store) Stats(ctx context.Context, name string) (_ store.TableStats, err
 	err = s.retry.do(ctx, true, func(ctx context.Context) error {
 		st, complete = store.TableStats{}, true
 		buf := newRowBuf(&sc.spec)
-		iter := s.session.Query(fmt.Sprintf("SELECT %s FROM %s", sc.rowCols, sc.data)).WithContext(ctx).
-			Idempotent(true).PageSize(1000).Iter()
+		iter := s.session.Query(fmt.Sprintf("SELECT %s FROM %s", sc.rowCols, sc.data)).
+			Idempotent(true).PageSize(1000).IterContext(ctx)
 		for iter.Scan(buf.dest...) {
 			if st.Rows == statsScanRows {
 				complete = false
@@ -357,7 +357,7 @@ func (s *Store) Stats(ctx context.Context, name string) (_ store.TableStats, err
 	}
 	est := store.TableStats{}
 	iter := s.session.Query(`SELECT partitions_count, mean_partition_size FROM system.size_estimates WHERE keyspace_name = ? AND table_name = ?`,
-		s.ks, sc.spec.Name).WithContext(ctx).Iter()
+		s.ks, sc.spec.Name).IterContext(ctx)
 	var count, mean int64
 	for iter.Scan(&count, &mean) {
 		est.Rows += count

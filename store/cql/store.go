@@ -218,7 +218,7 @@ func (s *Store) setUp(ctx context.Context) error {
 	} else {
 		var name string
 		err := s.session.Query(`SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?`, s.ks).
-			WithContext(ctx).Scan(&name)
+			ScanContext(ctx, &name)
 		if errors.Is(err, gocql.ErrNotFound) {
 			return fmt.Errorf("%w: cql: keyspace %q does not exist (set CreateKeyspace, or create it)", store.ErrInvalid, s.ks)
 		}

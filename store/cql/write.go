@@ -205,17 +205,17 @@ func (s *Store) send(ctx context.Context, parts []*partStmts, atomic bool) error
 func (s *Store) exec(ctx context.Context, stmts []stmt) error {
 	return s.retry.do(ctx, true, func(ctx context.Context) error {
 		if len(stmts) == 1 {
-			return s.session.Query(stmts[0].cql, stmts[0].args...).WithContext(ctx).Idempotent(true).Exec()
+			return s.session.Query(stmts[0].cql, stmts[0].args...).Idempotent(true).ExecContext(ctx)
 		}
 		// A logged batch of one partition is one mutation: the cluster
 		// skips the batch log for it, so it costs what an unlogged batch
 		// does, and stays atomic where the provider defines atomicity by
 		// the batch type (Keyspaces).
-		b := s.session.Batch(gocql.LoggedBatch).WithContext(ctx)
+		b := s.session.Batch(gocql.LoggedBatch)
 		for _, st := range stmts {
 			b.Query(st.cql, st.args...)
 		}
-		return b.Exec()
+		return b.ExecContext(ctx)
 	})
 }
 

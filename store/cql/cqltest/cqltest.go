@@ -131,7 +131,7 @@ func DropKeyspace(ctx context.Context, hosts []string, keyspace string) error {
 		return err
 	}
 	defer s.Close()
-	if err := s.Query(`DROP KEYSPACE IF EXISTS "` + keyspace + `"`).WithContext(ctx).Exec(); err != nil {
+	if err := s.Query(`DROP KEYSPACE IF EXISTS "` + keyspace + `"`).ExecContext(ctx); err != nil {
 		return err
 	}
 	return s.AwaitSchemaAgreement(ctx)
