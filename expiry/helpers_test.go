@@ -90,11 +90,6 @@ func (c *countingStore) DeletePartition(ctx context.Context, table string, p []a
 	return c.Store.DeletePartition(ctx, table, p)
 }
 
-// ops is the number of backend calls made so far.
-func (c *countingStore) ops() int64 {
-	return c.writes.Load() + c.queries.Load() + c.gets.Load() + c.lookups.Load() + c.others.Load()
-}
-
 func (c *countingStore) tableMutations(table string) int64 {
 	v, ok := c.byTable.Load(table)
 	if !ok {
