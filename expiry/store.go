@@ -99,15 +99,49 @@ func mayExpire(batch []store.Mutation, defaults bool) bool {
 // entries. Bad input is refused before anything is written, with the same
 // error the wrapped Store would return.
 func (s *Store) Write(ctx context.Context, table string, batch []store.Mutation) error {
+	return s.write(ctx, table, batch, false)
+}
+
+var (
+	_ store.DeferredWriter = (*Store)(nil)
+	_ store.Scanner        = (*Store)(nil)
+)
+
+// WriteDeferred is Write whose batch becomes durable with the next Write
+// (see store.DeferredWriter) when the wrapped Store is a DeferredWriter; on
+// any other Store it is Write, durable when it returns. The index entries
+// still precede the rows in the log.
+func (s *Store) WriteDeferred(ctx context.Context, table string, batch []store.Mutation) error {
+	return s.write(ctx, table, batch, true)
+}
+
+// Scan reads through the wrapped Store's Scanner when it has one, so that
+// a decorated store reads as fast as a bare one; see store.Scanner.
+func (s *Store) Scan(ctx context.Context, table string, q store.Query, fn func(*store.RawRow) error) ([]byte, error) {
+	return store.Scan(ctx, s.inner, table, q, fn)
+}
+
+// writeInner applies batch to the wrapped Store, deferred when asked and
+// the wrapped Store can.
+func (s *Store) writeInner(ctx context.Context, table string, batch []store.Mutation, deferred bool) error {
+	if deferred {
+		if dw, ok := s.inner.(store.DeferredWriter); ok {
+			return dw.WriteDeferred(ctx, table, batch)
+		}
+	}
+	return s.inner.Write(ctx, table, batch)
+}
+
+func (s *Store) write(ctx context.Context, table string, batch []store.Mutation, deferred bool) error {
 	if !s.indexed(table) || !mayExpire(batch, true) {
-		return s.inner.Write(ctx, table, batch)
+		return s.writeInner(ctx, table, batch, deferred)
 	}
 	spec, err := s.specs.get(ctx, table)
 	if err != nil {
 		return err
 	}
 	if spec.DefaultTTL == 0 && !mayExpire(batch, false) {
-		return s.inner.Write(ctx, table, batch)
+		return s.writeInner(ctx, table, batch, deferred)
 	}
 	start := s.opts.Now()
 	res, err := store.ResolveBatch(spec, batch, start, s.maxRow)
@@ -122,13 +156,13 @@ func (s *Store) Write(ctx context.Context, table string, batch []store.Mutation)
 	}
 	entries := s.plan(table, spec, batch, res, start)
 	if len(entries) == 0 {
-		return s.inner.Write(ctx, table, batch)
+		return s.writeInner(ctx, table, batch, deferred)
 	}
 	if err := s.writeEntries(ctx, entries); err != nil {
 		return fmt.Errorf("expiry: index writes to %s: %w", table, err)
 	}
 	s.m.indexed.Add(float64(len(entries)))
-	if err := s.inner.Write(ctx, table, batch); err != nil {
+	if err := s.writeInner(ctx, table, batch, deferred); err != nil {
 		return err
 	}
 	if end := s.opts.Now(); end.Sub(start) >= s.opts.Grace {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"time"
@@ -99,19 +100,47 @@ func parseDigits[K ~string | ~[]byte](key K) (time.Time, error) {
 // encodedItemTime reads an item's timestamp from its encoded clustering key
 // without decoding the whole key: an item key holds no NUL byte, so its
 // descending keyenc encoding is the key's bytes complemented, then the
-// complemented terminator.
-func encodedItemTime(enc []byte, scratch *[tsDigits + 1]byte) (time.Time, error) {
-	if len(enc) != itemKeyLen+2 || enc[itemKeyLen] != ^byte(0) || enc[itemKeyLen+1] != ^byte(1) {
+// complemented terminator. It runs once per item read, so the digits are
+// parsed eight at a time.
+func encodedItemTime(enc []byte) (time.Time, error) {
+	if len(enc) != itemKeyLen+2 || enc[itemKeyLen] != ^byte(0) || enc[itemKeyLen+1] != ^byte(1) || ^enc[tsDigits] != '#' {
 		_, _, err := keyenc.DecodeBytes(enc, true)
 		return time.Time{}, fmt.Errorf("lists: malformed item key %x: %v", enc, err)
 	}
-	for i := range scratch {
-		scratch[i] = ^enc[i]
+	hi, ok1 := complementedDigits8(enc[0:8])
+	mid, ok2 := complementedDigits8(enc[8:16])
+	var lo uint64
+	for _, c := range enc[16:tsDigits] {
+		d := ^c - '0'
+		if d > 9 {
+			ok1 = false
+		}
+		lo = lo*10 + uint64(d)
 	}
-	if scratch[tsDigits] != '#' {
+	if !ok1 || !ok2 {
 		return time.Time{}, fmt.Errorf("lists: malformed item key %x", enc)
 	}
-	return parseDigits(scratch[:tsDigits])
+	// 16 digits always fit; the last three may carry past math.MaxInt64,
+	// which no item key holds.
+	top := hi*100_000_000 + mid
+	if top > (math.MaxInt64-lo)/1000 {
+		return time.Time{}, fmt.Errorf("lists: malformed item key %x", enc)
+	}
+	return time.Unix(0, int64(top*1000+lo)).UTC(), nil
+}
+
+// complementedDigits8 parses 8 decimal digits stored complemented, in a
+// few word operations (a SWAR parse: pairs, then quads, then the eight).
+func complementedDigits8(b []byte) (uint64, bool) {
+	v := ^binary.LittleEndian.Uint64(b) - 0x3030303030303030
+	// Every byte must now be 0..9: a byte below '0' wrapped and set its top
+	// bit, one above '9' sets it when 0x76 is added.
+	if (v|(v+0x7676767676767676))&0x8080808080808080 != 0 {
+		return 0, false
+	}
+	v = v*10 + v>>8
+	v = ((v&0x000000FF000000FF)*(100+(1000000<<32)) + ((v>>16)&0x000000FF000000FF)*(1+(10000<<32))) >> 32
+	return v, true
 }
 
 func checkTimestamp(ts time.Time) error {
@@ -244,14 +273,43 @@ func (s *Service) write(ctx context.Context, table string, muts []store.Mutation
 // first; items with equal timestamps come in descending order of their
 // item keys. limit is 1..store.MaxLimit. A list never written is empty.
 func (s *Service) Get(ctx context.Context, id FeatureID, entityID string, minTimestamp time.Time, limit int) ([]Item, error) {
-	if err := checkEntity(entityID); err != nil {
+	var out []Item
+	_, err := s.Scan(ctx, id, entityID, minTimestamp, limit, func(it Item) error {
+		if out == nil {
+			out = make([]Item, 0, min(limit, 128))
+		}
+		it.Value = bytes.Clone(it.Value)
+		out = append(out, it)
+		return nil
+	})
+	if err != nil {
 		return nil, err
+	}
+	if out == nil {
+		out = []Item{}
+	}
+	return out, nil
+}
+
+// Scan calls fn with each item Get would return, in the same order, and
+// returns how many it handed out, without copying them: the Value fn sees
+// aliases the store's buffers and is valid only until fn returns (a
+// server encodes it straight into a response). An error from fn stops the
+// scan and is returned. fn is never handed an item twice.
+func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, minTimestamp time.Time, limit int, fn func(Item) error) (int, error) {
+	if err := checkEntity(entityID); err != nil {
+		return 0, err
 	}
 	if err := store.CheckLimit(limit); err != nil {
-		return nil, err
+		return 0, err
 	}
-	var out []Item
+	n := 0
 	err := s.withFeature(ctx, id, func(f Feature) error {
+		if n > 0 {
+			// The table went away after items were handed out: the
+			// feature version was deleted during the read.
+			return fmt.Errorf("%w: %s (deleted during the read)", ErrFeatureNotFound, id)
+		}
 		// Every item of the feature lives exactly TTL past its timestamp,
 		// so the live items are those with timestamp > now - TTL: the
 		// range starts there, and expired items are never even read.
@@ -259,7 +317,6 @@ func (s *Service) Get(ctx context.Context, id FeatureID, entityID string, minTim
 		if minTimestamp.After(low) {
 			low = minTimestamp
 		}
-		out = out[:0]
 		if low.After(maxTimestamp) {
 			return nil
 		}
@@ -267,34 +324,27 @@ func (s *Service) Get(ctx context.Context, id FeatureID, entityID string, minTim
 		if low.After(time.Unix(0, 0)) {
 			q.Low = store.Bound{Values: []any{string(appendTS(nil, low.UnixNano()))}, Inclusive: true}
 		}
-		// Scan rather than Query: the item key is decoded into a scratch
-		// buffer and only the value is copied, one allocation per item.
-		if out == nil {
-			out = make([]Item, 0, min(limit, 128))
-		}
-		var scratch [tsDigits + 1]byte
+		// Scan rather than Query: the timestamp is read from the encoded
+		// key and the value handed out in place, no allocation per item.
 		_, err := store.Scan(ctx, s.st, f.Table, q, func(r *store.RawRow) error {
 			v := r.Values[0]
 			if v == nil {
 				return nil // no live value: the row is on its way out
 			}
-			ts, err := encodedItemTime(r.Clustering, &scratch)
+			ts, err := encodedItemTime(r.Clustering)
 			if err != nil {
 				return err
 			}
-			out = append(out, Item{Value: bytes.Clone(v), Timestamp: ts})
-			return nil
+			n++
+			return fn(Item{Value: v, Timestamp: ts})
 		})
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	s.m.read.Add(float64(len(out)))
-	if out == nil {
-		out = []Item{}
-	}
-	return out, nil
+	s.m.read.Add(float64(n))
+	return n, nil
 }
 
 // RemoveByValue deletes every item of the list of entityID whose value is

@@ -1,14 +1,17 @@
 package lists
 
 import (
+	"bytes"
 	"crypto/md5"
 	"encoding/base64"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
 	"pgregory.net/rapid"
 
+	"github.com/ebb-data/ebb/internal/keyenc"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -84,4 +87,35 @@ func TestMetaKeyUnambiguous(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestEncodedItemTime checks the word-at-a-time timestamp parse of encoded
+// item keys against parseItemKey, on valid keys and on keys with one byte
+// of their digits or separator corrupted.
+func TestEncodedItemTime(t *testing.T) {
+	encode := func(key string) []byte { return keyenc.AppendString(nil, key, true) }
+	for _, ns := range []int64{0, 1, 999_999_999, 1_790_000_000_123_456_789, math.MaxInt64} {
+		key := ItemKey(time.Unix(0, ns), []byte("v"))
+		got, err := encodedItemTime(encode(key))
+		if err != nil || got.UnixNano() != ns || got.Location() != time.UTC {
+			t.Errorf("%s: %v, %v; want %d UTC", key, got, err, ns)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		key := []byte(ItemKey(time.Unix(0, rapid.Int64Min(0).Draw(t, "ns")), []byte("v")))
+		if rapid.Bool().Draw(t, "corrupt") {
+			key[rapid.IntRange(0, tsDigits).Draw(t, "at")] = rapid.Byte().Draw(t, "byte")
+		}
+		want, wantErr := parseItemKey(string(key))
+		got, err := encodedItemTime(encode(string(key)))
+		if bytes.IndexByte(key, 0) >= 0 {
+			return // a NUL changes the encoding's length: refused either way
+		}
+		if (err == nil) != (wantErr == nil) || !got.Equal(want) {
+			t.Fatalf("%q: %v, %v; parseItemKey %v, %v", key, got, err, want, wantErr)
+		}
+	})
+	if _, err := encodedItemTime(encode("9999999999999999999#" + strings.Repeat("A", 24))); err == nil {
+		t.Error("a timestamp past math.MaxInt64 was accepted")
+	}
 }

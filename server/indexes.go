@@ -211,13 +211,6 @@ func (h indexHandlers) putEvents(w http.ResponseWriter, r *http.Request) error {
 	return WriteJSON(w, http.StatusOK, map[string]int{"written": n})
 }
 
-type eventOut struct {
-	IndexID   string `json:"index_id"`
-	EventID   string `json:"event_id"`
-	Timestamp string `json:"timestamp"`
-	Payload   []byte `json:"payload"` // standard base64
-}
-
 func (h indexHandlers) getEvents(w http.ResponseWriter, r *http.Request) error {
 	v, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -256,17 +249,67 @@ func (h indexHandlers) getEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Events        []eventOut `json:"events"`
-		NextPageToken string     `json:"next_page_token,omitempty"`
-	}{Events: make([]eventOut, len(page.Events))}
+	w.Header()["Vary"] = varyAccept
+	// Encoded by appending to a pooled buffer, as json.Marshal would:
+	// {"events":[{"index_id","event_id","timestamp","payload"}],"next_page_token":"..."},
+	// or in MessagePack when asked for.
+	buf := getBuf()
+	defer putBuf(buf)
+	if wantsMsgpack(r) {
+		*buf = appendEventsMsgpack((*buf)[:0], page)
+		return writeMsgpackBody(w, http.StatusOK, *buf)
+	}
+	b := append((*buf)[:0], `{"events":[`...)
 	for i, e := range page.Events {
-		out.Events[i] = eventOut{IndexID: e.IndexID, EventID: e.EventID, Timestamp: formatTime(e.Timestamp), Payload: e.Payload}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"index_id":`...)
+		b = appendJSONString(b, e.IndexID)
+		b = append(b, `,"event_id":`...)
+		b = appendJSONString(b, e.EventID)
+		b = append(b, `,"timestamp":"`...)
+		b = appendTime(b, e.Timestamp)
+		b = append(b, `","payload":`...)
+		b = appendJSONBytes(b, e.Payload)
+		b = append(b, '}')
 	}
-	if page.NextPageToken != nil {
-		out.NextPageToken = base64.RawURLEncoding.EncodeToString(page.NextPageToken)
+	b = append(b, ']')
+	if len(page.NextPageToken) > 0 {
+		b = append(b, `,"next_page_token":"`...)
+		b = base64.RawURLEncoding.AppendEncode(b, page.NextPageToken)
+		b = append(b, '"')
 	}
-	return WriteJSON(w, http.StatusOK, out)
+	b = append(b, "}\n"...)
+	*buf = b
+	return writeJSONBody(w, http.StatusOK, b)
+}
+
+// appendEventsMsgpack appends a page of events in MessagePack: a map whose
+// "events" holds an array of [index_id (str), event_id (str), timestamp
+// (timestamp extension), payload (bin, or nil when absent)], and whose
+// "next_page_token" (str, as in JSON) is there only when more may follow.
+func appendEventsMsgpack(b []byte, page timeseries.Page) []byte {
+	more := len(page.NextPageToken) > 0
+	if more {
+		b = appendMsgpackMap(b, 2)
+	} else {
+		b = appendMsgpackMap(b, 1)
+	}
+	b = appendMsgpackString(b, "events")
+	b = appendMsgpackArray(b, len(page.Events))
+	for _, e := range page.Events {
+		b = appendMsgpackArray(b, 4)
+		b = appendMsgpackString(b, e.IndexID)
+		b = appendMsgpackString(b, e.EventID)
+		b = appendMsgpackTime(b, e.Timestamp)
+		b = appendMsgpackBin(b, e.Payload)
+	}
+	if more {
+		b = appendMsgpackString(b, "next_page_token")
+		b = appendMsgpackString(b, base64.RawURLEncoding.EncodeToString(page.NextPageToken))
+	}
+	return b
 }
 
 // actionJSON is one planned action: API.md's op, table and reason, plus

@@ -109,11 +109,6 @@ type listItemJSON struct {
 	Timestamp *string `json:"timestamp"`
 }
 
-type listItemOut struct {
-	Value     []byte `json:"value"` // standard base64
-	Timestamp string `json:"timestamp"`
-}
-
 func (h listHandlers) addItems(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		Items []listItemJSON `json:"items"`
@@ -165,17 +160,59 @@ func (h listHandlers) getItems(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	items, err := h.svc.Get(r.Context(), listFeatureID(r), r.PathValue("entity_id"), minTS, limit)
+	w.Header()["Vary"] = varyAccept
+	// Items are encoded straight from the store's buffers into a pooled
+	// response buffer: {"items":[{"value":"<base64>","timestamp":"..."}]},
+	// or in MessagePack when asked for.
+	buf := getBuf()
+	defer putBuf(buf)
+	if wantsMsgpack(r) {
+		return h.getItemsMsgpack(w, r, minTS, limit, buf)
+	}
+	b := append((*buf)[:0], `{"items":[`...)
+	_, err = h.svc.Scan(r.Context(), listFeatureID(r), r.PathValue("entity_id"), minTS, limit, func(it lists.Item) error {
+		if b[len(b)-1] != '[' {
+			b = append(b, ',')
+		}
+		b = append(b, `{"value":`...)
+		b = appendJSONBytes(b, it.Value)
+		b = append(b, `,"timestamp":"`...)
+		b = appendTime(b, it.Timestamp)
+		b = append(b, `"}`...)
+		return nil
+	})
+	*buf = b
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Items []listItemOut `json:"items"`
-	}{Items: make([]listItemOut, len(items))}
-	for i, it := range items {
-		out.Items[i] = listItemOut{Value: it.Value, Timestamp: it.Timestamp.UTC().Format(time.RFC3339Nano)}
+	b = append(b, "]}\n"...)
+	*buf = b
+	return writeJSONBody(w, http.StatusOK, b)
+}
+
+// varyAccept tells caches that list and event reads depend on Accept.
+var varyAccept = []string{"Accept"}
+
+// getItemsMsgpack answers a list read in MessagePack: a map with one key,
+// "items", holding an array of [value (bin), timestamp (timestamp
+// extension)] pairs, newest first.
+func (h listHandlers) getItemsMsgpack(w http.ResponseWriter, r *http.Request, minTS time.Time, limit int, buf *[]byte) error {
+	b := appendMsgpackMap((*buf)[:0], 1)
+	b = appendMsgpackString(b, "items")
+	at := len(b)
+	b = appendMsgpackArray32(b)
+	n, err := h.svc.Scan(r.Context(), listFeatureID(r), r.PathValue("entity_id"), minTS, limit, func(it lists.Item) error {
+		b = appendMsgpackArray(b, 2)
+		b = appendMsgpackBin(b, it.Value)
+		b = appendMsgpackTime(b, it.Timestamp)
+		return nil
+	})
+	*buf = b
+	if err != nil {
+		return err
 	}
-	return WriteJSON(w, http.StatusOK, out)
+	setMsgpackArray32(b, at, n)
+	return writeMsgpackBody(w, http.StatusOK, b)
 }
 
 func (h listHandlers) removeItems(w http.ResponseWriter, r *http.Request) error {

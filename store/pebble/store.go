@@ -48,6 +48,11 @@ type Options struct {
 	NoSync bool
 	// CacheSize is Pebble's block cache size in bytes; 0 means 64 MiB.
 	CacheSize int64
+	// MemTableSize is the largest memtable in bytes; 0 means 64 MiB
+	// (Pebble's own default is 4 MiB). Larger memtables flush, and stall
+	// writers, less often: with 64 writers adding to lists, 64 MiB gave
+	// 1.3 to 1.8 times the throughput of 4 MiB (docs/performance.md).
+	MemTableSize int64
 	// Logger receives Pebble's and the backend's log lines; nil discards.
 	Logger *slog.Logger
 }
@@ -70,9 +75,9 @@ type Store struct {
 	nextID uint64
 	closed bool
 
-	// rowMu orders DeleteIfExpired (exclusive: read, check, delete) against
-	// every other write (shared).
-	rowMu sync.RWMutex
+	// rows orders the writes that read a row first (conditional mutations,
+	// DeleteIfExpired) against every other write of the same row.
+	rows *rowLocks
 }
 
 type table struct {
@@ -104,6 +109,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.CacheSize == 0 {
 		opts.CacheSize = 64 << 20
 	}
+	if opts.MemTableSize <= 0 {
+		opts.MemTableSize = 64 << 20
+	}
 	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("pebble: create %s: %w", dir, err)
 	}
@@ -123,6 +131,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		Lock:               lock,
 		Cache:              cache,
 		Merger:             rowMerger,
+		MemTableSize:       uint64(opts.MemTableSize),
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             slogLogger{opts.Logger},
 	}
@@ -131,7 +140,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("pebble: open %s: %w", dir, err)
 	}
-	s := &Store{db: db, lock: lock, now: opts.Now, log: opts.Logger, tables: map[string]*table{}, wo: pebble.Sync}
+	s := &Store{db: db, lock: lock, now: opts.Now, log: opts.Logger, tables: map[string]*table{}, wo: pebble.Sync, rows: newRowLocks()}
 	if opts.NoSync {
 		s.wo = pebble.NoSync
 	}

@@ -70,27 +70,53 @@ func (s *Store) write(ctx context.Context, name string, batch []store.Mutation, 
 	if err != nil {
 		return err
 	}
-	// A batch that must read rows (to check expiry, or to find index entries
-	// to remove) uses an indexed batch, so it reads its own earlier
-	// mutations too.
-	conditional, reads := false, false
-	for i := range rs {
-		if rs[i].Cond != nil {
-			conditional, reads = true, true
-		}
-		switch rs[i].Kind {
-		case store.DeleteIfExpired:
-			conditional, reads = true, true
-		case store.DeleteRow:
-			reads = reads || len(spec.Indexes) > 0
+	// A sweeper's batch deletes only rows with nothing live in them, which
+	// no read can tell apart from absent ones: applying it in chunks is
+	// atomic to every reader, and each chunk holds the locks of only its own
+	// rows, briefly. Only the last chunk waits for the fsync, which covers
+	// the chunks before it.
+	if len(rs) > sweepChunk && onlyDeleteIfExpired(rs) {
+		for len(rs) > sweepChunk {
+			if err := s.apply(name, t, rs[:sweepChunk], pebble.NoSync); err != nil {
+				return err
+			}
+			rs = rs[sweepChunk:]
 		}
 	}
-	if conditional {
-		s.rowMu.Lock()
-		defer s.rowMu.Unlock()
-	} else {
-		s.rowMu.RLock()
-		defer s.rowMu.RUnlock()
+	return s.apply(name, t, rs, wo)
+}
+
+// sweepChunk is how many DeleteIfExpired mutations are applied at once.
+const sweepChunk = 64
+
+func onlyDeleteIfExpired(rs []store.ResolvedMutation) bool {
+	for i := range rs {
+		if rs[i].Kind != store.DeleteIfExpired {
+			return false
+		}
+	}
+	return true
+}
+
+// apply applies resolved mutations to table t as one Pebble batch; the
+// caller holds s.mu shared.
+func (s *Store) apply(name string, t *table, rs []store.ResolvedMutation, wo *pebble.WriteOptions) error {
+	spec := &t.Spec
+	// A batch that must read rows (to check expiry, or to find index entries
+	// to remove) uses an indexed batch, so it reads its own earlier
+	// mutations too. A row read to decide a write (a condition, an expiry
+	// check) is locked exclusively until the batch is applied; every other
+	// row of the batch is locked shared.
+	var rows rowSet
+	reads := false
+	var key, val []byte
+	var err error
+	for i := range rs {
+		r := &rs[i]
+		decides := r.Cond != nil || r.Kind == store.DeleteIfExpired
+		reads = reads || decides || (r.Kind == store.DeleteRow && len(spec.Indexes) > 0)
+		key = rowKey(key[:0], t.prefix, r.PartitionKey, r.ClusteringKey)
+		s.rows.add(&rows, key, decides)
 	}
 	var b *pebble.Batch
 	if reads {
@@ -99,8 +125,14 @@ func (s *Store) write(ctx context.Context, name string, batch []store.Mutation, 
 		b = s.db.NewBatch()
 	}
 	defer b.Close()
+	s.rows.lock(&rows)
+	locked := true
+	defer func() {
+		if locked {
+			s.rows.unlock(&rows)
+		}
+	}()
 	now := s.now().UnixMilli()
-	var key, val []byte
 	for i := range rs {
 		r := &rs[i]
 		key = rowKey(key[:0], t.prefix, r.PartitionKey, r.ClusteringKey)
@@ -135,10 +167,32 @@ func (s *Store) write(ctx context.Context, name string, batch []store.Mutation, 
 			return fmt.Errorf("write %s: %w", name, err)
 		}
 	}
-	if err := b.Commit(wo); err != nil {
+	if err := s.commit(b, wo, func() { s.rows.unlock(&rows); locked = false }); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	return nil
+}
+
+// commit commits b and calls applied once b is applied (visible to reads
+// and to later batches), before a synced commit waits for its fsync: the
+// row locks are released there, so that writes queued behind them share
+// the next fsync (group commit) rather than wait for this one. This is no
+// weaker than a plain Commit, under which a batch is also visible before
+// its fsync; and every batch applied later is later in the log.
+func (s *Store) commit(b *pebble.Batch, wo *pebble.WriteOptions, applied func()) error {
+	if !wo.Sync {
+		err := b.Commit(wo)
+		applied()
+		return err
+	}
+	// ApplyNoSyncWait is Pebble's own split of Commit into apply and
+	// SyncWait; a batch it applied must not be closed before SyncWait.
+	err := s.db.ApplyNoSyncWait(b, wo)
+	applied()
+	if err != nil {
+		return err
+	}
+	return b.SyncWait()
 }
 
 // deleteRow deletes a row and its index entries; for DeleteIfExpired only
@@ -176,8 +230,8 @@ func (s *Store) deleteRow(b *pebble.Batch, t *table, r *store.ResolvedMutation, 
 }
 
 // condHolds evaluates a condition against the row's live content. The
-// caller holds rowMu exclusively, so no other writer changes the row
-// between this read and the batch's commit.
+// caller holds the row's stripe exclusively, so no other writer changes the
+// row between this read and the batch's commit.
 func condHolds(b *pebble.Batch, spec *store.TableSpec, c *store.ResolvedCondition, key []byte, now int64) (bool, error) {
 	var f fragment
 	v, closer, err := b.Get(key)
@@ -226,10 +280,23 @@ func (s *Store) DeletePartition(ctx context.Context, name string, partition []an
 	if err != nil {
 		return err
 	}
-	s.rowMu.RLock()
-	defer s.rowMu.RUnlock()
+	// The partition's rows are not known, so every stripe is held shared:
+	// no read-then-write of one of its rows straddles the deletion.
+	all := allShared()
+	s.rows.lock(all)
+	locked := true
+	defer func() {
+		if locked {
+			s.rows.unlock(all)
+		}
+	}()
 	start := append(append([]byte(nil), t.prefix...), pk...)
-	if err := s.db.DeleteRange(start, prefixEnd(start), s.wo); err != nil {
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.DeleteRange(start, prefixEnd(start), nil); err != nil {
+		return fmt.Errorf("delete partition in %s: %w", name, err)
+	}
+	if err := s.commit(b, s.wo, func() { s.rows.unlock(all); locked = false }); err != nil {
 		return fmt.Errorf("delete partition in %s: %w", name, err)
 	}
 	return nil

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# listget.sh measures list reads over the wire, ebb beside Redis, in one run
+# on one machine: wrk against `ebb serve` reading the newest 100 items of a
+# 1000-item list, then redis-benchmark against a local redis-server running
+# ZREVRANGE over a 1000-member sorted set, at 1 and at 64 connections. It
+# prints requests/s, items/s and the ratio ebb/Redis.
+#
+#   bench/peers/listget.sh [path to the ebb binary]
+#
+# ROUNDS (default 3), DURATION (seconds per wrk run, default 10) and
+# REQUESTS (per redis-benchmark run, default 200000) tune it; the table
+# holds the medians over the rounds, the ratio being the median of the
+# rounds' ratios. It needs wrk, redis-server,
+# redis-benchmark, redis-cli, curl and base64; Debian packages wrk,
+# redis-server and redis-tools have them.
+set -euo pipefail
+
+EBB=${1:-bin/ebb}
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-10}
+REQUESTS=${REQUESTS:-200000}
+for cmd in wrk redis-server redis-benchmark redis-cli curl base64; do
+	command -v "$cmd" >/dev/null || { echo "listget.sh: $cmd is missing (apt-get install -y wrk redis-server redis-tools)" >&2; exit 1; }
+done
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
+
+# ebb: one feature, one list of 1000 items, 16-byte values, one second apart.
+eport=$(freeport)
+"$EBB" serve --addr "127.0.0.1:$eport" --data "$work/ebb" --log-level error >"$work/ebb.log" 2>&1 &
+pids+=($!)
+base="http://127.0.0.1:$eport"
+for _ in $(seq 100); do curl -fs "$base/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
+curl -fsS -X PUT "$base/v1/list-features/user/stories/_" -d '{"ttl":"720h"}' >/dev/null
+now=$(date -u +%s)
+{
+	printf '{"items":['
+	for i in $(seq 0 999); do
+		[ "$i" -gt 0 ] && printf ','
+		printf '{"value":"%s","timestamp":"%s"}' "$(printf 'story-%010d' "$i" | base64)" "$(date -u -d "@$((now - i))" +%Y-%m-%dT%H:%M:%SZ)"
+	done
+	printf ']}'
+} >"$work/items.json"
+curl -fsS -X POST "$base/v1/lists/user/stories/_/user-000042/items" --data-binary "@$work/items.json" >/dev/null
+url="$base/v1/lists/user/stories/_/user-000042/items?limit=100"
+got=$(curl -fsS "$url" | grep -o '"value"' | wc -l)
+[ "$got" -eq 100 ] || { echo "listget.sh: ebb returned $got items, want 100" >&2; exit 1; }
+
+# Redis: the same 1000 members in one sorted set, scored by timestamp; no
+# persistence, since nothing is written during the run.
+rport=$(freeport)
+redis-server --port "$rport" --save '' --appendonly no --daemonize no --dir "$work" >"$work/redis.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
+{
+	for i in $(seq 0 999); do printf 'ZADD list %d story-%010d\n' $((now - i)) "$i"; done
+} | redis-cli -p "$rport" >/dev/null
+[ "$(redis-cli -p "$rport" zcard list)" -eq 1000 ] || { echo "listget.sh: redis set not filled" >&2; exit 1; }
+
+wrkrps() { # connections [extra wrk arguments]
+	local c=$1 threads=$(( $1 < 2 ? 1 : 2 ))
+	shift
+	wrk -t"$threads" -c"$c" -d"${DURATION}s" "$@" "$url" | awk '/^Requests\/sec:/ {print $2}'
+}
+redisrps() { # connections
+	redis-benchmark -p "$rport" -c "$1" -n "$REQUESTS" -q ZREVRANGE list 0 99 | tr '\r' '\n' | awk -F'[: ]+' '/requests per second/ {for (i=1;i<=NF;i++) if ($i=="requests") {print $(i-1); exit}}'
+}
+
+# Rounds alternate ebb (JSON, then MessagePack) and Redis at each
+# connection count, so that a machine whose speed drifts affects all
+# three; the ratios of each round are taken, then the median of each
+# column over the rounds.
+rows=()
+for round in $(seq "$ROUNDS"); do
+	for c in 1 64; do
+		e=$(wrkrps "$c")
+		m=$(wrkrps "$c" -H 'Accept: application/msgpack')
+		r=$(redisrps "$c")
+		rows+=("$c $e $m $r")
+		echo "round $round, $c connections: ebb JSON $e req/s, ebb MessagePack $m req/s, Redis $r req/s" >&2
+	done
+done
+printf '| connections | ebb JSON req/s | ebb MessagePack req/s | Redis req/s | JSON/Redis | MessagePack/Redis |\n'
+printf '| --- | --- | --- | --- | --- | --- |\n'
+for c in 1 64; do
+	printf '%s\n' "${rows[@]}" | awk -v c="$c" '
+		$1 == c { n++; e[n] = $2; m[n] = $3; r[n] = $4; qe[n] = $2 / $4; qm[n] = $3 / $4 }
+		function median(a, n,   i, j, t) {
+			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+		}
+		END {
+			printf "| %d | %.0f | %.0f | %.0f | %.2f | %.2f |\n", c, median(e, n), median(m, n), median(r, n), median(qe, n), median(qm, n)
+		}'
+done

@@ -1,0 +1,218 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/ebb-data/ebb"
+	"github.com/ebb-data/ebb/internal/keyenc"
+	"github.com/ebb-data/ebb/lists"
+	"github.com/ebb-data/ebb/server"
+	ebbpebble "github.com/ebb-data/ebb/store/pebble"
+)
+
+// BenchmarkListGet reads the newest 100 items of a 1000-item list (16-byte
+// values) as ebb serve does: ebb.Open's stack (the embedded backend on
+// disk, the expiry decorator, the lists feature) behind the server's
+// handler. Its sub-benchmarks, in one run:
+//
+//   - raw-pebble: the baseline, the same 100 keys and values copied out of
+//     one Pebble iterator;
+//   - in-process: lists.Service.Get;
+//   - handler: the whole HTTP handler (routing, auth-free admission,
+//     metrics, JSON) without a network;
+//   - http-1 and http-64: over loopback TCP with keep-alive, from one
+//     connection, and from 64 goroutines per CPU on as many connections.
+//
+// items/s is the figure to compare.
+func BenchmarkListGet(b *testing.B) {
+	e := newListBench(b)
+	ctx := context.Background()
+	b.Run("raw-pebble", func(b *testing.B) {
+		opts := &pebble.IterOptions{LowerBound: e.prefix, UpperBound: keyenc.PrefixEnd(e.prefix)}
+		b.ReportAllocs()
+		for b.Loop() {
+			it, err := e.raw.DB().NewIter(opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			keys, values := make([][]byte, 0, listBenchGet), make([][]byte, 0, listBenchGet)
+			for ok := it.First(); ok && len(keys) < listBenchGet; ok = it.Next() {
+				v, err := it.ValueAndErr()
+				if err != nil {
+					b.Fatal(err)
+				}
+				keys = append(keys, bytes.Clone(it.Key()))
+				values = append(values, bytes.Clone(v))
+			}
+			if err := it.Close(); err != nil || len(keys) != listBenchGet {
+				b.Fatalf("raw read: %d keys, %v", len(keys), err)
+			}
+		}
+		reportListItems(b)
+	})
+	b.Run("in-process", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			items, err := e.db.Lists().Get(ctx, listBenchFeature, listBenchEntity, time.Time{}, listBenchGet)
+			if err != nil || len(items) != listBenchGet {
+				b.Fatalf("get: %d items, %v", len(items), err)
+			}
+		}
+		reportListItems(b)
+	})
+	b.Run("handler", func(b *testing.B) {
+		req := httptest.NewRequest("GET", e.path, nil)
+		w := &discardWriter{h: http.Header{}}
+		b.ReportAllocs()
+		for b.Loop() {
+			clear(w.h)
+			w.status, w.n = 0, 0
+			e.handler.ServeHTTP(w, req)
+			if w.status != http.StatusOK || w.n < 50*listBenchGet {
+				b.Fatalf("status %d, %d bytes", w.status, w.n)
+			}
+		}
+		reportListItems(b)
+	})
+	b.Run("http-1", func(b *testing.B) {
+		client := e.client(1)
+		b.ReportAllocs()
+		for b.Loop() {
+			e.get(b, client)
+		}
+		reportListItems(b)
+	})
+	b.Run("http-64", func(b *testing.B) {
+		client := e.client(64)
+		b.ReportAllocs()
+		b.SetParallelism(32) // 64 goroutines on 2 CPUs
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				e.get(b, client)
+			}
+		})
+		reportListItems(b)
+	})
+}
+
+const (
+	listBenchEntity = "user-000042"
+	listBenchItems  = 1000
+	listBenchGet    = 100
+)
+
+var listBenchFeature = lists.FeatureID{EntityType: "user", Name: "stories", Version: ""}
+
+type listBench struct {
+	db      *ebb.DB
+	raw     *ebbpebble.Store
+	handler http.Handler
+	srv     *httptest.Server
+	path    string
+	prefix  []byte // the list's row keys: table ID | partition | row space
+}
+
+func newListBench(b *testing.B) *listBench {
+	b.Helper()
+	ctx := context.Background()
+	raw, err := ebbpebble.Open(b.TempDir(), ebbpebble.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := ebb.Open(ctx, ebb.Options{Store: raw})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	srv, err := server.New(server.Options{DB: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, _, err := db.Lists().CreateFeature(ctx, listBenchFeature, 30*24*time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	items := make([]lists.Item, listBenchItems)
+	for i := range items {
+		items[i] = lists.Item{Value: fmt.Appendf(nil, "story-%010d", i), Timestamp: now.Add(-time.Duration(i) * time.Second)}
+	}
+	if _, err := db.Lists().Add(ctx, listBenchFeature, listBenchEntity, items); err != nil {
+		b.Fatal(err)
+	}
+	e := &listBench{db: db, raw: raw, handler: srv.Handler(),
+		path: "/v1/lists/user/stories/_/" + listBenchEntity + "/items?limit=100"}
+	e.srv = httptest.NewServer(e.handler)
+	b.Cleanup(e.srv.Close)
+	// The list's rows are the keys ending a table ID with the entity's
+	// encoded partition and the row space.
+	tail := append(keyenc.AppendString(nil, listBenchEntity, false), 0x01)
+	it, err := raw.DB().NewIter(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		if k := it.Key(); len(k) > 8+len(tail) && bytes.Equal(k[8:8+len(tail)], tail) {
+			e.prefix = bytes.Clone(k[:8+len(tail)])
+			break
+		}
+	}
+	if e.prefix == nil {
+		b.Fatal("benchmark list not found in the database")
+	}
+	return e
+}
+
+func (e *listBench) client(conns int) *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}
+}
+
+// get reads the list over HTTP and drains the body, as a load generator
+// does; parsing it is the client's cost, not the server's.
+func (e *listBench) get(b *testing.B, client *http.Client) {
+	resp, err := client.Get(e.srv.URL + e.path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || n < 50*listBenchGet {
+		b.Fatalf("status %d, %d bytes, %v", resp.StatusCode, n, err)
+	}
+}
+
+func reportListItems(b *testing.B) {
+	b.ReportMetric(float64(b.N*listBenchGet)/b.Elapsed().Seconds(), "items/s")
+}
+
+// discardWriter is a ResponseWriter that counts the body and keeps nothing.
+type discardWriter struct {
+	h      http.Header
+	status int
+	n      int
+}
+
+func (w *discardWriter) Header() http.Header { return w.h }
+func (w *discardWriter) WriteHeader(s int) {
+	if w.status == 0 {
+		w.status = s
+	}
+}
+
+func (w *discardWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	w.n += len(p)
+	return len(p), nil
+}
