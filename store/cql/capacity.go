@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/switchlimit"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -25,14 +26,7 @@ const (
 // entries are forgotten) and whether one more switch at now stays within
 // the limit.
 func switchAllowed(history []int64, now time.Time) ([]int64, bool) {
-	cutoff := now.Add(-switchWindow).UnixMilli()
-	var recent []int64
-	for _, t := range history {
-		if t > cutoff {
-			recent = append(recent, t)
-		}
-	}
-	return recent, len(recent) < maxModeSwitches
+	return switchlimit.Allowed(history, now, switchWindow, maxModeSwitches)
 }
 
 // capacityCQL is the Keyspaces statement that sets a table's capacity.

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/ebb-data/ebb/internal/switchlimit"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -26,14 +27,7 @@ const (
 // the window (older entries are forgotten) and whether one more switch at
 // now stays within the limit.
 func switchAllowed(history []int64, now time.Time) ([]int64, bool) {
-	cutoff := now.Add(-switchWindow).UnixMilli()
-	var recent []int64
-	for _, t := range history {
-		if t > cutoff {
-			recent = append(recent, t)
-		}
-	}
-	return recent, len(recent) < maxOnDemandSwitches
+	return switchlimit.Allowed(history, now, switchWindow, maxOnDemandSwitches)
 }
 
 // SetCapacity changes a table's billing mode, provisioned throughput and
