@@ -53,6 +53,11 @@ func backendOptions(ctx context.Context, cfg serveConfig, log *slog.Logger, reg 
 		o.TLS, o.CAFile = cfg.cqlTLS || cfg.cqlCAFile != "", cfg.cqlCAFile
 		o.CreateKeyspace, o.Replication = cfg.cqlCreateKeyspace, cfg.cqlReplication
 		c, err := gocql.ParseConsistencyWrapper(cfg.cqlConsistency)
+		if err == nil && c == gocql.Any {
+			// ANY acknowledges a write stored only as a hint: reads could
+			// not find it, and ebb's reads must see its writes.
+			err = fmt.Errorf("ANY is not supported; use ONE, LOCAL_QUORUM or QUORUM")
+		}
 		if err != nil {
 			return ebb.Options{}, "", fmt.Errorf("--cql-consistency %q: %w", cfg.cqlConsistency, err)
 		}
