@@ -29,6 +29,8 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/lib.sh
+source "$root/scripts/lib.sh"
 
 if [[ $# -eq 0 ]]; then
 	echo "usage: $0 command [args...]" >&2
@@ -84,21 +86,6 @@ else
 	install_cassandra
 fi
 
-# A free loopback port: bind port 0 and read what the kernel picked. The
-# port is released before Cassandra binds it; a collision in between makes
-# the node fail to start, which the wait below reports.
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()' 2>/dev/null && return
-	local p
-	for _ in $(seq 1 50); do
-		p=$((20000 + RANDOM % 30000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
-			return
-		fi
-	done
-	return 1
-}
 
 cql_port="$(free_port)"
 storage_port="$(free_port)"

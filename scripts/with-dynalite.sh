@@ -12,6 +12,8 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/lib.sh
+source "$root/scripts/lib.sh"
 
 if [[ $# -eq 0 ]]; then
 	echo "usage: $0 command [args...]" >&2
@@ -33,21 +35,6 @@ if [[ ! -x "$bin" ]]; then
 	(cd "$tooldir" && npm ci --no-audit --no-fund --loglevel=error) >&2
 fi
 
-# A free loopback port: bind port 0 and read what the kernel picked. The
-# port is released before dynalite binds it; a collision in between makes
-# dynalite fail to start, which the wait below reports.
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()' 2>/dev/null && return
-	local p
-	for _ in $(seq 1 50); do
-		p=$((20000 + RANDOM % 30000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
-			return
-		fi
-	done
-	return 1
-}
 
 port="$(free_port)"
 log="$(mktemp -t dynalite.XXXXXX.log)"
@@ -68,19 +55,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 endpoint="http://127.0.0.1:$port"
-ready=""
-for _ in $(seq 1 100); do
-	if ! kill -0 "$pid" 2>/dev/null; then
-		break
-	fi
-	# A connection accepted on the port means it is serving.
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-		ready=1
-		break
-	fi
-	sleep 0.1
-done
-if [[ -z "$ready" ]]; then
+if ! wait_port "$pid" "$port" 100; then
 	echo "with-dynalite: dynalite did not start on $endpoint:" >&2
 	cat "$log" >&2
 	exit 1

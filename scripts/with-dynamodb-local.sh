@@ -18,6 +18,8 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/lib.sh
+source "$root/scripts/lib.sh"
 
 if [[ $# -eq 0 ]]; then
 	echo "usage: $0 command [args...]" >&2
@@ -67,21 +69,6 @@ if [[ -z "$lib" ]]; then
 	fi
 fi
 
-# A free loopback port: bind port 0 and read what the kernel picked. The
-# port is released before DynamoDB Local binds it; a collision in between
-# makes it fail to start, which the wait below reports.
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()' 2>/dev/null && return
-	local p
-	for _ in $(seq 1 50); do
-		p=$((20000 + RANDOM % 30000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
-			return
-		fi
-	done
-	return 1
-}
 
 port="$(free_port)"
 log="$(mktemp -t dynamodb-local.XXXXXX.log)"
@@ -105,20 +92,8 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 endpoint="http://127.0.0.1:$port"
-ready=""
 # The JVM takes a few seconds to start, more on a busy machine.
-for _ in $(seq 1 600); do
-	if ! kill -0 "$pid" 2>/dev/null; then
-		break
-	fi
-	# A connection accepted on the port means it is serving.
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-		ready=1
-		break
-	fi
-	sleep 0.1
-done
-if [[ -z "$ready" ]]; then
+if ! wait_port "$pid" "$port" 600; then
 	echo "with-dynamodb-local: DynamoDB Local did not start on $endpoint:" >&2
 	cat "$log" >&2
 	exit 1

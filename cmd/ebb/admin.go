@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -47,7 +46,7 @@ and capacity mode; then every shared table with its live items and bytes.`,
 				tables.Tables, tables.LogicalTables = nonNil(tables.Tables), nonNil(tables.LogicalTables)
 				return printJSON(w, tables)
 			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			tw := newTable(w)
 			fmt.Fprintln(tw, "TABLE\tROWS\tBYTES\tCAPACITY")
 			for _, t := range tables.Tables {
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", t.Name, t.Rows, t.Bytes, t.Capacity)
@@ -59,7 +58,7 @@ and capacity mode; then every shared table with its live items and bytes.`,
 				return nil
 			}
 			fmt.Fprintln(w)
-			tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			tw = newTable(w)
 			fmt.Fprintln(tw, "SHARED TABLE\tITEMS\tBYTES\tDEFAULT_TTL")
 			for _, t := range tables.LogicalTables {
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", t.Name, t.Items, t.Bytes, ebbclient.FormatDuration(t.DefaultTTL))
@@ -92,7 +91,7 @@ func adminClusterCmd(c *client) *cobra.Command {
 				return printJSON(w, cl)
 			}
 			fmt.Fprintf(w, "answered by replica %s\n\n", cl.Replica)
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			tw := newTable(w)
 			fmt.Fprintln(tw, "ROLE\tHOLDER\tEPOCH\tEXPIRES\tHELD_HERE")
 			for _, l := range cl.Leases {
 				holder, expires := l.Holder, "-"

@@ -10,7 +10,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -261,7 +260,7 @@ func printBench(w io.Writer, rep benchReport) {
 		sync = "every write synced"
 	}
 	fmt.Fprintf(w, "ebb bench: backend %s, %s\n\n", rep.Backend, sync)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "PHASE\tOPS\tTOTAL\tPER OP\tPER SECOND\tP50\tP99")
 	for _, r := range rep.Results {
 		p50, p99 := "-", "-"

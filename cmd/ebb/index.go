@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -133,7 +132,7 @@ func indexListCmd(c *client) *cobra.Command {
 			if out.json {
 				return printJSON(cmd.OutOrStdout(), map[string][]ebbclient.Index{"indexes": nonNil(idxs)})
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			tw := newTable(cmd.OutOrStdout())
 			fmt.Fprintln(tw, "NAME\tTABLE_BUCKET\tPARTITION_BUCKET\tRETENTION\tRUNWAY\tSHARDS\tRUNWAY_REMAINING")
 			for _, idx := range idxs {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", idx.Name, ebbclient.FormatDuration(idx.TableBucket), ebbclient.FormatDuration(idx.PartitionBucket),
@@ -174,7 +173,7 @@ func indexShowCmd(c *client) *cobra.Command {
 					p.HotReadUnits, p.HotWriteUnits, p.PeakReadUnits, p.PeakWriteUnits)
 			}
 			fmt.Fprintln(w)
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			tw := newTable(w)
 			fmt.Fprintln(tw, "SHARD\tSTART\tEND\tSTATE\tCAPACITY")
 			for _, sh := range idx.Shards {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sh.Table, formatTime(sh.Start), formatTime(sh.End), sh.State, sh.Capacity)
@@ -454,12 +453,8 @@ RFC 3339, now, or a duration from now (--from=-1h).`,
 			}
 			var page ebbclient.EventPage
 			if all {
-				page.Events = []ebbclient.Event{}
-				for ev, err := range api.Events(cmd.Context(), args[0], q) {
-					if err != nil {
-						return err
-					}
-					page.Events = append(page.Events, ev)
+				if page.Events, err = collectAll(api.Events(cmd.Context(), args[0], q)); err != nil {
+					return err
 				}
 			} else if page, err = api.QueryEvents(cmd.Context(), args[0], q); err != nil {
 				return err
@@ -468,7 +463,7 @@ RFC 3339, now, or a duration from now (--from=-1h).`,
 				page.Events = nonNil(page.Events)
 				return printJSON(cmd.OutOrStdout(), page)
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			tw := newTable(cmd.OutOrStdout())
 			fmt.Fprintln(tw, "TIMESTAMP\tEVENT_ID\tPAYLOAD")
 			for _, ev := range page.Events {
 				fmt.Fprintf(tw, "%s\t%s\t%s\n", formatTime(ev.Timestamp), showBytes([]byte(ev.EventID), false), showBytes(ev.Payload, asBase64))

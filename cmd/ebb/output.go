@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -112,3 +114,19 @@ func readInput(cmd *cobra.Command, path string) ([]byte, error) {
 
 // formatTime prints a time as the API does.
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// collectAll drains a page iterator of the client into one slice, never
+// nil, so that --all prints [] rather than null for nothing.
+func collectAll[T any](seq iter.Seq2[T, error]) ([]T, error) {
+	out := []T{}
+	for v, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// newTable writes aligned columns, as every read command's table output.
+func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -115,7 +114,7 @@ func tablesListCmd(c *client) *cobra.Command {
 			if out.json {
 				return printJSON(cmd.OutOrStdout(), map[string][]ebbclient.Table{"tables": nonNil(tables)})
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			tw := newTable(cmd.OutOrStdout())
 			fmt.Fprintln(tw, "NAME\tDEFAULT_TTL\tCREATED")
 			for _, t := range tables {
 				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, ebbclient.FormatDuration(t.DefaultTTL), formatTime(t.CreatedAt))
@@ -321,12 +320,8 @@ standard error: pass it back with --page-token and the same --after, or use
 			}
 			var page ebbclient.TableItemsPage
 			if all {
-				page.Items = []ebbclient.TableItem{}
-				for it, err := range api.TableItems(cmd.Context(), args[0], q) {
-					if err != nil {
-						return err
-					}
-					page.Items = append(page.Items, it)
+				if page.Items, err = collectAll(api.TableItems(cmd.Context(), args[0], q)); err != nil {
+					return err
 				}
 			} else if page, err = api.QueryTableItems(cmd.Context(), args[0], q); err != nil {
 				return err
@@ -335,7 +330,7 @@ standard error: pass it back with --page-token and the same --after, or use
 				page.Items = nonNil(page.Items)
 				return printJSON(cmd.OutOrStdout(), page)
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			tw := newTable(cmd.OutOrStdout())
 			fmt.Fprintln(tw, "KEY\tTIMESTAMP\tEXPIRES\tATTRIBUTES")
 			for _, it := range page.Items {
 				expires := "never"

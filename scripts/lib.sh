@@ -1,0 +1,37 @@
+# lib.sh holds what the scripts that start test servers share. Source it;
+# it defines functions only.
+
+# free_port prints a free loopback port: bind port 0 and read what the
+# kernel picked. The port is released before the server binds it; a
+# collision in between makes the server fail to start, which wait_port
+# reports.
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()' 2>/dev/null && return
+	local p
+	for _ in $(seq 1 50); do
+		p=$((20000 + RANDOM % 30000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+	return 1
+}
+
+# wait_port PID PORT TENTHS waits up to TENTHS tenths of a second for the
+# process PID to accept connections on loopback PORT. It fails at once
+# when the process exits, and when the time is up.
+wait_port() {
+	local pid=$1 port=$2 tenths=$3
+	for _ in $(seq 1 "$tenths"); do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			return 1
+		fi
+		# A connection accepted on the port means it is serving.
+		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
