@@ -25,15 +25,18 @@
 // (tbl, gen, kind, part) and clustering key (ts, key, n). Three kinds of
 // rows share it:
 //
-//	item    (tbl, gen, kindItem, hash(key))   (0, key, 0)            at, attrs
-//	entry   (tbl, gen, kindEntry, bucket)     (timestamp, key, 0)    size
+//	item    (tbl, gen, kindItem, hash(key))   (0, key, 0)            at, attrs, size=version
+//	entry   (tbl, gen, kindEntry, bucket)     (timestamp, key, ver)  size
 //	bucket  (tbl, gen, kindBucket, 0)         (bucket start, "", n)  -
 //
 // An item row is found by its key alone; the key hash only spreads one
 // logical table over many partitions (it is not relied on for identity).
-// An entry row lists the item by (timestamp, key) in the partition of its
-// time bucket, so a listing reads entries in order and stops as soon as the
-// page is full. Bucket rows are a directory of the occupied buckets, so a
+// It carries the version of its last write, a random number, in the
+// column where entries keep sizes. An entry row lists the item by
+// (timestamp, key) in the partition of its time bucket, so a listing reads
+// entries in order and stops as soon as the page is full; its last
+// clustering column is the version of the put that wrote it, so every
+// write attempt's entry is a row of its own. Bucket rows are a directory of the occupied buckets, so a
 // listing jumps from one occupied bucket to the next however sparse the
 // items are: the cost of a page is proportional to the page, not to the
 // table, to the time span, or to other tenants' data.
@@ -51,25 +54,42 @@
 //
 // # Concurrency
 //
-// The store offers neither conditional writes nor transactions across
-// partitions, so listings are kept correct by ordering and verification.
-// The invariant is: a live item has an entry at its timestamp that expires
-// no earlier than the item, announced by a bucket row that expires no
-// earlier than the entry.
+// Writes to an item row are guarded (store.Condition): a put or delete
+// applies only if the row still holds the version it read, or is still
+// absent, so writers of one key are serialized without locks, on every
+// replica. Entries and items live in different partitions and are written
+// apart, so listings are kept correct by ordering, guards and
+// verification. The invariant is: a live item has an entry at its
+// timestamp that expires no earlier than the item, announced by a bucket
+// row that expires no earlier than the entry.
 //
 //   - A row that another row depends on is written first: bucket row, then
-//     entry, then item. A put never shortens the entry of the item it
-//     replaces, so a put that fails half way leaves the old item listed.
-//   - After writing an item, and after removing an entry, the writer
-//     settles the entry: it reads the item as it now is and, if the entry
-//     is missing or expires too early, rewrites it, and checks again.
+//     entry, then item. A put reads the item once, writes its own entry,
+//     then the item guarded by what it read; if the guard fails, it
+//     removes its entry and starts over. Once the item is written, the
+//     entry of the item it replaced is removed. Nobody else writes a
+//     put's entry, so its expiry is the put's, and it is removed only
+//     once its item is gone: a put costs one read and two writes (three
+//     when it replaces an item).
+//   - A guarded write refused because a retried request had already
+//     applied it is told apart from a lost race by reading the version
+//     back.
+//   - Listings verify each entry against its item row (same timestamp,
+//     item live) and list the item once however many entries it has. An
+//     entry that lists nothing may belong to a put still in flight, so a
+//     listing removes it only after fencing the item row: a guarded write
+//     of a new version (or, where there is no item, of a fence row that
+//     expires with the entry). The in-flight put's guard then fails and it
+//     starts over with a new entry.
 //   - After writing an entry without expiry, the writer reads its bucket
 //     row back; a listing that retires an empty bucket's row reads the
 //     bucket again afterwards and restores the row if an entry landed.
+//     Either the remover's re-check sees the writer's row, or the
+//     writer's check sees the removal.
 //
-// Either the remover's re-check sees the writer's row, or the writer's
-// check sees the removal, so a race can leave only garbage (an entry whose
-// item moved or vanished, an entry outliving its item), never a listing
-// that misses a live item. Listings verify each entry against its item row
-// (same timestamp, item live), skip garbage and remove it.
+// A race or a crash can leave only garbage (an entry whose item moved or
+// vanished, an entry outliving its item), never a listing that misses a
+// live item. Items written before items carried versions are guarded by
+// their timestamp, and listings skip, but never fence, their stale
+// entries.
 package multitable

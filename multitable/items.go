@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/ebb-data/ebb/store"
@@ -70,50 +72,52 @@ func (g *Registry) Put(ctx context.Context, table string, in PutItem) (Item, err
 	if ttl > 0 {
 		expMs = g.now().Add(ttl).UnixMilli()
 	}
-	old, hadOld, err := g.readItem(ctx, t, in.Key)
-	if err != nil {
-		return Item{}, err
-	}
-	// The entry (and its bucket row) land before the item, so that a live
-	// item is always listed. The entry never expires before the item it
-	// may already list: should this put fail before its item write, the
-	// old item stays listed for as long as it lives.
 	e := entry{ts: ts, key: in.Key, expMs: expMs, size: itemSize(in.Key, attrs)}
-	if hadOld && old.Timestamp.Equal(ts) && !covers(expMs, expMsOf(old.ExpiresAt)) {
-		e.expMs = expMsOf(old.ExpiresAt)
-	}
-	if err := g.addEntry(ctx, t, e); err != nil {
-		return Item{}, err
-	}
-	item := withExpiry(store.Mutation{
-		Partition:  t.itemPartition(in.Key),
-		Clustering: itemClustering(in.Key),
-		Cells: []store.Cell{
-			{Column: colAt, Value: ts},
-			{Column: colAttrs, Value: attrs},
-		},
-	}, expMs)
-	if err := g.st.Write(ctx, ItemsTable, []store.Mutation{item}); err != nil {
-		return Item{}, fmt.Errorf("put %s/%s: %w", table, clip(in.Key), err)
-	}
-	// A concurrent writer or remover of the same key may have removed or
-	// shortened the entry since it was written.
-	if err := g.settleEntry(ctx, t, in.Key, ts); err != nil {
-		return Item{}, err
-	}
-	if hadOld && !old.Timestamp.Equal(ts) {
-		if err := g.removeEntry(ctx, t, entry{ts: old.Timestamp, key: in.Key}); err != nil {
-			// The item is written and listed; the old entry is garbage
-			// that listings skip and clean up.
-			g.log.Warn("could not remove a moved item's old listing entry", "table", table, "err", err)
+	for range maxAttempts {
+		cur, err := g.readItem(ctx, t, in.Key)
+		if err != nil {
+			return Item{}, err
 		}
+		// The entry (and its bucket row) land before the item, so that a
+		// live item is always listed. It is this attempt's own row: no
+		// other writer ever touches it.
+		e.ver = newVersion()
+		if err := g.addEntry(ctx, t, e); err != nil {
+			return Item{}, err
+		}
+		item := withExpiry(store.Mutation{
+			Partition:  t.itemPartition(in.Key),
+			Clustering: itemClustering(in.Key),
+			Cells: []store.Cell{
+				{Column: colAt, Value: ts},
+				{Column: colAttrs, Value: attrs},
+				{Column: colVer, Value: e.ver},
+			},
+			If: cur.guard(),
+		}, expMs)
+		applied, err := g.writeGuarded(ctx, t, in.Key, item, e.ver)
+		if err != nil {
+			return Item{}, fmt.Errorf("put %s/%s: %w", table, clip(in.Key), err)
+		}
+		if !applied {
+			// Another writer replaced the item since it was read: this
+			// attempt's entry lists nothing, and the put starts over.
+			g.metrics.conflicts.Inc()
+			g.dropEntry(ctx, t, e)
+			continue
+		}
+		if cur.ok {
+			// The replaced item's own entry now lists nothing.
+			g.dropEntry(ctx, t, entry{ts: cur.item.Timestamp, key: in.Key, ver: cur.ver})
+		}
+		g.metrics.ops.WithLabelValues("put").Inc()
+		out := Item{Key: in.Key, Timestamp: ts, Attributes: attrs}
+		if expMs != 0 {
+			out.ExpiresAt = time.UnixMilli(expMs).UTC()
+		}
+		return out, nil
 	}
-	g.metrics.ops.WithLabelValues("put").Inc()
-	out := Item{Key: in.Key, Timestamp: ts, Attributes: attrs}
-	if expMs != 0 {
-		out.ExpiresAt = time.UnixMilli(expMs).UTC()
-	}
-	return out, nil
+	return Item{}, fmt.Errorf("put %s/%s: the item kept changing under concurrent writes; retry: %w", table, clip(in.Key), store.ErrUnavailable)
 }
 
 // Get returns a live item, ErrNoItem, or ErrNoTable.
@@ -128,15 +132,15 @@ func (g *Registry) Get(ctx context.Context, table, key string) (Item, error) {
 	if err != nil {
 		return Item{}, err
 	}
-	it, ok, err := g.readItem(ctx, rec.ref(table), key)
+	r, err := g.readItem(ctx, rec.ref(table), key)
 	if err != nil {
 		return Item{}, err
 	}
 	g.metrics.ops.WithLabelValues("get").Inc()
-	if !ok {
+	if !r.ok {
 		return Item{}, fmt.Errorf("%w: %s/%s", ErrNoItem, table, clip(key))
 	}
-	return it, nil
+	return r.item, nil
 }
 
 // Delete deletes an item. Deleting a missing item is not an error; a
@@ -153,46 +157,144 @@ func (g *Registry) Delete(ctx context.Context, table, key string) error {
 		return err
 	}
 	t := rec.ref(table)
-	old, ok, err := g.readItem(ctx, t, key)
-	if err != nil || !ok {
-		return err
+	for range maxAttempts {
+		cur, err := g.readItem(ctx, t, key)
+		if err != nil || !cur.ok {
+			return err
+		}
+		// The delete is guarded like a put, so that it never removes a
+		// row it did not read: a fence a listing wrote meanwhile stays.
+		del := store.Mutation{Kind: store.DeleteRow, Partition: t.itemPartition(key), Clustering: itemClustering(key), If: cur.guard()}
+		err = g.st.Write(ctx, ItemsTable, []store.Mutation{del})
+		if errors.Is(err, store.ErrConflict) {
+			now, rerr := g.readItem(ctx, t, key)
+			if rerr != nil {
+				return fmt.Errorf("delete %s/%s: %w", table, clip(key), rerr)
+			}
+			if now.ok {
+				g.metrics.conflicts.Inc()
+				continue
+			}
+			// Gone either way: deleted by this call (a retried request
+			// refused after it applied) or by another.
+			err = nil
+		}
+		if err != nil {
+			return fmt.Errorf("delete %s/%s: %w", table, clip(key), err)
+		}
+		// The item went first: an entry without an item is garbage that
+		// listings skip, an item without an entry would be missed.
+		g.dropEntry(ctx, t, entry{ts: cur.item.Timestamp, key: key, ver: cur.ver})
+		g.metrics.ops.WithLabelValues("delete").Inc()
+		return nil
 	}
-	// The item goes before its entry: an entry without an item is skipped
-	// by listings, an item without an entry would be missed.
-	del := store.Mutation{Kind: store.DeleteRow, Partition: t.itemPartition(key), Clustering: itemClustering(key)}
-	if err := g.st.Write(ctx, ItemsTable, []store.Mutation{del}); err != nil {
-		return fmt.Errorf("delete %s/%s: %w", table, clip(key), err)
-	}
-	if err := g.removeEntry(ctx, t, entry{ts: old.Timestamp, key: key}); err != nil {
-		g.log.Warn("could not remove a deleted item's listing entry", "table", table, "err", err)
-	}
-	g.metrics.ops.WithLabelValues("delete").Inc()
-	return nil
+	return fmt.Errorf("delete %s/%s: the item kept changing under concurrent writes; retry: %w", table, clip(key), store.ErrUnavailable)
 }
 
-// readItem reads an item row; ok is false when it is missing or expired.
-func (g *Registry) readItem(ctx context.Context, t tableRef, key string) (Item, bool, error) {
+// maxAttempts bounds the attempts of a put or delete that lose the race
+// for an item to other writers of the same key. Only sustained contention
+// on one key exhausts them; the caller's retry then settles it.
+const maxAttempts = 8
+
+// itemRow is an item row as read: the item, if it is one, and the version
+// that conditional writes compare.
+type itemRow struct {
+	item Item
+	// ok: the row holds a live item.
+	ok bool
+	// live: the row has live content, an item or a fence.
+	live bool
+	// ver is the version of the row's last write; 0 for an item written
+	// before items carried versions.
+	ver int64
+}
+
+// guard is the condition under which a write replaces exactly the row
+// that was read: the same version, or still no row at all.
+func (r itemRow) guard() *store.Condition {
+	switch {
+	case !r.live:
+		return &store.Condition{Kind: store.IfAbsent}
+	case r.ver != 0:
+		return &store.Condition{Kind: store.IfEquals, Column: colVer, Value: r.ver}
+	default:
+		// An item from before versions: its timestamp is the best
+		// witness it has. Listings never fence such an item (see
+		// lister.retire), so the weaker guard is enough.
+		return &store.Condition{Kind: store.IfEquals, Column: colAt, Value: r.item.Timestamp}
+	}
+}
+
+// newVersion returns a fresh item version: random, so that writers on
+// different replicas need no coordination, and never 0.
+func newVersion() int64 { return rand.Int64N(math.MaxInt64) + 1 }
+
+// readItem reads an item row.
+func (g *Registry) readItem(ctx context.Context, t tableRef, key string) (itemRow, error) {
 	row, err := g.st.Get(ctx, ItemsTable, t.itemPartition(key), itemClustering(key))
 	if errors.Is(err, store.ErrNotFound) {
-		return Item{}, false, nil
+		return itemRow{}, nil
 	}
 	if err != nil {
-		return Item{}, false, fmt.Errorf("read %s/%s: %w", t.name, clip(key), err)
+		return itemRow{}, fmt.Errorf("read %s/%s: %w", t.name, clip(key), err)
 	}
+	r := itemRow{live: true}
+	r.ver, _ = row.Values[2].(int64)
 	ts, ok1 := row.Values[0].(time.Time)
 	attrs, ok2 := row.Values[1].([]byte)
-	if !ok1 || !ok2 {
-		// Cells and marker share one expiry, so this is a row no put
-		// wrote whole: not an item anyone can read.
-		return Item{}, false, nil
+	if ok1 && ok2 {
+		// Cells and marker share one expiry, so a row lacking either is
+		// a fence, not an item anyone can read.
+		r.ok = true
+		r.item = Item{Key: key, Timestamp: ts, Attributes: attrs, ExpiresAt: row.ExpiresAt}
 	}
-	return Item{Key: key, Timestamp: ts, Attributes: attrs, ExpiresAt: row.ExpiresAt}, true, nil
+	return r, nil
+}
+
+// writeGuarded applies a guarded write of an item row that sets version
+// ver, and reports whether it applied. A refused condition is not always
+// a lost race: a request retried after it applied is refused by its own
+// write, so a refusal is settled by reading the version back.
+func (g *Registry) writeGuarded(ctx context.Context, t tableRef, key string, m store.Mutation, ver int64) (bool, error) {
+	err := g.st.Write(ctx, ItemsTable, []store.Mutation{m})
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, store.ErrConflict) {
+		return false, err
+	}
+	now, err := g.readItem(ctx, t, key)
+	if err != nil {
+		return false, err
+	}
+	return now.ver == ver, nil
+}
+
+// dropEntry removes an entry that lists nothing: its item was replaced,
+// deleted or never written. The entry is the row of one write attempt, so
+// no other writer can need it. On a backend with one ordered log it rides
+// the next sync; if it is lost, or fails, it stays as garbage that
+// listings skip and clean up, so failures are only logged.
+func (g *Registry) dropEntry(ctx context.Context, t tableRef, e entry) {
+	if err := g.writeDeferred(ctx, []store.Mutation{t.entryDelete(e)}); err != nil {
+		g.log.Warn("could not remove a listing entry that lists nothing; listings will", "table", t.name, "err", err)
+	}
+}
+
+// writeDeferred writes a listing row that only has to be durable once the
+// item write that follows it is: on a backend with one ordered log
+// (store.DeferredWriter) it rides that write's sync.
+func (g *Registry) writeDeferred(ctx context.Context, muts []store.Mutation) error {
+	if dw, ok := g.st.(store.DeferredWriter); ok {
+		return dw.WriteDeferred(ctx, ItemsTable, muts)
+	}
+	return g.st.Write(ctx, ItemsTable, muts)
 }
 
 // addEntry writes an entry and, unless this process wrote it already, the
-// bucket row announcing it. An entry without expiry is then checked: its
-// bucket row may be removed by a listing that found the bucket empty just
-// before the entry landed.
+// bucket row announcing it, ahead of the item write that follows. An entry
+// without expiry is then checked: its bucket row may be removed by a
+// listing that found the bucket empty just before the entry landed.
 func (g *Registry) addEntry(ctx context.Context, t tableRef, e entry) error {
 	br := t.bucketRowOf(e)
 	muts := make([]store.Mutation, 0, 2)
@@ -201,7 +303,7 @@ func (g *Registry) addEntry(ctx context.Context, t tableRef, e entry) error {
 		muts = append(muts, t.bucketUpsert(br))
 	}
 	muts = append(muts, t.entryUpsert(e))
-	if err := g.st.Write(ctx, ItemsTable, muts); err != nil {
+	if err := g.writeDeferred(ctx, muts); err != nil {
 		return fmt.Errorf("list %s/%s: %w", t.name, clip(e.key), err)
 	}
 	if !cached {
@@ -220,52 +322,4 @@ func (g *Registry) addEntry(ctx context.Context, t tableRef, e entry) error {
 		return fmt.Errorf("list %s/%s: bucket: %w", t.name, clip(e.key), err)
 	}
 	return nil
-}
-
-// covers reports whether an expiry a (Unix milliseconds, 0 = never) is no
-// earlier than b.
-func covers(a, b int64) bool { return a == 0 || (b != 0 && a >= b) }
-
-// maxSettleRounds bounds settleEntry's rounds. Each round that writes was
-// raced by another writer of the same key; only sustained contention on
-// one key exhausts them, and the caller's retry settles it.
-const maxSettleRounds = 8
-
-// settleEntry makes the listing agree with the item key currently holds,
-// if that item has timestamp ts: its entry must exist and expire no
-// earlier than the item. It runs after every write that may have broken
-// that (an item write, an entry removal) and repeats until a check needs
-// no write, so that either this call or the concurrent writer's own
-// settleEntry sees the final state.
-func (g *Registry) settleEntry(ctx context.Context, t tableRef, key string, ts time.Time) error {
-	for range maxSettleRounds {
-		cur, ok, err := g.readItem(ctx, t, key)
-		if err != nil || !ok || !cur.Timestamp.Equal(ts) {
-			return err
-		}
-		want := entry{ts: ts, key: key, expMs: expMsOf(cur.ExpiresAt), size: itemSize(key, cur.Attributes)}
-		row, err := g.st.Get(ctx, ItemsTable, t.entryPartition(t.bucketOf(ts.UnixMilli())), entryClustering(ts, key))
-		if err == nil && covers(expMsOf(row.ExpiresAt), want.expMs) {
-			return nil
-		}
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("verify %s/%s: %w", t.name, clip(key), err)
-		}
-		g.metrics.repairs.WithLabelValues("entry").Inc()
-		g.log.Debug("listing entry removed or shortened concurrently; restoring it", "table", t.name)
-		if err := g.addEntry(ctx, t, want); err != nil {
-			return err
-		}
-	}
-	return fmt.Errorf("list %s/%s: the item kept changing under concurrent writes; retry: %w", t.name, clip(key), store.ErrUnavailable)
-}
-
-// removeEntry deletes an entry that no longer matches its item, then
-// settles the item's entry: if a concurrent write has meanwhile given the
-// item that very timestamp, the entry is restored.
-func (g *Registry) removeEntry(ctx context.Context, t tableRef, e entry) error {
-	if err := g.st.Write(ctx, ItemsTable, []store.Mutation{t.entryDelete(e)}); err != nil {
-		return err
-	}
-	return g.settleEntry(ctx, t, e.key, e.ts)
 }

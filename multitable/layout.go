@@ -2,11 +2,11 @@ package multitable
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"hash/fnv"
 	"math"
 	"time"
 
-	"github.com/ebb-data/ebb/internal/keyenc"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -26,6 +26,11 @@ const (
 	colAt    = "at"
 	colAttrs = "attrs"
 	colSize  = "size"
+	// colVer is the version of an item row's last write, which guarded
+	// writes compare. It shares the third value column with entries'
+	// sizes (item rows have no size of their own), so tables written
+	// before items had versions keep their schema.
+	colVer = colSize
 )
 
 // ItemsSpec is the schema of ItemsTable (see the package comment for what
@@ -84,7 +89,10 @@ func (t tableRef) entryPartition(bucket int64) []any {
 	return []any{t.name, t.gen, kindEntry, bucket}
 }
 
-func entryClustering(ts time.Time, key string) []any { return []any{ts, key, int64(0)} }
+// entryClustering places an entry at its item's (timestamp, key); ver, the
+// version of the write that made it, keeps each write attempt's entry a
+// row of its own (0 for entries from before versions).
+func entryClustering(ts time.Time, key string, ver int64) []any { return []any{ts, key, ver} }
 
 func (t tableRef) bucketPartition() []any { return []any{t.name, t.gen, kindBucket, int64(0)} }
 
@@ -113,11 +121,13 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// entry is one listing entry: the item's (timestamp, key), its expiry in
-// Unix milliseconds (0 = none) and its size, for usage reports.
+// entry is one listing entry: the item's (timestamp, key), the version of
+// the write that made it, its expiry in Unix milliseconds (0 = none) and
+// the item's size, for usage reports.
 type entry struct {
 	ts    time.Time
 	key   string
+	ver   int64
 	expMs int64
 	size  int64
 }
@@ -125,7 +135,7 @@ type entry struct {
 func (t tableRef) entryUpsert(e entry) store.Mutation {
 	return withExpiry(store.Mutation{
 		Partition:  t.entryPartition(t.bucketOf(e.ts.UnixMilli())),
-		Clustering: entryClustering(e.ts, e.key),
+		Clustering: entryClustering(e.ts, e.key, e.ver),
 		Cells:      []store.Cell{{Column: colSize, Value: e.size}},
 	}, e.expMs)
 }
@@ -134,7 +144,7 @@ func (t tableRef) entryDelete(e entry) store.Mutation {
 	return store.Mutation{
 		Kind:       store.DeleteRow,
 		Partition:  t.entryPartition(t.bucketOf(e.ts.UnixMilli())),
-		Clustering: entryClustering(e.ts, e.key),
+		Clustering: entryClustering(e.ts, e.key, e.ver),
 	}
 }
 
@@ -186,36 +196,54 @@ func expMsOf(t time.Time) int64 {
 }
 
 // position is where a listing page ended: the (timestamp, key) of its last
-// item. Page tokens encode it.
+// item, and the query's After (Unix milliseconds) that the page answered,
+// so that a token is never resumed under another lower bound. Page tokens
+// encode it.
 type position struct {
-	ts  time.Time
-	key string
+	ts    time.Time
+	key   string
+	after *int64
 }
 
 // tokenVersion leads every page token, so the format can change without
 // misreading old tokens.
-const tokenVersion = 1
+const tokenVersion = 2
 
+// encodeToken writes a position as the version, a flag and the After
+// milliseconds when set, the timestamp milliseconds, then the key.
 func encodeToken(p position) string {
-	b := []byte{tokenVersion}
-	b = keyenc.AppendTime(b, p.ts, false)
-	b = keyenc.AppendString(b, p.key, false)
+	b := []byte{tokenVersion, 0}
+	if p.after != nil {
+		b[1] = 1
+		b = binary.AppendVarint(b, *p.after)
+	}
+	b = binary.AppendVarint(b, p.ts.UnixMilli())
+	b = append(b, p.key...)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 func decodeToken(s string) (position, error) {
 	bad := invalid("malformed page_token")
 	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) == 0 || b[0] != tokenVersion {
+	if err != nil || len(b) < 2 || b[0] != tokenVersion || b[1] > 1 {
 		return position{}, bad
 	}
-	ts, rest, err := keyenc.DecodeTime(b[1:], false)
-	if err != nil {
+	var p position
+	rest := b[2:]
+	if b[1] == 1 {
+		a, n := binary.Varint(rest)
+		if n <= 0 {
+			return position{}, bad
+		}
+		p.after, rest = &a, rest[n:]
+	}
+	ms, n := binary.Varint(rest)
+	if n <= 0 {
 		return position{}, bad
 	}
-	key, rest, err := keyenc.DecodeString(rest, false)
-	if err != nil || len(rest) != 0 || CheckKey(key) != nil || checkTimestamp(ts) != nil {
+	p.ts, p.key = time.UnixMilli(ms).UTC(), string(rest[n:])
+	if CheckKey(p.key) != nil || checkTimestamp(p.ts) != nil || (p.after != nil && *p.after >= ms) {
 		return position{}, bad
 	}
-	return position{ts: ts, key: key}, nil
+	return p, nil
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/parallel"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -96,25 +96,27 @@ func (g *Registry) List(ctx context.Context, table string, lq ListQuery) (ListPa
 		return ListPage{}, invalid("limit %d outside 1..%d", lq.Limit, store.MaxLimit)
 	}
 	var low store.Bound // exclusive lower bound on (ts[, key]) in entry partitions
-	var lowMs *int64
+	var lowMs, afterMs *int64
 	if lq.After != nil {
 		// Stored timestamps are whole milliseconds, so "strictly after" a
 		// time within a millisecond excludes that whole millisecond.
 		a := time.UnixMilli(lq.After.UnixMilli()).UTC()
 		low = store.Bound{Values: []any{a}}
 		ms := a.UnixMilli()
-		lowMs = &ms
+		lowMs, afterMs = &ms, &ms
 	}
 	if lq.PageToken != "" {
 		pos, err := decodeToken(lq.PageToken)
 		if err != nil {
 			return ListPage{}, err
 		}
-		if lowMs == nil || pos.ts.UnixMilli() >= *lowMs {
-			low = store.Bound{Values: []any{pos.ts, pos.key}}
-			ms := pos.ts.UnixMilli()
-			lowMs = &ms
+		if (pos.after == nil) != (afterMs == nil) || (pos.after != nil && *pos.after != *afterMs) {
+			return ListPage{}, invalid("page_token belongs to a listing with a different after; resume with the same after, or start again without a page_token")
 		}
+		// A token's position always lies after its After.
+		low = store.Bound{Values: []any{pos.ts, pos.key}}
+		ms := pos.ts.UnixMilli()
+		lowMs = &ms
 	}
 	rec, err := g.lookup(ctx, table)
 	if err != nil {
@@ -147,7 +149,7 @@ func (g *Registry) List(ctx context.Context, table string, lq ListQuery) (ListPa
 	if len(out.Items) > lq.Limit {
 		out.Items = out.Items[:lq.Limit]
 		last := out.Items[len(out.Items)-1]
-		out.NextPageToken = encodeToken(position{ts: last.Timestamp, key: last.Key})
+		out.NextPageToken = encodeToken(position{ts: last.Timestamp, key: last.Key, after: afterMs})
 	}
 	return out, nil
 }
@@ -159,6 +161,9 @@ type lister struct {
 	low   store.Bound
 	want  int
 	items []Item
+	// last is the item last added, so that several entries of one
+	// (timestamp, key) add it once.
+	last position
 }
 
 // scanBucket appends the bucket's verified items after the lower bound
@@ -192,57 +197,92 @@ func (l *lister) scanBucket(ctx context.Context, b int64, rows []bucketRow, whol
 	return nil
 }
 
-// verify reads the items of a run of entries, in parallel, and returns
-// those whose item is live with the entry's timestamp, in entry order.
-// Entries that fail the check are garbage of a race or a crash, or belong
-// to a write still in flight; they are removed (removeEntry restores an
-// entry whose write completes meanwhile).
+// verify reads the items of a run of entries, in parallel on remote
+// backends, and returns those whose item is live with the entry's
+// timestamp, in entry order, once each. Entries that fail the check are
+// garbage of a lost race or a crash, or belong to a write still in flight;
+// retire removes them once no such write can land.
 func (l *lister) verify(ctx context.Context, rows []store.Row) ([]Item, error) {
-	type result struct {
-		item Item
-		ok   bool
-		err  error
-	}
-	res := make([]result, len(rows))
-	check := func(i int) {
-		key, _ := rows[i].Clustering[1].(string)
-		it, ok, err := l.g.readItem(ctx, l.t, key)
-		ts, _ := rows[i].Clustering[0].(time.Time)
-		res[i] = result{item: it, ok: ok && it.Timestamp.Equal(ts), err: err}
-	}
-	if par := l.g.opts.ReadParallelism; par <= 1 || len(rows) <= 1 {
-		for i := range rows {
-			check(i)
+	res := make([]itemRow, len(rows))
+	tasks := make([]func(context.Context) error, len(rows))
+	for i := range rows {
+		tasks[i] = func(ctx context.Context) error {
+			key, _ := rows[i].Clustering[1].(string)
+			r, err := l.g.readItem(ctx, l.t, key)
+			res[i] = r
+			return err
 		}
-	} else {
-		sem := make(chan struct{}, par)
-		var wg sync.WaitGroup
-		for i := range rows {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				check(i)
-			})
-		}
-		wg.Wait()
+	}
+	if err := parallel.Run(ctx, max(l.g.opts.ReadParallelism, 1), tasks); err != nil {
+		return nil, err
 	}
 	out := make([]Item, 0, len(rows))
 	for i, r := range res {
-		if r.err != nil {
-			return nil, r.err
-		}
-		if r.ok {
-			out = append(out, r.item)
+		ts, _ := rows[i].Clustering[0].(time.Time)
+		if r.ok && r.item.Timestamp.Equal(ts) {
+			// Entries of one (timestamp, key) are adjacent, within a page
+			// and across pages (a page token skips them all).
+			if !l.lastIs(ts, r.item.Key) {
+				out = append(out, r.item)
+				l.last = position{ts: ts, key: r.item.Key}
+			}
 			continue
 		}
 		l.g.metrics.stale.Inc()
-		ts, _ := rows[i].Clustering[0].(time.Time)
-		key, _ := rows[i].Clustering[1].(string)
-		if err := l.g.removeEntry(ctx, l.t, entry{ts: ts, key: key}); err != nil {
-			l.g.log.Warn("could not remove a stale listing entry", "table", l.t.name, "err", err)
-		}
+		l.retire(ctx, rows[i], r)
 	}
 	return out, nil
+}
+
+// lastIs reports whether the item last added to the page is (ts, key).
+func (l *lister) lastIs(ts time.Time, key string) bool {
+	return l.last.key == key && l.last.ts.Equal(ts) && !l.last.ts.IsZero()
+}
+
+// retire removes an entry that lists nothing, given its item row as just
+// read. The entry may belong to a put still in flight, whose guarded item
+// write would list its item through this very entry; so the item row is
+// fenced first: a write of a new version, guarded by the version read
+// (or, where there is no item, a fence row guarded by its absence). A put
+// that read the row before the fence then fails its guard and starts over
+// with a new entry, and the entry can go. Items from before versions are
+// never fenced (their guard is weaker), so their stale entries are only
+// skipped. Failures cost only a later listing's visit; they are logged.
+func (l *lister) retire(ctx context.Context, entryRow store.Row, r itemRow) {
+	if r.ok && r.ver == 0 {
+		return
+	}
+	key, _ := entryRow.Clustering[1].(string)
+	fence := store.Mutation{
+		Partition:  l.t.itemPartition(key),
+		Clustering: itemClustering(key),
+		Cells:      []store.Cell{{Column: colVer, Value: newVersion()}},
+		If:         r.guard(),
+	}
+	// The fence keeps the item's expiry; a fence where there was no item
+	// lives as long as the entry, and so as long as the in-flight put's
+	// item would: a put that lands after it has expired writes an item
+	// that has expired too.
+	exp := r.item.ExpiresAt
+	if !r.live {
+		exp = entryRow.ExpiresAt
+	}
+	fence = withExpiry(fence, expMsOf(exp))
+	err := l.g.st.Write(ctx, ItemsTable, []store.Mutation{fence})
+	if errors.Is(err, store.ErrConflict) {
+		// The item changed since it was read: the next listing decides.
+		return
+	}
+	if err == nil {
+		ts, _ := entryRow.Clustering[0].(time.Time)
+		ver, _ := entryRow.Clustering[2].(int64)
+		err = l.g.st.Write(ctx, ItemsTable, []store.Mutation{l.t.entryDelete(entry{ts: ts, key: key, ver: ver})})
+	}
+	if err != nil {
+		l.g.log.Warn("could not remove a stale listing entry", "table", l.t.name, "err", err)
+		return
+	}
+	l.g.metrics.repairs.WithLabelValues("stale_entry").Inc()
 }
 
 // retireBucket removes the never-expiring bucket rows of a bucket found

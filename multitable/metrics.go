@@ -6,10 +6,11 @@ import (
 
 // metrics are a Registry's counters.
 type metrics struct {
-	ops     *prometheus.CounterVec
-	repairs *prometheus.CounterVec
-	stale   prometheus.Counter
-	retired prometheus.Counter
+	ops       *prometheus.CounterVec
+	repairs   *prometheus.CounterVec
+	stale     prometheus.Counter
+	retired   prometheus.Counter
+	conflicts prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -20,7 +21,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"op"}),
 		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ebb_multitable_repairs_total",
-			Help: "Listing rows restored after a concurrent writer or remover took them away, by row kind (entry, bucket).",
+			Help: "Listing rows repaired, by kind: bucket rows restored after a listing retired them while an entry landed (bucket), stale entries removed by listings (stale_entry).",
 		}, []string{"kind"}),
 		stale: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ebb_multitable_stale_entries_total",
@@ -30,12 +31,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ebb_multitable_buckets_retired_total",
 			Help: "Empty time buckets removed from a table's bucket directory by listings.",
 		}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ebb_multitable_write_conflicts_total",
+			Help: "Shared-table puts and deletes that lost the race for an item to another writer of the same key and started over.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	var registered []prometheus.Collector
-	for _, c := range []prometheus.Collector{m.ops, m.repairs, m.stale, m.retired} {
+	for _, c := range []prometheus.Collector{m.ops, m.repairs, m.stale, m.retired, m.conflicts} {
 		if err := reg.Register(c); err != nil {
 			for _, r := range registered {
 				reg.Unregister(r)

@@ -269,8 +269,8 @@ func testRaceMoveVsSameTimestamp(t *testing.T, b backend) {
 	if len(got) != 1 || !got[0].Timestamp.Equal(at(0)) {
 		t.Fatalf("listing after the race = %+v, want k at T0 once", got)
 	}
-	if n := testCounter(t, e.reg.metrics.repairs.WithLabelValues("entry")); n < 1 {
-		t.Fatalf("no entry repair counted")
+	if n := testCounter(t, e.reg.metrics.conflicts); n < 1 {
+		t.Fatalf("no write conflict counted")
 	}
 }
 
@@ -423,8 +423,8 @@ func testConcurrentWriters(t *testing.T, b backend) {
 		}
 		sort.Slice(want, func(i, j int) bool { return less(want[i], want[j]) })
 		got := e.listAll("t", nil, 3)
-		t.Logf("%d live items; %v entries and %v bucket rows repaired, %v stale entries met", len(want),
-			testCounter(t, e.reg.metrics.repairs.WithLabelValues("entry")),
+		t.Logf("%d live items; %v write conflicts, %v stale entries removed, %v bucket rows repaired, %v stale entries met", len(want),
+			testCounter(t, e.reg.metrics.conflicts), testCounter(t, e.reg.metrics.repairs.WithLabelValues("stale_entry")),
 			testCounter(t, e.reg.metrics.repairs.WithLabelValues("bucket")), testCounter(t, e.reg.metrics.stale))
 		if len(got) != len(want) {
 			t.Fatalf("listing has %d items, %d are live", len(got), len(want))

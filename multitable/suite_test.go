@@ -38,6 +38,12 @@ var suite = []struct {
 	{"RaceDeleteVsPut", testRaceDeleteVsPut},
 	{"RaceRetireVsPut", testRaceRetireVsPut},
 	{"ConcurrentWriters", testConcurrentWriters},
+	{"PutCost", testPutCost},
+	{"RaceListingFencesNewPut", testRaceListingFencesNewPut},
+	{"RaceListingFencesMove", testRaceListingFencesMove},
+	{"RefusedAfterApplying", testRefusedAfterApplying},
+	{"PageTokenAfter", testPageTokenAfter},
+	{"ItemsWithoutVersions", testItemsWithoutVersions},
 	{"Usage", testUsage},
 }
 

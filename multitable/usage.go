@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ebb-data/ebb/store"
 )
@@ -31,6 +32,7 @@ func Usage(ctx context.Context, st store.Store) ([]TableUsage, error) {
 	for _, nr := range recs {
 		u := TableUsage{Table: nr.rec.table(nr.name)}
 		t := nr.rec.ref(nr.name)
+		var last position
 		err := walkBuckets(ctx, st, t, nil, func(b int64, _ []bucketRow) error {
 			q := store.Query{Partition: t.entryPartition(b), Limit: store.MaxLimit}
 			for {
@@ -39,6 +41,14 @@ func Usage(ctx context.Context, st store.Store) ([]TableUsage, error) {
 					return err
 				}
 				for _, row := range page.Rows {
+					// Entries of one (timestamp, key), left by writes
+					// that lost a race, are adjacent: count them once.
+					ts, _ := row.Clustering[0].(time.Time)
+					key, _ := row.Clustering[1].(string)
+					if key == last.key && ts.Equal(last.ts) && !ts.IsZero() {
+						continue
+					}
+					last = position{ts: ts, key: key}
 					u.Items++
 					if n, ok := row.Values[2].(int64); ok {
 						u.Bytes += n
