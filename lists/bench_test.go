@@ -11,7 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/ebb-data/ebb/expiry"
-	"github.com/ebb-data/ebb/internal/keyenc"
+	"github.com/ebb-data/ebb/store/keyenc"
 	"github.com/ebb-data/ebb/lists"
 	"github.com/ebb-data/ebb/store"
 	ebbpebble "github.com/ebb-data/ebb/store/pebble"

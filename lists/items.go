@@ -10,7 +10,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/ebb-data/ebb/internal/keyenc"
+	"github.com/ebb-data/ebb/store/keyenc"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -98,41 +98,40 @@ func parseDigits[K ~string | ~[]byte](key K) (time.Time, error) {
 }
 
 // encodedItemTime reads an item's timestamp from its encoded clustering key
-// without decoding the whole key: an item key holds no NUL byte, so its
-// descending keyenc encoding is the key's bytes complemented, then the
-// complemented terminator. It runs once per item read, so the digits are
-// parsed eight at a time.
-func encodedItemTime(enc []byte) (time.Time, error) {
-	if len(enc) != itemKeyLen+2 || enc[itemKeyLen] != ^byte(0) || enc[itemKeyLen+1] != ^byte(1) || ^enc[tsDigits] != '#' {
-		_, _, err := keyenc.DecodeBytes(enc, true)
-		return time.Time{}, fmt.Errorf("lists: malformed item key %x: %v", enc, err)
+// (a RawRow's, see store.Scanner), decoding the key into buf, which it
+// returns for reuse. It runs once per item read, so the digits are parsed
+// eight at a time.
+func encodedItemTime(buf, enc []byte) (time.Time, []byte, error) {
+	key, rest, err := keyenc.AppendDecodedBytes(buf[:0], enc, true)
+	if err != nil || len(rest) != 0 || len(key) != itemKeyLen || key[tsDigits] != '#' {
+		return time.Time{}, buf, fmt.Errorf("lists: malformed item key %x", enc)
 	}
-	hi, ok1 := complementedDigits8(enc[0:8])
-	mid, ok2 := complementedDigits8(enc[8:16])
+	hi, ok1 := digits8(key[0:8])
+	mid, ok2 := digits8(key[8:16])
 	var lo uint64
-	for _, c := range enc[16:tsDigits] {
-		d := ^c - '0'
+	for _, c := range key[16:tsDigits] {
+		d := c - '0'
 		if d > 9 {
 			ok1 = false
 		}
 		lo = lo*10 + uint64(d)
 	}
 	if !ok1 || !ok2 {
-		return time.Time{}, fmt.Errorf("lists: malformed item key %x", enc)
+		return time.Time{}, key, fmt.Errorf("lists: malformed item key %q", key)
 	}
 	// 16 digits always fit; the last three may carry past math.MaxInt64,
 	// which no item key holds.
 	top := hi*100_000_000 + mid
 	if top > (math.MaxInt64-lo)/1000 {
-		return time.Time{}, fmt.Errorf("lists: malformed item key %x", enc)
+		return time.Time{}, key, fmt.Errorf("lists: malformed item key %q", key)
 	}
-	return time.Unix(0, int64(top*1000+lo)).UTC(), nil
+	return time.Unix(0, int64(top*1000+lo)).UTC(), key, nil
 }
 
-// complementedDigits8 parses 8 decimal digits stored complemented, in a
-// few word operations (a SWAR parse: pairs, then quads, then the eight).
-func complementedDigits8(b []byte) (uint64, bool) {
-	v := ^binary.LittleEndian.Uint64(b) - 0x3030303030303030
+// digits8 parses 8 decimal digits in a few word operations (a SWAR parse:
+// pairs, then quads, then the eight).
+func digits8(b []byte) (uint64, bool) {
+	v := binary.LittleEndian.Uint64(b) - 0x3030303030303030
 	// Every byte must now be 0..9: a byte below '0' wrapped and set its top
 	// bit, one above '9' sets it when 0x76 is added.
 	if (v|(v+0x7676767676767676))&0x8080808080808080 != 0 {
@@ -326,12 +325,14 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, minTi
 		}
 		// Scan rather than Query: the timestamp is read from the encoded
 		// key and the value handed out in place, no allocation per item.
+		buf := make([]byte, 0, itemKeyLen)
 		_, err := store.Scan(ctx, s.st, f.Table, q, func(r *store.RawRow) error {
 			v := r.Values[0]
 			if v == nil {
 				return nil // no live value: the row is on its way out
 			}
-			ts, err := encodedItemTime(r.Clustering)
+			ts, b, err := encodedItemTime(buf, r.Clustering)
+			buf = b
 			if err != nil {
 				return err
 			}

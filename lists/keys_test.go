@@ -1,7 +1,6 @@
 package lists
 
 import (
-	"bytes"
 	"crypto/md5"
 	"encoding/base64"
 	"math"
@@ -11,7 +10,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/ebb-data/ebb/internal/keyenc"
+	"github.com/ebb-data/ebb/store/keyenc"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -94,6 +93,10 @@ func TestMetaKeyUnambiguous(t *testing.T) {
 // of their digits or separator corrupted.
 func TestEncodedItemTime(t *testing.T) {
 	encode := func(key string) []byte { return keyenc.AppendString(nil, key, true) }
+	encodedItemTime := func(enc []byte) (time.Time, error) {
+		ts, _, err := encodedItemTime(nil, enc)
+		return ts, err
+	}
 	for _, ns := range []int64{0, 1, 999_999_999, 1_790_000_000_123_456_789, math.MaxInt64} {
 		key := ItemKey(time.Unix(0, ns), []byte("v"))
 		got, err := encodedItemTime(encode(key))
@@ -108,9 +111,6 @@ func TestEncodedItemTime(t *testing.T) {
 		}
 		want, wantErr := parseItemKey(string(key))
 		got, err := encodedItemTime(encode(string(key)))
-		if bytes.IndexByte(key, 0) >= 0 {
-			return // a NUL changes the encoding's length: refused either way
-		}
 		if (err == nil) != (wantErr == nil) || !got.Equal(want) {
 			t.Fatalf("%q: %v, %v; parseItemKey %v, %v", key, got, err, want, wantErr)
 		}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ebb-data/ebb/internal/keyenc"
+	"github.com/ebb-data/ebb/store/keyenc"
 )
 
 // This file holds the validation and key encoding every backend shares, so

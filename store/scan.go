@@ -11,7 +11,7 @@ import (
 // every slice in it are valid only until the callback returns.
 type RawRow struct {
 	// Clustering is the row's encoded clustering key (EncodeClustering);
-	// DecodeClustering or internal/keyenc decode it.
+	// DecodeClustering or package keyenc decode it.
 	Clustering []byte
 	// Values holds one entry per value column, in TableSpec.Values order:
 	// the live cell's payload (text and bytes as they are, int64 and

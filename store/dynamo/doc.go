@@ -5,7 +5,7 @@
 //
 // Each ebb table is one DynamoDB table named TablePrefix + name, with a
 // binary partition key pk and a binary sort key sk holding the
-// internal/keyenc encodings of the partition and clustering tuples.
+// store/keyenc encodings of the partition and clustering tuples.
 // DynamoDB compares binary sort keys bytewise, so rows come back in
 // clustering order and paging matches the embedded backend exactly;
 // reversed queries use ScanIndexForward=false. Value cells, their expiries,

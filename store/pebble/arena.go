@@ -3,7 +3,7 @@ package pebble
 import (
 	"unsafe"
 
-	"github.com/ebb-data/ebb/internal/keyenc"
+	"github.com/ebb-data/ebb/store/keyenc"
 	"github.com/ebb-data/ebb/store"
 )
 

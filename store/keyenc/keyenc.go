@@ -21,6 +21,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -147,10 +148,10 @@ func AppendDecodedBytes(dst, b []byte, desc bool) ([]byte, []byte, error) {
 		if i < 0 || i+1 >= len(b) {
 			return nil, nil, ErrCorrupt
 		}
-		start := len(dst)
-		dst = append(dst, b[:i]...)
 		if desc {
-			invert(dst[start:])
+			dst = appendInverted(dst, b[:i])
+		} else {
+			dst = append(dst, b[:i]...)
 		}
 		switch b[i+1] {
 		case term:
@@ -209,7 +210,26 @@ func PrefixEnd(prefix []byte) []byte {
 	return nil
 }
 
+// appendInverted appends the complement of src to dst, a word at a time.
+func appendInverted(dst, src []byte) []byte {
+	n := len(dst)
+	dst = slices.Grow(dst, len(src))[:n+len(src)]
+	out := dst[n:]
+	for len(src) >= 8 {
+		binary.LittleEndian.PutUint64(out, ^binary.LittleEndian.Uint64(src))
+		out, src = out[8:], src[8:]
+	}
+	for i := range src {
+		out[i] = ^src[i]
+	}
+	return dst
+}
+
 func invert(b []byte) {
+	for len(b) >= 8 {
+		binary.LittleEndian.PutUint64(b, ^binary.LittleEndian.Uint64(b))
+		b = b[8:]
+	}
 	for i := range b {
 		b[i] = ^b[i]
 	}
