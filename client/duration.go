@@ -3,8 +3,9 @@ package client
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/ebb-data/ebb/internal/durfmt"
 )
 
 // duration is a time.Duration as the API writes it: a Go duration string
@@ -30,13 +31,4 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 
 // FormatDuration writes d as the API does: a Go duration string without
 // trailing zero units, "168h" rather than "168h0m0s".
-func FormatDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
+func FormatDuration(d time.Duration) string { return durfmt.Format(d) }

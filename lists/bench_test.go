@@ -11,9 +11,9 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/ebb-data/ebb/expiry"
-	"github.com/ebb-data/ebb/store/keyenc"
 	"github.com/ebb-data/ebb/lists"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/keyenc"
 	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 )
 

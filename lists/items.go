@@ -10,8 +10,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/ebb-data/ebb/store/keyenc"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/keyenc"
 )
 
 // Item is one list item.

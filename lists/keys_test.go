@@ -10,8 +10,8 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/ebb-data/ebb/store/keyenc"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/keyenc"
 )
 
 func TestItemKeyFormat(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/durfmt"
 	"github.com/ebb-data/ebb/shardmgr"
 	"github.com/ebb-data/ebb/timeseries"
 )
@@ -71,12 +72,12 @@ type shardJSON struct {
 func indexView(idx timeseries.Index) indexJSON {
 	out := indexJSON{
 		Name:            idx.Name,
-		TableBucket:     shardmgr.FormatDuration(idx.TableBucket),
-		PartitionBucket: shardmgr.FormatDuration(idx.PartitionBucket),
-		Retention:       shardmgr.FormatDuration(idx.Retention),
+		TableBucket:     durfmt.Format(idx.TableBucket),
+		PartitionBucket: durfmt.Format(idx.PartitionBucket),
+		Retention:       durfmt.Format(idx.Retention),
 		Runway:          idx.Runway,
 		Shards:          make([]shardJSON, 0, len(idx.Shards)),
-		RunwayRemaining: shardmgr.FormatDuration(idx.RunwayRemaining.Round(time.Second)),
+		RunwayRemaining: durfmt.Format(idx.RunwayRemaining.Round(time.Second)),
 	}
 	if c := idx.Capacity; c.Enabled() {
 		out.Capacity = &capacityPolicy{HotReadUnits: c.HotRead, HotWriteUnits: c.HotWrite, PeakReadUnits: c.PeakRead, PeakWriteUnits: c.PeakWrite}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/durfmt"
 	"github.com/ebb-data/ebb/lists"
-	"github.com/ebb-data/ebb/shardmgr"
 )
 
 // Lists serves the feature-store list API (API.md "Lists") on svc.
@@ -62,7 +62,7 @@ type listFeatureJSON struct {
 func listFeatureView(f lists.Feature) listFeatureJSON {
 	return listFeatureJSON{
 		EntityType: f.EntityType, Feature: f.Name, Version: f.Version,
-		TTL: shardmgr.FormatDuration(f.TTL), Created: f.Created.UTC().Format(time.RFC3339Nano),
+		TTL: durfmt.Format(f.TTL), Created: f.Created.UTC().Format(time.RFC3339Nano),
 	}
 }
 

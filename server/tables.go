@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/durfmt"
 	"github.com/ebb-data/ebb/multitable"
-	"github.com/ebb-data/ebb/shardmgr"
 )
 
 // Tables is the Feature of shared tables (API.md "Multitable"): logical
@@ -41,7 +41,7 @@ type sharedTableJSON struct {
 }
 
 func sharedTable(t multitable.Table) sharedTableJSON {
-	return sharedTableJSON{Name: t.Name, DefaultTTL: shardmgr.FormatDuration(t.DefaultTTL), CreatedAt: sharedTime(t.CreatedAt)}
+	return sharedTableJSON{Name: t.Name, DefaultTTL: durfmt.Format(t.DefaultTTL), CreatedAt: sharedTime(t.CreatedAt)}
 }
 
 // sharedItemJSON is one item in the API; ExpiresAt is null when the item never
@@ -212,7 +212,7 @@ func (s *Server) logicalTableUsage(ctx context.Context) ([]sharedTableUsageJSON,
 	}
 	out := make([]sharedTableUsageJSON, 0, len(usage))
 	for _, u := range usage {
-		out = append(out, sharedTableUsageJSON{Name: u.Name, DefaultTTL: shardmgr.FormatDuration(u.DefaultTTL), Items: u.Items, Bytes: u.Bytes})
+		out = append(out, sharedTableUsageJSON{Name: u.Name, DefaultTTL: durfmt.Format(u.DefaultTTL), Items: u.Items, Bytes: u.Bytes})
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/durfmt"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -163,7 +164,7 @@ func NewPlan(cfg Config, now time.Time, observed []Shard, last LastRun) Plan {
 		}
 		a := Action{
 			Op: OpDrop, Table: existing[s].Table, Start: start, End: end,
-			Reason: fmt.Sprintf("expired: end %s + retention %s <= now", fmtTime(end), FormatDuration(cfg.Retention)),
+			Reason: fmt.Sprintf("expired: end %s + retention %s <= now", fmtTime(end), durfmt.Format(cfg.Retention)),
 		}
 		if cfg.DropKeepsSnapshot {
 			a.Reason += "; the cluster keeps an auto_snapshot of the dropped table (auto_snapshot: true by default), so no disk is freed until `nodetool clearsnapshot` runs or auto_snapshot is off"
@@ -173,7 +174,7 @@ func NewPlan(cfg Config, now time.Time, observed []Shard, last LastRun) Plan {
 			plan.ClockJump = true
 			a.Deferred = true
 			a.Reason = fmt.Sprintf("deferred: clock moved forward %s since the last run at %s (guard %s); confirm with allow_clock_jump",
-				FormatDuration(now.Sub(last.At)), fmtTime(last.At), FormatDuration(cfg.Guards.MaxClockJump))
+				durfmt.Format(now.Sub(last.At)), fmtTime(last.At), durfmt.Format(cfg.Guards.MaxClockJump))
 		case len(drops)-countDeferred(drops) >= cfg.Guards.MaxDropsPerRun:
 			a.Deferred = true
 			a.Reason = fmt.Sprintf("deferred: at most %d drops per run (%s)", cfg.Guards.MaxDropsPerRun, a.Reason)
@@ -246,7 +247,7 @@ func capacityActions(cfg Config, now, hot time.Time, sh Shard, start time.Time) 
 			if n, next := switchesInWindow(sh.History, now, p.SwitchWindow); n >= p.SwitchLimit {
 				a.Deferred = true
 				a.Reason = fmt.Sprintf("deferred: %d switches to on-demand in the last %s (limit %d), next allowed at %s (%s)",
-					n, FormatDuration(p.SwitchWindow), p.SwitchLimit, fmtTime(next), reason)
+					n, durfmt.Format(p.SwitchWindow), p.SwitchLimit, fmtTime(next), reason)
 			}
 		}
 		return []Action{a}
@@ -269,7 +270,7 @@ func capacityActions(cfg Config, now, hot time.Time, sh Shard, start time.Time) 
 		}
 		if sh.History.PrewarmedAt.IsZero() {
 			want := store.Capacity{Mode: store.Provisioned, ReadUnits: p.PeakRead, WriteUnits: p.PeakWrite}
-			return set(OpPrewarm, want, fmt.Sprintf("next shard: pre-warm provisioned at peak for %s, then on-demand", FormatDuration(p.PrewarmHold)))
+			return set(OpPrewarm, want, fmt.Sprintf("next shard: pre-warm provisioned at peak for %s, then on-demand", durfmt.Format(p.PrewarmHold)))
 		}
 		if cur.Mode == store.Provisioned && !now.Before(sh.History.PrewarmedAt.Add(p.PrewarmHold)) {
 			return set(OpSetCapacity, onDemand, fmt.Sprintf("next shard: pre-warmed at %s, back to on-demand", fmtTime(sh.History.PrewarmedAt)))
@@ -355,19 +356,6 @@ func FormatCapacity(c store.Capacity) string {
 		return fmt.Sprintf("on_demand(warm read=%d write=%d)", c.WarmRead, c.WarmWrite)
 	}
 	return "on_demand"
-}
-
-// FormatDuration renders d as Go does, without zero trailing units:
-// "168h", "1h30m", "90s" becomes "1m30s".
-func FormatDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
 }
 
 func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -3,8 +3,8 @@ package pebble
 import (
 	"unsafe"
 
-	"github.com/ebb-data/ebb/store/keyenc"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/keyenc"
 )
 
 // arena hands out the small slices a page of rows is decoded into from a

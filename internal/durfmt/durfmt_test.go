@@ -1,0 +1,27 @@
+package durfmt
+
+import (
+	"testing"
+	"time"
+)
+
+func TestFormat(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                                "0s",
+		90 * time.Second:                 "1m30s",
+		time.Hour:                        "1h",
+		168 * time.Hour:                  "168h",
+		time.Hour + time.Minute:          "1h1m",
+		time.Hour + time.Second:          "1h0m1s",
+		1500 * time.Millisecond:          "1.5s",
+		-2 * time.Hour:                   "-2h",
+		time.Hour + 30*time.Minute + 5e8: "1h30m0.5s",
+	} {
+		if got := Format(d); got != want {
+			t.Errorf("Format(%d) = %q, want %q", d, got, want)
+		}
+		if back, err := time.ParseDuration(Format(d)); err != nil || back != d {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", Format(d), back, err, d)
+		}
+	}
+}
