@@ -80,8 +80,8 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: expiry: %w", err)
 	}
-	if db.indexes, err = timeseries.New(timeseries.Options{
-		Store: db.exp, Now: o.Now, Logger: o.Logger, Registerer: o.Registerer,
+	if db.indexes, err = timeseries.New(ctx, db.exp, timeseries.Options{
+		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer,
 		ReconcileInterval: o.ReconcileInterval, CacheTTL: o.CacheTTL,
 		// A crashed manager is replaced within two lease periods; the
 		// runway must outlast that.
@@ -89,7 +89,7 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: indexes: %w", err)
 	}
-	if db.tables, err = multitable.Open(ctx, db.exp, multitable.Options{
+	if db.tables, err = multitable.New(ctx, db.exp, multitable.Options{
 		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, RecordTTL: min(o.CacheTTL, time.Second),
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: shared tables: %w", err)
@@ -196,7 +196,7 @@ func (db *DB) Close() error {
 				errs = append(errs, fmt.Errorf("release %s lease: %w", r.name, err))
 			}
 		}
-		errs = append(errs, db.indexes.Close(), db.closeStores())
+		errs = append(errs, db.closeStores())
 		db.closeErr = errors.Join(errs...)
 	})
 	return db.closeErr

@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/internal/lease"
+	"github.com/ebb-data/ebb/internal/loop"
 )
 
 // Role names, as they appear in leases, logs, metrics and the cluster view.
@@ -121,7 +120,6 @@ func (r *role) run(ctx context.Context) {
 		mu      sync.Mutex
 		holdCtx context.Context
 		release context.CancelFunc = func() {}
-		gained                     = make(chan struct{}, 1)
 		wg      sync.WaitGroup
 	)
 	defer wg.Wait()
@@ -162,7 +160,7 @@ func (r *role) run(ctx context.Context) {
 				holdCtx, release = context.WithCancel(ctx)
 				mu.Unlock()
 				select {
-				case gained <- struct{}{}:
+				case r.trigger <- struct{}{}:
 				default:
 				}
 			case !held && was:
@@ -178,54 +176,24 @@ func (r *role) run(ctx context.Context) {
 		}
 	})
 
-	failures := 0
-	var next <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-gained:
-		case <-r.trigger:
-		case <-next:
-		}
-		mu.Lock()
-		pctx := holdCtx
-		mu.Unlock()
-		if pctx == nil || pctx.Err() != nil || !r.lease.Held() {
-			if pctx != nil && pctx.Err() == nil {
-				// Held by the renewer's last word but lapsed by the clock:
-				// the process was paused past its lease.
+	// The passes, while the lease is held: ebb's one loop shape.
+	_ = loop.Run(ctx, loop.Options{Interval: r.interval, Next: r.next, Trigger: r.trigger, Logger: r.log},
+		func(context.Context) error {
+			mu.Lock()
+			pctx := holdCtx
+			mu.Unlock()
+			if pctx == nil || pctx.Err() != nil {
+				return nil // not held: gaining the lease triggers a pass
+			}
+			if !r.lease.Held() {
+				// Held by the renewer's last word but lapsed by the
+				// clock: the process was paused past its lease.
 				st := r.lease.Status()
 				r.log.Warn("refusing to run: the lease lapsed before it could be renewed", "epoch", st.Record.Epoch)
+				return nil
 			}
-			next = nil // wait to gain the lease
-			continue
-		}
-		wait := r.interval
-		if err := r.safePass(pctx); err != nil && pctx.Err() == nil {
-			failures++
-			wait = backoff.Exponential(r.interval, max(r.interval, time.Minute), failures)
-			r.log.Warn("background pass failed", "err", err, "retry_in", wait)
-		} else {
-			failures = 0
-			if r.next != nil {
-				wait = r.next()
-			}
-		}
-		next = time.After(wait)
-	}
-}
-
-// safePass runs one pass, turning a panic into an error so that a broken
-// pass is logged and retried instead of silently stopping the role (a
-// manager that stopped would show up later as no_shard).
-func (r *role) safePass(ctx context.Context) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("panic: %v\n%s", v, debug.Stack())
-		}
-	}()
-	return r.pass(ctx)
+			return r.pass(pctx)
+		})
 }
 
 // ReplicaStatus is one role's lease as this replica sees it.

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/ebb-data/ebb/internal/loop"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/storetest"
 )
@@ -179,7 +180,6 @@ func (e *env) wrap() {
 		e.t.Fatalf("Wrap: %v", err)
 	}
 	e.st = st
-	e.t.Cleanup(st.Sweeper().Close)
 }
 
 func at(d time.Duration) time.Time { return start.Add(d) }
@@ -341,4 +341,20 @@ func histogramCount(t testing.TB, g prometheus.Gatherer, name string) uint64 {
 	}
 	t.Fatalf("histogram %s not gathered", name)
 	return 0
+}
+
+// startSweeper runs st's sweeper passes every SweepInterval in the
+// background, as ebb.DB's sweeper role does (with the same loop), until
+// the returned stop is called or the test ends.
+func startSweeper(t testing.TB, st *Store) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = loop.Run(ctx, loop.Options{Interval: st.opts.SweepInterval}, st.Sweeper().Pass)
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
 }

@@ -60,8 +60,7 @@ func TestLag10kRowsPerSecond(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := cnt.snapshot()
-	st.Sweeper().Start()
-	defer st.Sweeper().Close()
+	stopSweeper := startSweeper(t, st)
 
 	// Write at the target rate: every 10 ms, as many batches as keep the
 	// total at rate * elapsed.
@@ -102,7 +101,7 @@ func TestLag10kRowsPerSecond(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling the test's own observation, not logic
 	}
-	st.Sweeper().Close()
+	stopSweeper()
 	ops := cnt.snapshot().sub(before)
 
 	mu.Lock()

@@ -94,7 +94,7 @@ func TestLoopCatchesUpAfterDowntime(t *testing.T) {
 			return c
 		}
 
-		st.Sweeper().Start()
+		stopSweeper := startSweeper(t, st)
 		time.Sleep(10*time.Minute + 350*time.Millisecond)
 		synctest.Wait()
 		lastTick := t0.Add(time.Since(t0).Truncate(opts.SweepInterval))
@@ -103,7 +103,7 @@ func TestLoopCatchesUpAfterDowntime(t *testing.T) {
 		}
 
 		// Down for an hour: nothing is deleted meanwhile.
-		st.Sweeper().Close()
+		stopSweeper()
 		down := time.Now()
 		time.Sleep(time.Hour)
 		if got, want := stats(t, raw, "items"), liveAt(lastTick); got != want {
@@ -115,8 +115,7 @@ func TestLoopCatchesUpAfterDowntime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st2.Sweeper().Start()
-		defer st2.Sweeper().Close()
+		startSweeper(t, st2)
 		synctest.Wait()
 		if got, want := stats(t, raw, "items"), liveAt(time.Now()); got != want {
 			t.Fatalf("after restarting %s later: %d rows stored, want %d", time.Since(down), got, want)
@@ -144,8 +143,7 @@ func TestRowsLeaveStatsWithinTwoIntervals(t *testing.T) {
 		if err := st.CreateTable(ctx, itemsSpec); err != nil {
 			t.Fatal(err)
 		}
-		st.Sweeper().Start()
-		defer st.Close()
+		startSweeper(t, st)
 		time.Sleep(1234 * time.Millisecond)
 		exp := time.Now().Add(2 * time.Second)
 		var batch []store.Mutation
@@ -291,8 +289,7 @@ func TestLoopBacksOffAndRecovers(t *testing.T) {
 			}
 			return nil
 		})
-		st.Sweeper().Start()
-		defer st.Close()
+		startSweeper(t, st)
 		time.Sleep(17 * time.Second)
 		synctest.Wait()
 		// First failure at 2 s, then retries after 2, 4 and 8 s: 2, 4, 8, 16.
@@ -307,45 +304,6 @@ func TestLoopBacksOffAndRecovers(t *testing.T) {
 		synctest.Wait()
 		if got := stats(t, raw, "items"); got != 0 {
 			t.Fatalf("%d rows stored after the backend recovered, want 0", got)
-		}
-	})
-}
-
-// TestTriggerAndClose: Trigger runs a pass at once whatever the interval;
-// Close stops the loop and is safe twice, and Start after Close does
-// nothing.
-func TestTriggerAndClose(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		raw := testbackend.Pebble(t, nil)
-		st, err := Wrap(ctx, raw, Options{SweepInterval: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.CreateTable(ctx, itemsSpec); err != nil {
-			t.Fatal(err)
-		}
-		sw := st.Sweeper()
-		sw.Start()
-		sw.Start()
-		if err := st.Write(ctx, "items", []store.Mutation{item("a", 1, time.Now().Add(time.Second))}); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(2 * time.Second)
-		synctest.Wait()
-		if got := stats(t, raw, "items"); got != 1 {
-			t.Fatalf("%d rows before the trigger, want 1 (next tick is an hour away)", got)
-		}
-		sw.Trigger()
-		synctest.Wait()
-		if got := stats(t, raw, "items"); got != 0 {
-			t.Fatalf("%d rows after the trigger, want 0", got)
-		}
-		sw.Close()
-		sw.Close()
-		sw.Start()
-		if err := st.Close(); err != nil {
-			t.Fatal(err)
 		}
 	})
 }

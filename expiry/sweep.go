@@ -9,12 +9,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/parallel"
 	"github.com/ebb-data/ebb/store"
 )
 
 // Sweeper physically deletes the rows its Store indexed, once they expire.
-// SweepOnce runs one pass; Start runs passes in the background until
-// Close. It is safe for concurrent use; passes are serialised. Several
+// SweepOnce (or Pass) runs one pass; it owns no loop: ebb.DB's sweeper
+// role runs passes every SweepInterval, under a lease. It is safe for
+// concurrent use; passes are serialised. Several
 // processes may sweep the same backend: deletes are conditional and
 // idempotent, so the only cost is duplicated work.
 type Sweeper struct {
@@ -29,24 +31,15 @@ type Sweeper struct {
 	// Retries of one backend call (constants; tests shorten them).
 	retryBase, retryMax time.Duration
 	retryAttempts       int
-
-	loop    sync.Mutex // guards started, closed, cancel
-	started bool
-	closed  bool
-	cancel  context.CancelFunc
-	trigger chan struct{}
-	done    chan struct{}
 }
 
 func newSweeper(s *Store) *Sweeper {
 	return &Sweeper{
-		s:       s,
-		inner:   s.inner,
-		meta:    store.Meta{S: s.inner},
-		log:     s.opts.Logger.With("component", "expiry"),
-		pace:    newPacer(s.opts.MaxDeletesPerSecond, time.Now),
-		trigger: make(chan struct{}, 1),
-		done:    make(chan struct{}),
+		s:     s,
+		inner: s.inner,
+		meta:  store.Meta{S: s.inner},
+		log:   s.opts.Logger.With("component", "expiry"),
+		pace:  newPacer(s.opts.MaxDeletesPerSecond, time.Now),
 
 		retryBase:     retryBase,
 		retryMax:      retryMax,
@@ -137,38 +130,22 @@ func (sw *Sweeper) SweepOnce(ctx context.Context, now time.Time) (Result, error)
 	return res, passErr
 }
 
-// sweepWindow sweeps the shards of one window, Parallelism at a time.
+// sweepWindow sweeps the shards of one window, Parallelism at a time. The
+// first failure stops the others; the pass is retried as a whole.
 func (sw *Sweeper) sweepWindow(ctx context.Context, w int64, now time.Time, res *Result) error {
-	shards := sw.s.layout.shards
-	workers := min(int64(sw.s.opts.Parallelism), shards)
-	next := make(chan int64)
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for shard := range next {
-				var r Result
-				err := sw.sweepPartition(ctx, w, shard, now, &r)
-				mu.Lock()
-				res.add(r)
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-			}
-		}()
+	var mu sync.Mutex
+	tasks := make([]func(context.Context) error, sw.s.layout.shards)
+	for shard := range tasks {
+		tasks[shard] = func(ctx context.Context) error {
+			var r Result
+			err := sw.sweepPartition(ctx, w, int64(shard), now, &r)
+			mu.Lock()
+			res.add(r)
+			mu.Unlock()
+			return err
+		}
 	}
-	for shard := range shards {
-		next <- shard
-	}
-	close(next)
-	wg.Wait()
-	return firstErr
+	return parallel.Run(ctx, sw.s.opts.Parallelism, tasks)
 }
 
 // pageSize is how many index entries are read at once.

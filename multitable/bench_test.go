@@ -33,7 +33,7 @@ func benchStore(b *testing.B, noSync bool) (*ebbpebble.Store, *Registry) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = st.Close() })
-	reg, err := Open(context.Background(), st, Options{})
+	reg, err := New(context.Background(), st, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func BenchmarkList(b *testing.B) {
 			}
 			b.Cleanup(func() { _ = st.Close() })
 			ctx := context.Background()
-			reg, err := Open(ctx, st, Options{ReadParallelism: par})
+			reg, err := New(ctx, st, Options{ReadParallelism: par})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -24,8 +24,7 @@ func TestPhysicalExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(wrapped.Sweeper().Close)
-	reg, err := Open(ctx, wrapped, Options{Now: clock.Now})
+	reg, err := New(ctx, wrapped, Options{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

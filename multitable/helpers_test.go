@@ -41,7 +41,7 @@ func newEnv(t testing.TB, b backend) *env {
 	clock := storetest.NewClock(t0)
 	raw := b.open(t, clock.Now)
 	e := &env{t: t, ctx: context.Background(), clock: clock, raw: raw, cnt: &countingStore{Store: raw}}
-	reg, err := Open(e.ctx, e.cnt, Options{Now: clock.Now, ReadParallelism: b.readParallelism})
+	reg, err := New(e.ctx, e.cnt, Options{Now: clock.Now, ReadParallelism: b.readParallelism})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

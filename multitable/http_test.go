@@ -84,7 +84,7 @@ func testHTTPTenants(t *testing.T, st store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := multitable.Open(context.Background(), st, multitable.Options{})
+	reg, err := multitable.New(context.Background(), st, multitable.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

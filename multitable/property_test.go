@@ -38,7 +38,7 @@ func TestProperty(t *testing.T) {
 			rt.Fatal(err)
 		}
 		defer st.Close()
-		reg, err := Open(ctx, st, Options{Now: clock.Now, BucketWidth: time.Minute})
+		reg, err := New(ctx, st, Options{Now: clock.Now, BucketWidth: time.Minute})
 		if err != nil {
 			rt.Fatal(err)
 		}

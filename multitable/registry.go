@@ -103,9 +103,9 @@ type Registry struct {
 	ddl sync.Mutex
 }
 
-// Open returns a Registry over st, creating store.MetaTable and ItemsTable
+// New returns a Registry over st, creating store.MetaTable and ItemsTable
 // if needed.
-func Open(ctx context.Context, st store.Store, opts Options) (*Registry, error) {
+func New(ctx context.Context, st store.Store, opts Options) (*Registry, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}

@@ -323,7 +323,7 @@ func testRaceDeleteVsPut(t *testing.T, b backend) {
 // is about to write an entry into it.
 func testRaceRetireVsPut(t *testing.T, b backend) {
 	e := newEnv(t, b)
-	other, err := Open(e.ctx, e.cnt, Options{Now: e.clock.Now})
+	other, err := New(e.ctx, e.cnt, Options{Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

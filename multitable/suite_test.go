@@ -178,7 +178,7 @@ func testDeleteTableInterrupted(t *testing.T, b backend) {
 // table changes: a create at once, a delete within Options.RecordTTL.
 func testOtherProcessDeletes(t *testing.T, b backend) {
 	e := newEnv(t, b)
-	other, err := Open(e.ctx, e.cnt, Options{Now: e.clock.Now})
+	other, err := New(e.ctx, e.cnt, Options{Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

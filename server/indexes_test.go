@@ -24,11 +24,10 @@ func indexServer(t *testing.T) (string, store.Store, *prometheus.Registry) {
 	t.Helper()
 	st := testbackend.Pebble(t, nil)
 	reg := prometheus.NewRegistry()
-	svc, err := timeseries.New(timeseries.Options{Store: st, Registerer: reg})
+	svc, err := timeseries.New(context.Background(), st, timeseries.Options{Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { svc.Close() })
 	ts, _ := start(t, server.Options{Admin: adminFor(t, st, nil), Registerer: reg, Features: []server.Feature{server.Indexes(svc)}})
 	return ts.URL, st, reg
 }

@@ -30,7 +30,7 @@ func startTables(t *testing.T, auth *server.Auth) *tablesServer {
 	t.Helper()
 	clock := storetest.NewClock(storetest.Epoch)
 	st := testbackend.Pebble(t, clock.Now)
-	reg, err := multitable.Open(context.Background(), st, multitable.Options{Now: clock.Now})
+	reg, err := multitable.New(context.Background(), st, multitable.Options{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

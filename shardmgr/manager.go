@@ -10,14 +10,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
 )
 
 // Errors of the manager.
 var (
-	// ErrClosed is returned by Run after Close.
-	ErrClosed = errors.New("shardmgr: manager closed")
 	// ErrFenced marks an action refused because this process no longer
 	// holds the shard-manager lease (Options.Fence failed).
 	ErrFenced = errors.New("shardmgr: refused: not the lease holder")
@@ -25,11 +22,6 @@ var (
 
 // DefaultInterval is the reconcile interval when Options.Interval is zero.
 const DefaultInterval = 30 * time.Second
-
-// firstBackoff is the first retry delay after a failed run; it doubles up
-// to the interval, so a failing manager never runs less often than a
-// healthy one.
-const firstBackoff = time.Second
 
 // Options configures a Manager.
 type Options struct {
@@ -70,27 +62,21 @@ type RunOptions struct {
 	Fence func(context.Context) error
 }
 
-// Manager runs the reconcile loop over every index. It is safe for
-// concurrent use; runs are serialized.
+// Manager reconciles every index: RunOnce is one pass. It owns no loop;
+// its owner (ebb.DB's shard-manager role) runs passes every NextRun, under
+// a lease. It is safe for concurrent use; runs are serialized.
 type Manager struct {
 	opts    Options
 	log     *slog.Logger
 	now     func() time.Time
 	metrics *metrics
-	trigger chan struct{}
 
 	runMu     sync.Mutex    // serializes runs
 	metaReady bool          // guarded by runMu
 	shortest  time.Duration // guarded by runMu: the narrowest table bucket seen by RunOnce
-
-	mu      sync.Mutex
-	cancel  context.CancelFunc
-	done    chan struct{}
-	started bool
-	closed  bool
 }
 
-// New returns a Manager; it does nothing until Run.
+// New returns a Manager; it does nothing until RunOnce.
 func New(opts Options) (*Manager, error) {
 	if opts.Store == nil || opts.Configs == nil {
 		return nil, errors.New("shardmgr: Options.Store and Options.Configs are required")
@@ -103,7 +89,6 @@ func New(opts Options) (*Manager, error) {
 		log:     opts.Logger,
 		now:     opts.Now,
 		metrics: newMetrics(),
-		trigger: make(chan struct{}, 1),
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
@@ -117,53 +102,6 @@ func New(opts Options) (*Manager, error) {
 		}
 	}
 	return m, nil
-}
-
-// Run reconciles every index at once and then every Interval, or sooner
-// when triggered, until ctx is done or Close is called. A failed run is
-// logged and counted and retried after a backoff (1 s doubling, at most
-// Interval). Run returns nil when stopped, ErrClosed after Close, and an
-// error if it is already running.
-func (m *Manager) Run(ctx context.Context) error {
-	m.mu.Lock()
-	switch {
-	case m.closed:
-		m.mu.Unlock()
-		return ErrClosed
-	case m.started:
-		m.mu.Unlock()
-		return errors.New("shardmgr: Run called twice")
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	m.started, m.cancel, m.done = true, cancel, make(chan struct{})
-	done := m.done
-	m.mu.Unlock()
-	defer close(done)
-	defer cancel()
-
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	failures := 0
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-timer.C:
-		case <-m.trigger:
-		}
-		next := m.opts.Interval
-		if err := m.RunOnce(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			failures++
-			next = backoff.Exponential(firstBackoff, m.opts.Interval, failures)
-			m.log.Error("reconcile failed; retrying", "err", err, "retry_in", next)
-		} else {
-			failures = 0
-		}
-		timer.Reset(next)
-	}
 }
 
 // NextRun is how long the loop may wait before the next RunOnce: the
@@ -186,28 +124,6 @@ func (m *Manager) SetFence(f func(context.Context) error) {
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
 	m.opts.Fence = f
-}
-
-// Trigger asks a running loop to run now; it never blocks.
-func (m *Manager) Trigger() {
-	select {
-	case m.trigger <- struct{}{}:
-	default:
-	}
-}
-
-// Close stops Run and waits for it to return. It is safe to call more than
-// once and without Run.
-func (m *Manager) Close() error {
-	m.mu.Lock()
-	m.closed = true
-	cancel, done := m.cancel, m.done
-	m.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
-	}
-	return nil
 }
 
 // RunOnce reconciles every index once. Indexes are independent: one that

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,7 +49,6 @@ func newManager(t testing.TB, st store.Store, clock func() time.Time, cfgs ...Co
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Close() })
 	return m, reg
 }
 
@@ -265,50 +263,38 @@ func TestClockJumpGuardHoldsUntilConfirmed(t *testing.T) {
 	})
 }
 
-func TestLoopRetriesAndStops(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		start := time.Now()
-		st := &failingStore{Store: testbackend.Pebble(t, time.Now)}
-		st.failTables.Store(3) // the first three runs fail
-		cfg := Config{Index: "ev", TableBucket: time.Hour, Retention: time.Hour, Runway: 1, Schema: testSchema}
-		m, reg := newManager(t, st, time.Now, cfg)
-		done := make(chan error)
-		go func() { done <- m.Run(ctx) }()
-		// Backoff 1s, 2s, 4s: the fourth run, 7s in, succeeds.
-		time.Sleep(6 * time.Second)
-		synctest.Wait()
+// TestFailedRunsCounted runs passes against a backend that fails the
+// first three: each is an error and counted, nothing is created, and the
+// fourth creates the runway and records its success. (The loop that
+// retries passes with a backoff is ebb.DB's role loop.)
+func TestFailedRunsCounted(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewClock(storetest.Epoch)
+	st := &failingStore{Store: testbackend.Pebble(t, clock.Now)}
+	st.failTables.Store(3)
+	cfg := Config{Index: "ev", TableBucket: time.Hour, Retention: time.Hour, Runway: 1, Schema: testSchema}
+	m, reg := newManager(t, st, clock.Now, cfg)
+	for i := range 3 {
+		if err := m.RunOnce(ctx); err == nil {
+			t.Fatalf("run %d succeeded against a failing backend", i)
+		}
 		if n := len(tableNames(t, st.Store, "ev_")); n != 0 {
 			t.Fatalf("%d shards before the backend recovered", n)
 		}
-		time.Sleep(2 * time.Second)
-		synctest.Wait()
-		if n := len(tableNames(t, st.Store, "ev_")); n != 3 {
-			t.Fatalf("%d shards after recovery, want 3", n)
-		}
-		if n := metricValue(t, reg, "ebb_reconcile_failures_total", ""); n != 3 {
-			t.Errorf("failures %v, want 3", n)
-		}
-		if v := metricValue(t, reg, "ebb_reconcile_last_success_timestamp_seconds", ""); v != float64(start.Add(7*time.Second).Unix()) {
-			t.Errorf("last success %v, want %v", v, start.Add(7*time.Second).Unix())
-		}
-		// A trigger runs at once, well before the next tick.
-		st.failTables.Store(0)
-		time.Sleep(30 * time.Second)
-		m.Trigger()
-		synctest.Wait()
-		if v := metricValue(t, reg, "ebb_reconcile_last_success_timestamp_seconds", ""); v != float64(time.Now().Unix()) {
-			t.Errorf("triggered run did not run: last success %v, now %v", v, time.Now().Unix())
-		}
-		m.Close()
-		m.Close()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-		if err := m.Run(ctx); !errors.Is(err, ErrClosed) {
-			t.Fatalf("Run after Close: %v", err)
-		}
-	})
+	}
+	clock.Advance(7 * time.Second)
+	if err := m.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tableNames(t, st.Store, "ev_")); n != 3 {
+		t.Fatalf("%d shards after recovery, want 3", n)
+	}
+	if n := metricValue(t, reg, "ebb_reconcile_failures_total", ""); n != 3 {
+		t.Errorf("failures %v, want 3", n)
+	}
+	if v := metricValue(t, reg, "ebb_reconcile_last_success_timestamp_seconds", ""); v != float64(clock.Now().Unix()) {
+		t.Errorf("last success %v, want %v", v, clock.Now().Unix())
+	}
 }
 
 // metricValue reads one series (the first, or the one whose first label

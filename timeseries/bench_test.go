@@ -37,11 +37,10 @@ func benchService(b *testing.B) (*Service, *ebbpebble.Store) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	svc, err := New(Options{Store: st, Now: func() time.Time { return benchNow }})
+	svc, err := New(context.Background(), st, Options{Now: func() time.Time { return benchNow }})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { svc.Close() })
 	if _, _, err := svc.Create(context.Background(), benchConfig); err != nil {
 		b.Fatal(err)
 	}

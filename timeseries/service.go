@@ -25,8 +25,6 @@ const DefaultCacheTTL = 5 * time.Second
 
 // Options configures a Service.
 type Options struct {
-	// Store holds the shards and the ebb_meta table. Required.
-	Store store.Store
 	// Now is the clock for expiry and for the manager. Nil means time.Now.
 	Now func() time.Time
 	// Logger; nil discards.
@@ -83,18 +81,44 @@ type cachedShards struct {
 	loaded time.Time
 }
 
-// New returns a Service. Its manager does nothing until Manager().Run.
-func New(opts Options) (*Service, error) {
-	if opts.Store == nil {
-		return nil, errors.New("timeseries: Options.Store is required")
+// DefaultOptions returns the options New uses for zero fields.
+func DefaultOptions() Options {
+	return Options{ReconcileInterval: shardmgr.DefaultInterval, CacheTTL: DefaultCacheTTL}
+}
+
+// Validate reports options New refuses: negative durations.
+func (o Options) Validate() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"ReconcileInterval", o.ReconcileInterval}, {"MinRunway", o.MinRunway}, {"CacheTTL", o.CacheTTL}} {
+		if d.v < 0 {
+			return fmt.Errorf("%w: timeseries: Options.%s %s is negative", store.ErrInvalid, d.name, d.v)
+		}
+	}
+	return nil
+}
+
+// New returns a Service over st, which holds the shards and the ebb_meta
+// table (created if needed). Its manager does nothing until
+// Manager().RunOnce; ebb.DB runs it in the background.
+func New(ctx context.Context, st store.Store, opts Options) (*Service, error) {
+	if st == nil {
+		return nil, errors.New("timeseries: a Store is required")
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if err := (store.Meta{S: st}).Ensure(ctx); err != nil {
+		return nil, fmt.Errorf("timeseries: create %s: %w", store.MetaTable, err)
 	}
 	s := &Service{
-		st:      opts.Store,
+		st:      st,
 		now:     opts.Now,
 		log:     opts.Logger,
 		ttl:     opts.CacheTTL,
 		guards:  opts.Guards,
-		caps:    opts.Store.Capabilities(),
+		caps:    st.Capabilities(),
 		minRun:  opts.MinRunway,
 		metrics: newMetrics(),
 		configs: map[string]cachedConfig{},
@@ -110,7 +134,7 @@ func New(opts Options) (*Service, error) {
 		s.ttl = DefaultCacheTTL
 	}
 	mgr, err := shardmgr.New(shardmgr.Options{
-		Store:      opts.Store,
+		Store:      st,
 		Configs:    s.shardConfigs,
 		Interval:   opts.ReconcileInterval,
 		Now:        s.now,
@@ -130,11 +154,8 @@ func New(opts Options) (*Service, error) {
 	return s, nil
 }
 
-// Manager returns the shard manager; run its loop with Manager().Run.
+// Manager returns the shard manager, whose RunOnce is one reconcile pass.
 func (s *Service) Manager() *shardmgr.Manager { return s.mgr }
-
-// Close stops the manager loop; the Store stays open (the caller owns it).
-func (s *Service) Close() error { return s.mgr.Close() }
 
 // Create creates an index and, synchronously, its shards. It returns the
 // index and whether it was created: an identical index is not an error

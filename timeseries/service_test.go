@@ -27,11 +27,10 @@ var t0 = time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)
 func newService(t testing.TB, st store.Store, now func() time.Time) (*Service, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	svc, err := New(Options{Store: st, Now: now, Registerer: reg})
+	svc, err := New(context.Background(), st, Options{Now: now, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { svc.Close() })
 	return svc, reg
 }
 

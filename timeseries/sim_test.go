@@ -51,13 +51,29 @@ func TestEightWeeksOfWrites(t *testing.T) {
 		const interval = 10 * time.Minute
 		cfg := Config{Name: "ev", TableBucket: 24 * time.Hour, PartitionBucket: 6 * time.Hour, Retention: 7 * 24 * time.Hour, Runway: 2}
 		rec := &dropRecorder{Store: br, drops: map[string]time.Time{}}
-		svc, err := New(Options{Store: rec, ReconcileInterval: interval})
+		svc, err := New(ctx, rec, Options{ReconcileInterval: interval})
 		if err != nil {
 			t.Fatal(err)
 		}
 		mustCreate(t, svc, cfg)
+		// The manager's passes, every interval, as ebb.DB's shard-manager
+		// role runs them.
+		loopCtx, stop := context.WithCancel(ctx)
 		loopDone := make(chan error)
-		go func() { loopDone <- svc.Manager().Run(ctx) }()
+		go func() {
+			for {
+				if err := svc.Manager().RunOnce(loopCtx); err != nil && loopCtx.Err() == nil {
+					loopDone <- err
+					return
+				}
+				select {
+				case <-loopCtx.Done():
+					loopDone <- nil
+					return
+				case <-time.After(interval):
+				}
+			}
+		}()
 
 		start := time.Now()
 		rng := rand.New(rand.NewPCG(3, 4))
@@ -109,7 +125,7 @@ func TestEightWeeksOfWrites(t *testing.T) {
 				}
 			}
 		}
-		svc.Close()
+		stop()
 		if err := <-loopDone; err != nil {
 			t.Fatal(err)
 		}

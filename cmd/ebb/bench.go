@@ -121,11 +121,10 @@ func runBench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) er
 		return err
 	}
 	defer st.Close()
-	svc, err := timeseries.New(timeseries.Options{Store: st})
+	svc, err := timeseries.New(ctx, st, timeseries.Options{})
 	if err != nil {
 		return err
 	}
-	defer svc.Close()
 	if _, _, err := svc.Create(ctx, benchIndex); err != nil {
 		return err
 	}

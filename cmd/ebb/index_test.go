@@ -20,11 +20,10 @@ import (
 func indexAPIServer(t *testing.T) (string, store.Store) {
 	t.Helper()
 	st := testbackend.Pebble(t, nil)
-	svc, err := timeseries.New(timeseries.Options{Store: st})
+	svc, err := timeseries.New(t.Context(), st, timeseries.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = svc.Close() })
 	s, err := server.New(server.Options{Features: []server.Feature{server.Indexes(svc)}})
 	if err != nil {
 		t.Fatal(err)

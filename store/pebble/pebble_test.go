@@ -206,3 +206,23 @@ func TestDeferredWriteDurableWithNextWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestOptionsValidate: Open refuses bad sizes before touching the
+// directory; DefaultOptions opens.
+func TestOptionsValidate(t *testing.T) {
+	for _, o := range []Options{{CacheSize: -1}, {MemTableSize: -1}, {MemTableSize: 8 << 30}} {
+		o.FS = vfs.NewMem()
+		if _, err := Open("db", o); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("Open with %+v: %v, want ErrInvalid", o, err)
+		}
+	}
+	o := DefaultOptions()
+	o.FS = vfs.NewMem()
+	st, err := Open("db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -97,6 +97,9 @@ var (
 // Open opens (creating if needed) the store in dir. It fails at once with an
 // error wrapping store.ErrLocked when another process has dir open.
 func Open(dir string, opts Options) (*Store, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -107,10 +110,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if opts.CacheSize == 0 {
-		opts.CacheSize = 64 << 20
+		opts.CacheSize = DefaultCacheSize
 	}
-	if opts.MemTableSize <= 0 {
-		opts.MemTableSize = 64 << 20
+	if opts.MemTableSize == 0 {
+		opts.MemTableSize = DefaultMemTableSize
 	}
 	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("pebble: create %s: %w", dir, err)
