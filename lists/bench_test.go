@@ -156,7 +156,7 @@ func BenchmarkGetRawPebble(b *testing.B) {
 			keys = append(keys, bytes.Clone(it.Key()))
 			values = append(values, bytes.Clone(v))
 		}
-		if err := it.Close(); err != nil || len(keys) != benchGet {
+		if err := it.Close(); err != nil || len(keys) != benchGet || len(values) != benchGet {
 			b.Fatalf("raw read: %d keys, %v", len(keys), err)
 		}
 	}

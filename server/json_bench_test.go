@@ -54,7 +54,7 @@ func BenchmarkListGet(b *testing.B) {
 				keys = append(keys, bytes.Clone(it.Key()))
 				values = append(values, bytes.Clone(v))
 			}
-			if err := it.Close(); err != nil || len(keys) != listBenchGet {
+			if err := it.Close(); err != nil || len(keys) != listBenchGet || len(values) != listBenchGet {
 				b.Fatalf("raw read: %d keys, %v", len(keys), err)
 			}
 		}
