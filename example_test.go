@@ -86,7 +86,7 @@ func ExampleDB_Indexes() {
 	// An event older than the retention is refused: it would already be
 	// gone.
 	_, err = db.Indexes().Put(ctx, "events", []timeseries.Event{{IndexID: "acct_1", EventID: "old", Timestamp: now.Add(-7 * week)}})
-	fmt.Println(errors.Is(err, store.ErrExpired))
+	fmt.Println(errors.Is(err, timeseries.ErrExpired))
 	// Output:
 	// logout
 	// login

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // modelRow is what the reference model knows of a row: expiries in Unix ms,
@@ -105,7 +106,7 @@ func TestPropertyNeverDeletesLiveRows(t *testing.T) {
 			}
 			for _, k := range e.present("items", "a")["a"] {
 				r, ok := model[k]
-				pk, ck := store.EncodeTuple(nil, []any{"a"}, false), store.EncodeTuple(nil, []any{k}, false)
+				pk, ck := kit.EncodeTuple(nil, []any{"a"}, false), kit.EncodeTuple(nil, []any{k}, false)
 				if (!ok || !r.live(now)) && !pending[string(rowID("items", pk, ck))] {
 					rt.Fatalf("step %d: dead row %d stored with no entry to come", step, k)
 				}

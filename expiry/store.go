@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // Store is a store.Store that indexes every write carrying an expiry, so
@@ -102,10 +103,7 @@ func (s *Store) Write(ctx context.Context, table string, batch []store.Mutation)
 	return s.write(ctx, table, batch, false)
 }
 
-var (
-	_ store.DeferredWriter = (*Store)(nil)
-	_ store.Scanner        = (*Store)(nil)
-)
+var _ store.DeferredWriter = (*Store)(nil)
 
 // WriteDeferred is Write whose batch becomes durable with the next Write
 // (see store.DeferredWriter) when the wrapped Store is a DeferredWriter; on
@@ -115,10 +113,10 @@ func (s *Store) WriteDeferred(ctx context.Context, table string, batch []store.M
 	return s.write(ctx, table, batch, true)
 }
 
-// Scan reads through the wrapped Store's Scanner when it has one, so that
-// a decorated store reads as fast as a bare one; see store.Scanner.
+// Scan reads through the wrapped Store's Scan, so that a decorated store
+// reads as fast as a bare one.
 func (s *Store) Scan(ctx context.Context, table string, q store.Query, fn func(*store.RawRow) error) ([]byte, error) {
-	return store.Scan(ctx, s.inner, table, q, fn)
+	return s.inner.Scan(ctx, table, q, fn)
 }
 
 // writeInner applies batch to the wrapped Store, deferred when asked and
@@ -144,13 +142,13 @@ func (s *Store) write(ctx context.Context, table string, batch []store.Mutation,
 		return s.writeInner(ctx, table, batch, deferred)
 	}
 	start := s.opts.Now()
-	res, err := store.ResolveBatch(spec, batch, start, s.maxRow)
+	res, err := kit.ResolveBatch(spec, batch, start, s.maxRow)
 	if err != nil {
 		// A stale cached spec must not refuse a valid write: read it again.
 		if spec, err = s.specs.refresh(ctx, table); err != nil {
 			return err
 		}
-		if res, err = store.ResolveBatch(spec, batch, start, s.maxRow); err != nil {
+		if res, err = kit.ResolveBatch(spec, batch, start, s.maxRow); err != nil {
 			return err
 		}
 	}
@@ -183,7 +181,7 @@ func (s *Store) write(ctx context.Context, table string, batch []store.Mutation,
 // it), when every entry for it may be spent: it is indexed at start.
 // Entries are due no sooner than Grace after start, so the write has landed
 // before the sweeper looks.
-func (s *Store) plan(table string, spec *store.TableSpec, batch []store.Mutation, res []store.ResolvedMutation, start time.Time) []entry {
+func (s *Store) plan(table string, spec *store.TableSpec, batch []store.Mutation, res []kit.ResolvedMutation, start time.Time) []entry {
 	grace := s.opts.Grace.Milliseconds()
 	earliest := start.UnixMilli() + grace
 	var out []entry
@@ -248,7 +246,7 @@ func (s *Store) writeEntries(ctx context.Context, entries []entry) error {
 // reindex writes fresh entries for a write that ended at end, then removes
 // the entries it replaces (which may sit in a window already swept).
 // Entries whose due time did not change are left alone.
-func (s *Store) reindex(ctx context.Context, table string, spec *store.TableSpec, batch []store.Mutation, res []store.ResolvedMutation, old []entry, end time.Time) error {
+func (s *Store) reindex(ctx context.Context, table string, spec *store.TableSpec, batch []store.Mutation, res []kit.ResolvedMutation, old []entry, end time.Time) error {
 	fresh := s.plan(table, spec, batch, res, end)
 	var add []entry
 	var del []store.Mutation

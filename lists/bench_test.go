@@ -114,7 +114,7 @@ func reportItems(b *testing.B, perOp int) {
 func BenchmarkGet(b *testing.B) { benchRead(b, false) }
 
 // BenchmarkGetWithExpiry is BenchmarkGet through the expiry decorator, as
-// ebb serve reads: the decorator hands the backend's Scanner through, so
+// ebb serve reads: the decorator hands Scan through to the backend, so
 // it should cost nothing.
 func BenchmarkGetWithExpiry(b *testing.B) { benchRead(b, true) }
 

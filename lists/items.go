@@ -326,7 +326,7 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, minTi
 		// Scan rather than Query: the timestamp is read from the encoded
 		// key and the value handed out in place, no allocation per item.
 		buf := make([]byte, 0, itemKeyLen)
-		_, err := store.Scan(ctx, s.st, f.Table, q, func(r *store.RawRow) error {
+		_, err := s.st.Scan(ctx, f.Table, q, func(r *store.RawRow) error {
 			v := r.Values[0]
 			if v == nil {
 				return nil // no live value: the row is on its way out

@@ -26,7 +26,7 @@
 // rows share it:
 //
 //	item    (tbl, gen, kindItem, hash(key))   (0, key, 0)            at, attrs, size=version
-//	entry   (tbl, gen, kindEntry, bucket)     (timestamp, key, ver)  size
+//	entry   (tbl, gen, kindEntry, bucket)     (timestamp, key, ver)  size, at=written
 //	bucket  (tbl, gen, kindBucket, 0)         (bucket start, "", n)  -
 //
 // An item row is found by its key alone; the key hash only spreads one
@@ -77,7 +77,9 @@
 //   - Listings verify each entry against its item row (same timestamp,
 //     item live) and list the item once however many entries it has. An
 //     entry that lists nothing may belong to a put still in flight, so a
-//     listing removes it only after fencing the item row: a guarded write
+//     listing leaves it alone while it is young (30 s: puts finish well
+//     within that, so listings never make them start over) and removes it
+//     only after fencing the item row: a guarded write
 //     of a new version (or, where there is no item, of a fence row that
 //     expires with the entry). The in-flight put's guard then fails and it
 //     starts over with a new entry.

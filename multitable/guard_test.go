@@ -65,6 +65,8 @@ func testRaceListingFencesNewPut(t *testing.T, b backend) {
 	e := newEnv(t, b)
 	e.create("t", time.Hour)
 	e.once(func(batch []store.Mutation) bool { return isItemWrite(batch, "k") }, func() {
+		// A put stalled past the grace a listing gives puts in flight.
+		e.clock.Advance(inFlightGrace)
 		if got := keys(e.listAll("t", nil, 10)); len(got) != 0 {
 			t.Errorf("listing during the put = %q, want none", got)
 		}
@@ -94,6 +96,7 @@ func testRaceListingFencesMove(t *testing.T, b backend) {
 	e.create("t", time.Hour)
 	e.put("t", "k", at(0), `{"v":0}`, nil)
 	e.once(func(batch []store.Mutation) bool { return isItemWrite(batch, "k") }, func() {
+		e.clock.Advance(inFlightGrace)
 		if got := e.listAll("t", nil, 10); len(got) != 1 || !got[0].Timestamp.Equal(at(0)) {
 			t.Errorf("listing during the move = %+v, want k at T0", got)
 		}
@@ -218,5 +221,26 @@ func testItemsWithoutVersions(t *testing.T, b backend) {
 	}
 	if n := testCounter(t, e.reg.metrics.stale); n != 0 {
 		t.Fatalf("%v stale entries met: an old entry was left behind", n)
+	}
+}
+
+// testListingSparesPutsInFlight runs a listing between a put's entry write
+// and its item write, within the grace: the listing skips the entry and
+// leaves the put alone, so the put succeeds at its first attempt.
+func testListingSparesPutsInFlight(t *testing.T, b backend) {
+	e := newEnv(t, b)
+	e.create("t", time.Hour)
+	e.once(func(batch []store.Mutation) bool { return isItemWrite(batch, "k") }, func() {
+		e.clock.Advance(inFlightGrace - time.Millisecond)
+		if got := keys(e.listAll("t", nil, 10)); len(got) != 0 {
+			t.Errorf("listing during the put = %q, want none", got)
+		}
+	})
+	e.put("t", "k", at(0), `{"v":1}`, nil)
+	if n := testCounter(t, e.reg.metrics.conflicts); n != 0 {
+		t.Fatalf("%v conflicts: the listing fenced a put in flight", n)
+	}
+	if got := keys(e.listAll("t", nil, 10)); !slices.Equal(got, []string{"k"}) {
+		t.Fatalf("listing after the put = %q, want [k]", got)
 	}
 }

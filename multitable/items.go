@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -73,7 +74,7 @@ func (g *Registry) Put(ctx context.Context, table string, in PutItem) (Item, err
 		expMs = g.now().Add(ttl).UnixMilli()
 	}
 	e := entry{ts: ts, key: in.Key, expMs: expMs, size: itemSize(in.Key, attrs)}
-	for range maxAttempts {
+	for attempt := range maxAttempts {
 		cur, err := g.readItem(ctx, t, in.Key)
 		if err != nil {
 			return Item{}, err
@@ -81,7 +82,7 @@ func (g *Registry) Put(ctx context.Context, table string, in PutItem) (Item, err
 		// The entry (and its bucket row) land before the item, so that a
 		// live item is always listed. It is this attempt's own row: no
 		// other writer ever touches it.
-		e.ver = newVersion()
+		e.ver, e.written = newVersion(), g.now()
 		if err := g.addEntry(ctx, t, e); err != nil {
 			return Item{}, err
 		}
@@ -104,6 +105,9 @@ func (g *Registry) Put(ctx context.Context, table string, in PutItem) (Item, err
 			// attempt's entry lists nothing, and the put starts over.
 			g.metrics.conflicts.Inc()
 			g.dropEntry(ctx, t, e)
+			if err := g.pause(ctx, attempt); err != nil {
+				return Item{}, err
+			}
 			continue
 		}
 		if cur.ok {
@@ -157,7 +161,7 @@ func (g *Registry) Delete(ctx context.Context, table, key string) error {
 		return err
 	}
 	t := rec.ref(table)
-	for range maxAttempts {
+	for attempt := range maxAttempts {
 		cur, err := g.readItem(ctx, t, key)
 		if err != nil || !cur.ok {
 			return err
@@ -173,6 +177,9 @@ func (g *Registry) Delete(ctx context.Context, table, key string) error {
 			}
 			if now.ok {
 				g.metrics.conflicts.Inc()
+				if err := g.pause(ctx, attempt); err != nil {
+					return err
+				}
 				continue
 			}
 			// Gone either way: deleted by this call (a retried request
@@ -195,6 +202,14 @@ func (g *Registry) Delete(ctx context.Context, table, key string) error {
 // for an item to other writers of the same key. Only sustained contention
 // on one key exhausts them; the caller's retry then settles it.
 const maxAttempts = 8
+
+// pause waits before attempt+1 of a put or delete that lost a race: a
+// random delay up to 2^attempt ms (at most 128 ms), so that writers of one
+// key stop colliding.
+func (g *Registry) pause(ctx context.Context, attempt int) error {
+	d := time.Duration(rand.Int64N(int64(time.Millisecond)<<min(attempt, 7) + 1))
+	return backoff.Sleep(ctx, d)
+}
 
 // itemRow is an item row as read: the item, if it is one, and the version
 // that conditional writes compare.

@@ -130,13 +130,16 @@ type entry struct {
 	ver   int64
 	expMs int64
 	size  int64
+	// written is when the put that made it started (its at column), so
+	// that listings leave the entries of puts in flight alone.
+	written time.Time
 }
 
 func (t tableRef) entryUpsert(e entry) store.Mutation {
 	return withExpiry(store.Mutation{
 		Partition:  t.entryPartition(t.bucketOf(e.ts.UnixMilli())),
 		Clustering: entryClustering(e.ts, e.key, e.ver),
-		Cells:      []store.Cell{{Column: colSize, Value: e.size}},
+		Cells:      []store.Cell{{Column: colSize, Value: e.size}, {Column: colAt, Value: e.written}},
 	}, e.expMs)
 }
 

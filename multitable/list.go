@@ -239,6 +239,12 @@ func (l *lister) lastIs(ts time.Time, key string) bool {
 	return l.last.key == key && l.last.ts.Equal(ts) && !l.last.ts.IsZero()
 }
 
+// inFlightGrace is how old an entry that lists nothing must be before a
+// listing removes it: puts finish well within it, so listings never make
+// a put in flight start over, however often they run. Removal is safe at
+// any age (see retire); the grace only spares work.
+const inFlightGrace = 30 * time.Second
+
 // retire removes an entry that lists nothing, given its item row as just
 // read. The entry may belong to a put still in flight, whose guarded item
 // write would list its item through this very entry; so the item row is
@@ -250,6 +256,11 @@ func (l *lister) lastIs(ts time.Time, key string) bool {
 // skipped. Failures cost only a later listing's visit; they are logged.
 func (l *lister) retire(ctx context.Context, entryRow store.Row, r itemRow) {
 	if r.ok && r.ver == 0 {
+		return
+	}
+	if written, ok := entryRow.Values[0].(time.Time); ok && l.g.now().Sub(written) < inFlightGrace {
+		// Most likely a put in flight: fencing would only make it start
+		// over. Listings skip the entry meanwhile.
 		return
 	}
 	key, _ := entryRow.Clustering[1].(string)

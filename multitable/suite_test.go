@@ -41,6 +41,7 @@ var suite = []struct {
 	{"PutCost", testPutCost},
 	{"RaceListingFencesNewPut", testRaceListingFencesNewPut},
 	{"RaceListingFencesMove", testRaceListingFencesMove},
+	{"ListingSparesPutsInFlight", testListingSparesPutsInFlight},
 	{"RefusedAfterApplying", testRefusedAfterApplying},
 	{"PageTokenAfter", testPageTokenAfter},
 	{"ItemsWithoutVersions", testItemsWithoutVersions},

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/timeseries"
 )
 
 // Error codes of the API (API.md "Conventions"). Every error body carries
@@ -57,7 +58,7 @@ var codeSentinels = map[string]error{
 	CodeInvalidArgument: store.ErrInvalid,
 	CodeNotFound:        store.ErrNotFound,
 	CodeConflict:        store.ErrConflict,
-	CodeExpired:         store.ErrExpired,
+	CodeExpired:         timeseries.ErrExpired,
 	CodeTooLarge:        store.ErrTooLarge,
 	CodeUnavailable:     store.ErrUnavailable,
 }
@@ -86,7 +87,7 @@ var storeMappings = []errorMapping{
 	// A capacity change the provider would refuse conflicts with the
 	// table's recent history; retrying at once cannot help.
 	{store.ErrCapacityLimit, http.StatusConflict, CodeConflict},
-	{store.ErrExpired, http.StatusUnprocessableEntity, CodeExpired},
+	{timeseries.ErrExpired, http.StatusUnprocessableEntity, CodeExpired},
 	{store.ErrThrottled, http.StatusServiceUnavailable, CodeUnavailable},
 	{store.ErrUnavailable, http.StatusServiceUnavailable, CodeUnavailable},
 	// The store closes only while the server shuts down; a client should

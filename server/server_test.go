@@ -21,6 +21,7 @@ import (
 	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/server"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/timeseries"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -182,7 +183,7 @@ func TestErrorMapping(t *testing.T) {
 		{store.ErrConflict, 409, "conflict"},
 		{store.ErrTableExists, 409, "conflict"},
 		{store.ErrCapacityLimit, 409, "conflict"},
-		{store.ErrExpired, 422, "expired"},
+		{timeseries.ErrExpired, 422, "expired"},
 		{fmt.Errorf("w: %w", errNoShard), 422, "no_shard"},
 		{store.ErrTooLarge, 413, "too_large"},
 		{store.ErrThrottled, 503, "unavailable"},

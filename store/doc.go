@@ -38,4 +38,11 @@
 //
 // Backends map their native errors onto the sentinels in errors.go; callers
 // match them with errors.Is. A refused Write writes nothing.
+//
+// # Implementing a backend
+//
+// Package kit holds what backends share to validate and resolve batches
+// and encode keys (package keyenc), so that bad input is refused the same
+// way everywhere; package storetest is the conformance suite every backend
+// passes.
 package store

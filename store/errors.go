@@ -15,9 +15,6 @@ var (
 	// was written), or an object (index, feature, logical table) exists
 	// with a different configuration.
 	ErrConflict = errors.New("store: conflicts with existing configuration")
-	// ErrExpired: the data is already past its retention or TTL; nothing was
-	// written.
-	ErrExpired = errors.New("store: already expired")
 	// ErrInvalid: the request is malformed (bad name, wrong type, missing key
 	// column, unknown column, empty partition key, bad page token...).
 	// Nothing was written.

@@ -2,7 +2,6 @@ package store
 
 import (
 	"errors"
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -79,60 +78,14 @@ func TestEqual(t *testing.T) {
 	}
 }
 
-func TestCheckValue(t *testing.T) {
-	ok := []struct {
-		t    Type
-		in   any
-		want any
-	}{
-		{TypeText, "", ""},
-		{TypeText, "a\x00#|/", "a\x00#|/"},
-		{TypeInt64, int64(math.MinInt64), int64(math.MinInt64)},
-		{TypeInt64, int64(math.MaxInt64), int64(math.MaxInt64)},
-	}
-	for _, c := range ok {
-		got, err := CheckValue(c.t, c.in)
-		if err != nil || got != c.want {
-			t.Errorf("CheckValue(%v, %#v) = %#v, %v", c.t, c.in, got, err)
-		}
-	}
-	ts, err := CheckValue(TypeTimestamp, time.Date(1969, 1, 1, 0, 0, 0, 1_999_999, time.FixedZone("X", 7200)))
-	if err != nil || ts.(time.Time).Location() != time.UTC || ts.(time.Time).Nanosecond() != 1_000_000 {
-		t.Errorf("timestamp not truncated to ms in UTC: %v, %v", ts, err)
-	}
-	bad := []struct {
-		t  Type
-		in any
-	}{
-		{TypeText, []byte("a")}, {TypeText, "\xc3"}, {TypeText, nil},
-		{TypeInt64, 1}, {TypeInt64, int32(1)}, {TypeInt64, uint64(1)}, {TypeInt64, 1.0},
-		{TypeTimestamp, &time.Time{}}, {TypeTimestamp, int64(1)},
-		{TypeBytes, "a"}, {TypeBytes, nil},
-		{0, "a"},
-	}
-	for _, c := range bad {
-		if _, err := CheckValue(c.t, c.in); !errors.Is(err, ErrInvalid) {
-			t.Errorf("CheckValue(%v, %#v) err = %v, want ErrInvalid", c.t, c.in, err)
-		}
-	}
-}
-
-func TestCheckKeyEmptyPartition(t *testing.T) {
-	cols := []Column{{"a", TypeText}, {"b", TypeBytes}, {"c", TypeInt64}}
-	if _, err := CheckKey(cols, []any{"x", []byte{0}, int64(0)}, true); err != nil {
-		t.Fatalf("valid key refused: %v", err)
-	}
-	for _, vals := range [][]any{
-		{"", []byte{0}, int64(0)},
-		{"x", []byte{}, int64(0)},
-		{"x", []byte(nil), int64(0)},
-	} {
-		if _, err := CheckKey(cols, vals, true); !errors.Is(err, ErrInvalid) {
-			t.Errorf("CheckKey(%#v) err = %v, want ErrInvalid", vals, err)
-		}
-		// Empty values are fine in clustering keys.
-		if _, err := CheckKey(cols, vals, false); err != nil {
-			t.Errorf("CheckKey(%#v, clustering) = %v", vals, err)
-		}
+func wideSpec(order Order, ttl time.Duration) *TableSpec {
+	return &TableSpec{
+		Name:            "wide",
+		PartitionKey:    []Column{{"p", TypeText}},
+		Clustering:      []Column{{"c1", TypeInt64}, {"c2", TypeText}},
+		ClusteringOrder: order,
+		Values:          []Column{{"v", TypeText}, {"n", TypeInt64}, {"b", TypeBytes}, {"ts", TypeTimestamp}},
+		DefaultTTL:      ttl,
+		Indexes:         []IndexSpec{{"by_v", "v"}},
 	}
 }

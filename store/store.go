@@ -51,6 +51,12 @@ type Store interface {
 	// exhausted (then NextPageToken is nil); backends keep reading past
 	// expired rows to fill a page.
 	Query(ctx context.Context, table string, q Query) (Page, error)
+	// Scan reads like Query but calls fn for each row in place of
+	// returning a page, and returns the page token: rows are handed out
+	// still encoded (RawRow), so that a hot read path takes what it needs
+	// without a Row's allocations. An error from fn stops the scan and is
+	// returned.
+	Scan(ctx context.Context, table string, q Query, fn func(*RawRow) error) (next []byte, err error)
 
 	// QueryIndex returns the clustering keys, in clustering order, of the
 	// live rows in one partition whose indexed column currently equals

@@ -32,6 +32,9 @@ var (
 	ErrNoShard = errors.New("timeseries: no shard for that time")
 	// ErrIndexNotFound: no index of that name. Also wraps store.ErrNotFound.
 	ErrIndexNotFound = errors.New("timeseries: index not found")
+	// ErrExpired: an event's timestamp is already past its index's
+	// retention (timestamp + retention <= now). Nothing was written.
+	ErrExpired = errors.New("timeseries: already expired")
 )
 
 // DefaultRunway is the runway of a Config whose Runway is zero.

@@ -278,7 +278,7 @@ func TestExpiryIsExact(t *testing.T) {
 		}
 		// Writing an event already expired is refused.
 		_, err := svc.Put(ctx, "ev", []Event{ev("a", "late", clk.Now().Add(-24*time.Hour), "z")})
-		if !errors.Is(err, store.ErrExpired) {
+		if !errors.Is(err, ErrExpired) {
 			t.Fatalf("expired write: %v", err)
 		}
 	})
@@ -301,7 +301,7 @@ func TestBadBatchWritesNothing(t *testing.T) {
 			"long event_id":     {ev("a", string(make([]byte, 257)), t0, ""), store.ErrInvalid},
 			"bad utf8":          {ev("a\xff", "e", t0, ""), store.ErrInvalid},
 			"before 1970":       {ev("a", "e", time.Unix(-1, 0), ""), store.ErrInvalid},
-			"expired":           {ev("a", "e", t0.Add(-25*time.Hour), ""), store.ErrExpired},
+			"expired":           {ev("a", "e", t0.Add(-25*time.Hour), ""), ErrExpired},
 			"beyond the runway": {ev("a", "e", t0.Add(4*time.Hour), ""), ErrNoShard},
 			"too large":         {Event{IndexID: "a", EventID: "e", Timestamp: t0, Payload: make([]byte, st.Capabilities().MaxRowBytes)}, store.ErrTooLarge},
 		} {

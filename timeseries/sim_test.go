@@ -225,6 +225,11 @@ func (b *bridge) Query(ctx context.Context, table string, q store.Query) (page s
 	return page, err
 }
 
+func (b *bridge) Scan(ctx context.Context, table string, q store.Query, fn func(*store.RawRow) error) (next []byte, err error) {
+	b.call(func() { next, err = b.st.Scan(ctx, table, q, fn) })
+	return next, err
+}
+
 func (b *bridge) QueryIndex(ctx context.Context, table, index string, partition []any, value any) (keys [][]any, err error) {
 	b.call(func() { keys, err = b.st.QueryIndex(ctx, table, index, partition, value) })
 	return keys, err

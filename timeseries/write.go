@@ -44,7 +44,7 @@ const (
 // The whole batch is checked before anything is written, and it is refused
 // whole, with an *EventError naming the first offending event, when any
 // event is malformed (store.ErrInvalid, store.ErrTooLarge), already expired
-// (timestamp + retention <= now: store.ErrExpired) or falls in a shard that
+// (timestamp + retention <= now: ErrExpired) or falls in a shard that
 // does not exist (ErrNoShard). Events are then written with one store.Write
 // per shard. Only when the backend fails mid-way (or a shard is dropped
 // concurrently) can part of the batch have been written; the error says so
@@ -169,10 +169,10 @@ func checkEvent(cfg Config, e *Event, now time.Time, maxRow int) (int64, error) 
 	}
 	tsMs := ts.UnixMilli()
 	if !time.UnixMilli(tsMs).Add(cfg.Retention).After(now) {
-		return 0, fmt.Errorf("%w: timestamp %s + retention %s <= now %s", store.ErrExpired,
+		return 0, fmt.Errorf("%w: timestamp %s + retention %s <= now %s", ErrExpired,
 			time.UnixMilli(tsMs).UTC().Format(time.RFC3339Nano), cfg.Retention, now.UTC().Format(time.RFC3339Nano))
 	}
-	// The same size the store computes (store.ResolveBatch), checked here
+	// The same size the store computes (kit.ResolveBatch), checked here
 	// so that an oversize event refuses the batch before any shard is
 	// written.
 	if maxRow > 0 {
@@ -202,7 +202,7 @@ func checkID(field, id string) error {
 
 func refusalReason(err error) string {
 	switch {
-	case errors.Is(err, store.ErrExpired):
+	case errors.Is(err, ErrExpired):
 		return reasonExpired
 	case errors.Is(err, store.ErrTooLarge):
 		return reasonTooLarge

@@ -9,6 +9,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // Conditional mutations are lightweight transactions (IF clauses, Paxos at
@@ -40,7 +41,7 @@ import (
 const casAttempts = 8
 
 // equalsCond is the IF clause of IfEquals.
-func equalsCond(sc *schema, c *store.ResolvedCondition, now int64) stmt {
+func equalsCond(sc *schema, c *kit.ResolvedCondition, now int64) stmt {
 	name := sc.spec.Values[c.Col].Name
 	return stmt{fmt.Sprintf(" IF %s = ? AND %s > ?", quote(name), quote(expCol(name))), []any{bindValue(c.Value), now}}
 }
@@ -99,7 +100,7 @@ func snapshotFrom(sc *schema, row map[string]any) []any {
 }
 
 // conditional applies the one conditional mutation of a batch.
-func (s *Store) conditional(ctx context.Context, sc *schema, r *store.ResolvedMutation) error {
+func (s *Store) conditional(ctx context.Context, sc *schema, r *kit.ResolvedMutation) error {
 	now := s.now().UnixMilli()
 	w := writeParams{ts: s.stamps.next(1), now: now, margin: s.opts.TTLMargin.Milliseconds(), cap: s.ttlCap}
 	if r.Kind == store.Upsert {
@@ -149,7 +150,7 @@ func (s *Store) conditional(ctx context.Context, sc *schema, r *store.ResolvedMu
 
 // readSnapshot reads a row's expiry columns with a linearizable
 // (LOCAL_SERIAL) read; all nil when the row does not exist.
-func (s *Store) readSnapshot(ctx context.Context, sc *schema, r *store.ResolvedMutation) ([]any, error) {
+func (s *Store) readSnapshot(ctx context.Context, sc *schema, r *kit.ResolvedMutation) ([]any, error) {
 	st := snapshotReadStmt(sc, r.Partition, r.Clustering)
 	snap := make([]any, len(sc.spec.Values)+1)
 	err := s.retry.do(ctx, true, func(ctx context.Context) error {
@@ -183,7 +184,7 @@ func (s *Store) readSnapshot(ctx context.Context, sc *schema, r *store.ResolvedM
 // with the row's current values of the condition's columns when it did
 // not. A timeout leaves the outcome unknown: it is not retried, and maps to
 // store.ErrUnavailable.
-func (s *Store) cas(ctx context.Context, sc *schema, r *store.ResolvedMutation, w writeParams, cond *stmt) (bool, map[string]any, error) {
+func (s *Store) cas(ctx context.Context, sc *schema, r *kit.ResolvedMutation, w writeParams, cond *stmt) (bool, map[string]any, error) {
 	var stmts []stmt
 	switch r.Kind {
 	case store.Upsert:

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // DeleteIfExpired must never delete a row whose expiry was extended, and
@@ -37,7 +38,7 @@ const dieReadChunk = 100
 // deleteIfExpired reads the rows of the DeleteIfExpired mutations (indexes
 // into rs, by partition key) and returns, by partition key, the statements
 // deleting those found expired at now (Unix ms).
-func (s *Store) deleteIfExpired(ctx context.Context, sc *schema, rs []store.ResolvedMutation, dies map[string][]int, now int64) (map[string][]stmt, error) {
+func (s *Store) deleteIfExpired(ctx context.Context, sc *schema, rs []kit.ResolvedMutation, dies map[string][]int, now int64) (map[string][]stmt, error) {
 	var mu sync.Mutex
 	out := map[string][]stmt{}
 	var tasks []func(context.Context) error

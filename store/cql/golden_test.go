@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // The statement builders are tested against golden files in testdata/, in
@@ -153,8 +154,8 @@ func goldenSchema(t *testing.T, args map[string]string) *schema {
 	return newSchema("ks", spec)
 }
 
-func resolveOne(t *testing.T, sc *schema, m store.Mutation) *store.ResolvedMutation {
-	rs, err := store.ResolveBatch(&sc.spec, []store.Mutation{m}, goldenNow, maxRowBytes)
+func resolveOne(t *testing.T, sc *schema, m store.Mutation) *kit.ResolvedMutation {
+	rs, err := kit.ResolveBatch(&sc.spec, []store.Mutation{m}, goldenNow, maxRowBytes)
 	if err != nil {
 		t.Fatalf("resolve: %v", err)
 	}
@@ -249,7 +250,7 @@ func runGolden(t *testing.T, cmd string, args map[string]string) string {
 			q.High = store.Bound{Values: []any{int64(9), "z"}}
 		case "token":
 			q.Low = store.Bound{Values: []any{int64(1)}, Inclusive: true}
-			q.PageToken = store.EncodeClustering(&sc.spec, []any{int64(3), "m"})
+			q.PageToken = kit.EncodeClustering(&sc.spec, []any{int64(3), "m"})
 		}
 		lo, hi, empty, err := queryBounds(&sc.spec, &q)
 		if err != nil || empty {

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // Indexes are not Cassandra secondary indexes (which are per node,
@@ -52,15 +52,15 @@ func (s *Store) QueryIndex(ctx context.Context, name, index string, partition []
 		return nil, err
 	}
 	spec := &sc.spec
-	col, v, _, err := store.ResolveIndexLookup(spec, index, partition, value)
+	col, v, _, err := kit.ResolveIndexLookup(spec, index, partition, value)
 	if err != nil {
 		return nil, err
 	}
-	p, _, err := store.ResolvePartition(spec, partition)
+	p, _, err := kit.ResolvePartition(spec, partition)
 	if err != nil {
 		return nil, err
 	}
-	ix, raw, now := indexOf(spec, col), store.RawValue(v), s.now().UnixMilli()
+	ix, raw, now := indexOf(spec, col), kit.RawValue(v), s.now().UnixMilli()
 	cands, err := s.indexEntries(ctx, sc, p, ix, indexKey(raw), now)
 	if err != nil {
 		return nil, s.tableErr(ctx, sc, "query index of", err)
@@ -79,7 +79,7 @@ func (s *Store) QueryIndex(ctx context.Context, name, index string, partition []
 	var stale []stmt
 	oldest := s.stamps.wall().Add(-cleanupGrace).UnixMicro()
 	for _, c := range cands {
-		if live[string(store.EncodeClustering(spec, c.ck))] {
+		if live[string(kit.EncodeClustering(spec, c.ck))] {
 			out = append(out, c.ck)
 		} else if c.wt < oldest {
 			stale = append(stale, deleteIndexEntryStmt(sc, p, ix, indexKey(raw), c.ck, c.wt))
@@ -173,7 +173,7 @@ func (s *Store) verifyEntries(ctx context.Context, sc *schema, p []any, col int,
 					return err
 				}
 			}
-			live[string(store.EncodeClustering(&sc.spec, ck))] = true
+			live[string(kit.EncodeClustering(&sc.spec, ck))] = true
 		}
 		return iter.Close()
 	})

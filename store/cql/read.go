@@ -11,6 +11,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // Reads. Rows come back from the cluster in clustering order (ORDER BY the
@@ -36,11 +37,11 @@ func (s *Store) Get(ctx context.Context, name string, partition, clustering []an
 	if err != nil {
 		return store.Row{}, err
 	}
-	p, _, err := store.ResolvePartition(&sc.spec, partition)
+	p, _, err := kit.ResolvePartition(&sc.spec, partition)
 	if err != nil {
 		return store.Row{}, err
 	}
-	c, err := store.CheckKey(sc.spec.Clustering, clustering, false)
+	c, err := kit.CheckKey(sc.spec.Clustering, clustering, false)
 	if err != nil {
 		return store.Row{}, err
 	}
@@ -91,10 +92,8 @@ func (s *Store) Query(ctx context.Context, name string, q store.Query) (store.Pa
 	return page, nil
 }
 
-var _ store.Scanner = (*Store)(nil)
-
 // Scan is Query handed out row by row without building Rows; see
-// store.Scanner. A read that fails after rows were handed out is not
+// store.Store. A read that fails after rows were handed out is not
 // retried (fn would see them twice).
 func (s *Store) Scan(ctx context.Context, name string, q store.Query, fn func(*store.RawRow) error) ([]byte, error) {
 	var raw store.RawRow
@@ -108,7 +107,7 @@ func (s *Store) Scan(ctx context.Context, name string, q store.Query, fn func(*s
 		if err != nil {
 			return false, err
 		}
-		raw.Clustering = store.EncodeClustering(&sc.spec, ck)
+		raw.Clustering = kit.EncodeClustering(&sc.spec, ck)
 		handed = true
 		if err := fn(&raw); err != nil {
 			return false, &callerErr{err}
@@ -144,7 +143,7 @@ func (s *Store) scan(ctx context.Context, name string, q store.Query, op string,
 		return nil, err
 	}
 	spec := &sc.spec
-	p, _, err := store.ResolvePartition(spec, q.Partition)
+	p, _, err := kit.ResolvePartition(spec, q.Partition)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +176,7 @@ func (s *Store) scan(ctx context.Context, name string, q store.Query, op string,
 					return err
 				}
 				if d.live {
-					next = store.EncodeClustering(spec, last)
+					next = kit.EncodeClustering(spec, last)
 					break
 				}
 				continue
@@ -222,13 +221,13 @@ func (b *rowBuf) clustering(spec *store.TableSpec) ([]any, error) {
 }
 
 // queryBounds turns a query's bounds and page token into the natural-order
-// range the CQL relations express. The shared store.ClusteringRange
+// range the CQL relations express. The shared kit.ClusteringRange
 // validates bounds and token (ErrInvalid) and says when the range is
 // empty; the token, a whole clustering key, then replaces the bound on the
 // side the read moves away from when it is the tighter one (a CQL query
 // takes one bound per side).
 func queryBounds(spec *store.TableSpec, q *store.Query) (lo, hi bound, empty bool, err error) {
-	kr, err := store.ClusteringRange(spec, q)
+	kr, err := kit.ClusteringRange(spec, q)
 	if err != nil || kr.Empty {
 		return bound{}, bound{}, kr.Empty, err
 	}
@@ -236,7 +235,7 @@ func queryBounds(spec *store.TableSpec, q *store.Query) (lo, hi bound, empty boo
 		if b.Values == nil {
 			return bound{}, nil
 		}
-		v, err := store.CheckKey(spec.Clustering[:len(b.Values)], b.Values, false)
+		v, err := kit.CheckKey(spec.Clustering[:len(b.Values)], b.Values, false)
 		return bound{vals: v, inclusive: b.Inclusive}, err
 	}
 	if lo, err = canon(q.Low); err != nil {

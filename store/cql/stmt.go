@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // This file builds the data statements. Builders are pure: they take a
@@ -64,10 +65,10 @@ func orNever(exp int64) int64 {
 // empty, is an IF clause (with its arguments) for a conditional write: the
 // statements then carry no timestamp (Paxos sets it) and no index entries
 // (written before, by the caller).
-func upsertStmts(sc *schema, r *store.ResolvedMutation, w writeParams, cond *stmt) []stmt {
+func upsertStmts(sc *schema, r *kit.ResolvedMutation, w writeParams, cond *stmt) []stmt {
 	type group struct {
 		exp   int64
-		cells []store.ResolvedCell
+		cells []kit.ResolvedCell
 	}
 	rowExp := orNever(r.ExpiresAt)
 	groups := []group{{exp: rowExp}}
@@ -117,7 +118,7 @@ func upsertStmts(sc *schema, r *store.ResolvedMutation, w writeParams, cond *stm
 // indexEntryStmts renders the companion entries of an Upsert's indexed
 // cells: keyed by (partition, index, value, clustering), holding the cell's
 // expiry, with the cell's TTL and timestamp.
-func indexEntryStmts(sc *schema, r *store.ResolvedMutation, w writeParams) []stmt {
+func indexEntryStmts(sc *schema, r *kit.ResolvedMutation, w writeParams) []stmt {
 	var out []stmt
 	for _, c := range r.Cells {
 		ix := indexOf(&sc.spec, c.Col)
@@ -127,7 +128,7 @@ func indexEntryStmts(sc *schema, r *store.ResolvedMutation, w writeParams) []stm
 		e := orNever(c.ExpiresAt)
 		args := []any{w.ts, w.ttl(e), e}
 		args = appendKey(args, r.Partition)
-		args = append(args, ix, indexKey(store.RawValue(c.Value)))
+		args = append(args, ix, indexKey(kit.RawValue(c.Value)))
 		args = appendKey(args, r.Clustering)
 		out = append(out, stmt{fmt.Sprintf("UPDATE %s USING TIMESTAMP ? AND TTL ? SET %s = ? WHERE %s",
 			sc.index, quote(colIndexExp), indexWhere(sc)), args})
@@ -167,7 +168,7 @@ func indexOf(spec *store.TableSpec, col int) int {
 // deleteRowStmt renders a DeleteRow: a row tombstone (a partition tombstone
 // for a table without clustering columns, which has one row per
 // partition). ts is the tombstone's timestamp.
-func deleteRowStmt(sc *schema, r *store.ResolvedMutation, ts int64, cond *stmt) stmt {
+func deleteRowStmt(sc *schema, r *kit.ResolvedMutation, ts int64, cond *stmt) stmt {
 	var args []any
 	using := " USING TIMESTAMP ?"
 	if cond != nil {
@@ -186,7 +187,7 @@ func deleteRowStmt(sc *schema, r *store.ResolvedMutation, ts int64, cond *stmt) 
 
 // deleteCellsStmt renders a DeleteCells: tombstones for the values and
 // their expiries, which do not create a row that did not exist.
-func deleteCellsStmt(sc *schema, r *store.ResolvedMutation, ts int64, cond *stmt) stmt {
+func deleteCellsStmt(sc *schema, r *kit.ResolvedMutation, ts int64, cond *stmt) stmt {
 	var cols []string
 	for _, c := range r.Cells {
 		name := sc.spec.Values[c.Col].Name

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // These tests cover the pure parts of the backend: TTL arithmetic, range
@@ -89,7 +90,7 @@ var unitSpec = store.TableSpec{
 // TestQueryBounds checks how a page token narrows the range on the side
 // the read moves away from, for both clustering orders and directions.
 func TestQueryBounds(t *testing.T) {
-	tok := func(spec *store.TableSpec, k ...any) []byte { return store.EncodeClustering(spec, k) }
+	tok := func(spec *store.TableSpec, k ...any) []byte { return kit.EncodeClustering(spec, k) }
 	desc := unitSpec
 	desc.ClusteringOrder = store.Desc
 	b := func(incl bool, v ...any) store.Bound { return store.Bound{Values: v, Inclusive: incl} }
@@ -186,7 +187,7 @@ func TestSplitPhases(t *testing.T) {
 		m(store.DeleteIfExpired, 2), // row 2 was written in this phase: cut
 		m(store.Upsert, 3),
 	}
-	rs, err := store.ResolveBatch(&spec, batch, time.Now(), 0)
+	rs, err := kit.ResolveBatch(&spec, batch, time.Now(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

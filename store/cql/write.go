@@ -9,9 +9,10 @@ import (
 
 	"github.com/ebb-data/ebb/internal/parallel"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
-// Writes. A batch is validated whole with store.ResolveBatch, then every
+// Writes. A batch is validated whole with kit.ResolveBatch, then every
 // mutation becomes one or more statements (stmt.go), each carrying an
 // explicit write timestamp: the batch reserves consecutive timestamps and
 // mutation i gets the i-th, so "a later mutation of the same row wins" is
@@ -46,7 +47,7 @@ func (s *Store) Write(ctx context.Context, name string, batch []store.Mutation) 
 		return err
 	}
 	now := s.now()
-	rs, err := store.ResolveBatch(&sc.spec, batch, now, s.caps.MaxRowBytes)
+	rs, err := kit.ResolveBatch(&sc.spec, batch, now, s.caps.MaxRowBytes)
 	if err != nil {
 		return err
 	}
@@ -73,7 +74,7 @@ func (s *Store) Write(ctx context.Context, name string, batch []store.Mutation) 
 	return nil
 }
 
-func samePartition(rs []store.ResolvedMutation) bool {
+func samePartition(rs []kit.ResolvedMutation) bool {
 	for i := range rs {
 		if string(rs[i].PartitionKey) != string(rs[0].PartitionKey) {
 			return false
@@ -87,7 +88,7 @@ func samePartition(rs []store.ResolvedMutation) bool {
 // mutation after a DeleteIfExpired needs no cut: the delete carries the
 // timestamp of what it read, which is older than any timestamp of this
 // batch, so the later mutation wins anyway.
-func splitPhases(rs []store.ResolvedMutation) [][]int {
+func splitPhases(rs []kit.ResolvedMutation) [][]int {
 	var phases [][]int
 	var cur []int
 	written := map[string]bool{}
@@ -114,10 +115,10 @@ type partStmts struct {
 
 // phaseStatements renders one phase, grouped by partition in order of
 // first appearance.
-func (s *Store) phaseStatements(ctx context.Context, sc *schema, rs []store.ResolvedMutation, ph []int, w writeParams) ([]*partStmts, error) {
+func (s *Store) phaseStatements(ctx context.Context, sc *schema, rs []kit.ResolvedMutation, ph []int, w writeParams) ([]*partStmts, error) {
 	var order []*partStmts
 	byPart := map[string]*partStmts{}
-	part := func(r *store.ResolvedMutation) *partStmts {
+	part := func(r *kit.ResolvedMutation) *partStmts {
 		p, ok := byPart[string(r.PartitionKey)]
 		if !ok {
 			p = &partStmts{}
@@ -167,7 +168,7 @@ func (s *Store) phaseStatements(ctx context.Context, sc *schema, rs []store.Reso
 
 // checkAtomic refuses an atomic batch the cluster could not apply as one:
 // over Keyspaces' statement limit, or over the size of one mutation.
-func (s *Store) checkAtomic(rs []store.ResolvedMutation, parts []*partStmts) error {
+func (s *Store) checkAtomic(rs []kit.ResolvedMutation, parts []*partStmts) error {
 	for _, p := range parts {
 		if n := len(p.stmts); n > s.provider.batchStatements() && s.provider == Keyspaces {
 			return &store.MutationError{Index: p.from[s.provider.batchStatements()], Err: fmt.Errorf(
@@ -237,7 +238,7 @@ func (s *Store) DeletePartition(ctx context.Context, name string, partition []an
 	if err != nil {
 		return err
 	}
-	p, _, err := store.ResolvePartition(&sc.spec, partition)
+	p, _, err := kit.ResolvePartition(&sc.spec, partition)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // conditionExpr renders a store condition as a DynamoDB condition
@@ -17,7 +18,7 @@ import (
 // atomically with the write. "Live" follows the read path: the marker (x)
 // or a cell's expiry (eI) after now. A comparison with a missing attribute
 // is false in DynamoDB, so a missing item, marker or cell is not live.
-func conditionExpr(b *exprBuilder, spec *store.TableSpec, c *store.ResolvedCondition, now int64) string {
+func conditionExpr(b *exprBuilder, spec *store.TableSpec, c *kit.ResolvedCondition, now int64) string {
 	n := b.value(numAttr(now))
 	switch c.Kind {
 	case store.IfEquals:
@@ -36,7 +37,7 @@ func conditionExpr(b *exprBuilder, spec *store.TableSpec, c *store.ResolvedCondi
 
 // conditional sends the one op of a conditional mutation with its
 // condition; a failed condition is ErrConflict and writes nothing.
-func (s *Store) conditional(ctx context.Context, t *table, o *op, c *store.ResolvedCondition) error {
+func (s *Store) conditional(ctx context.Context, t *table, o *op, c *kit.ResolvedCondition) error {
 	now := s.now().UnixMilli()
 	var err error
 	switch o.kind {
@@ -81,7 +82,7 @@ func (s *Store) conditional(ctx context.Context, t *table, o *op, c *store.Resol
 
 // conditionHolds evaluates c on an item as read (nil when there is none) at
 // now, as conditionExpr does on the service.
-func conditionHolds(spec *store.TableSpec, c *store.ResolvedCondition, item map[string]types.AttributeValue, now int64) bool {
+func conditionHolds(spec *store.TableSpec, c *kit.ResolvedCondition, item map[string]types.AttributeValue, now int64) bool {
 	switch c.Kind {
 	case store.IfAbsent:
 		return item == nil || !itemLive(spec, item, now)
@@ -96,5 +97,5 @@ func conditionHolds(spec *store.TableSpec, c *store.ResolvedCondition, item map[
 		return false
 	}
 	v, err := decodeValue(spec.Values[c.Col].Type, av)
-	return err == nil && store.ValuesEqual(v, c.Value)
+	return err == nil && kit.ValuesEqual(v, c.Value)
 }

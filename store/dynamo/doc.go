@@ -26,7 +26,7 @@
 //
 // # Writes
 //
-// A batch is validated whole with store.ResolveBatch and measured against
+// A batch is validated whole with kit.ResolveBatch and measured against
 // the 400 KB item limit before anything is sent, then folded per row (a
 // later mutation of a row wins). Where the endpoint has TransactWriteItems,
 // a single-partition batch of at most 100 mutations (and under its 4 MB

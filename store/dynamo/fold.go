@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // A batch is folded, per row, into at most one DynamoDB operation per phase.
@@ -70,7 +71,7 @@ type phase []*op
 // measured against DynamoDB's item size limit here, before anything is
 // sent; an oversize row fails as a *store.MutationError wrapping
 // store.ErrTooLarge.
-func fold(spec *store.TableSpec, rs []store.ResolvedMutation, now, margin int64) ([]phase, error) {
+func fold(spec *store.TableSpec, rs []kit.ResolvedMutation, now, margin int64) ([]phase, error) {
 	var phases []phase
 	// cur maps a row key to its pending op and that op's phase.
 	type slot struct {
@@ -117,7 +118,7 @@ func fold(spec *store.TableSpec, rs []store.ResolvedMutation, now, margin int64)
 // apply folds r into prev (nil when the row has no pending op in its
 // current phase). It returns the op to use and whether it is a new op that
 // must be added to a phase (as opposed to prev modified in place).
-func apply(spec *store.TableSpec, prev *op, r *store.ResolvedMutation, sk []byte, now, margin int64) (*op, bool) {
+func apply(spec *store.TableSpec, prev *op, r *kit.ResolvedMutation, sk []byte, now, margin int64) (*op, bool) {
 	full := r.Kind == store.Upsert && len(r.Cells) == len(spec.Values)
 	newOp := func(kind opKind) *op { return &op{kind: kind, pk: r.PartitionKey, sk: sk} }
 	switch {
@@ -194,7 +195,7 @@ func replace(prev, o *op) (*op, bool) {
 }
 
 // mergeUpdate adds a partial Upsert or a DeleteCells to an update.
-func mergeUpdate(spec *store.TableSpec, o *op, r *store.ResolvedMutation) {
+func mergeUpdate(spec *store.TableSpec, o *op, r *kit.ResolvedMutation) {
 	set := func(name string, v types.AttributeValue) { o.set[name] = v; delete(o.remove, name) }
 	del := func(name string) { o.remove[name] = true; delete(o.set, name) }
 	if r.Kind == store.DeleteCells {

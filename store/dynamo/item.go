@@ -10,12 +10,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // Item layout (one DynamoDB item per row):
 //
-//	pk   B  store.EncodeTuple(partition): the partition key
-//	sk   B  0x01 | store.EncodeClustering(clustering): the sort key; the
+//	pk   B  kit.EncodeTuple(partition): the partition key
+//	sk   B  0x01 | kit.EncodeClustering(clustering): the sort key; the
 //	        0x01 space byte keeps the sort key non-empty for tables without
 //	        clustering columns and leaves room for other key spaces
 //	x    N  row marker expiry, Unix ms (never = math.MaxInt64); absent when
@@ -46,7 +47,7 @@ const (
 	maxItemBytes = 400 * 1024
 	// maxRowBytes is what Capabilities reports: the item limit less the
 	// attribute names and expiry attributes this layout adds, so that a row
-	// store.ResolveBatch accepts also fits in an item. Items are measured
+	// kit.ResolveBatch accepts also fits in an item. Items are measured
 	// exactly before sending as well.
 	maxRowBytes = maxItemBytes - 4096
 )
@@ -86,7 +87,7 @@ func encodeValue(v any) types.AttributeValue {
 	case []byte:
 		return bytesAttr(x)
 	}
-	panic(fmt.Sprintf("dynamo: unreachable value type %T", v)) // values are checked by store.ResolveBatch
+	panic(fmt.Sprintf("dynamo: unreachable value type %T", v)) // values are checked by kit.ResolveBatch
 }
 
 // decodeValue turns an attribute value back into a value of type t.
@@ -140,12 +141,12 @@ func bytesOf(item map[string]types.AttributeValue, name string) []byte {
 // 1 KB sort-key limit. Readers compare the stored value itself, so a digest
 // collision can never return a wrong row.
 func indexKey(v any) []byte {
-	sum := sha256.Sum256(store.EncodeTuple(nil, []any{v}, false))
+	sum := sha256.Sum256(kit.EncodeTuple(nil, []any{v}, false))
 	return sum[:16]
 }
 
 // setCell writes cell c into item.
-func setCell(spec *store.TableSpec, item map[string]types.AttributeValue, c store.ResolvedCell) {
+func setCell(spec *store.TableSpec, item map[string]types.AttributeValue, c kit.ResolvedCell) {
 	item[vName(c.Col)] = encodeValue(c.Value)
 	item[eName(c.Col)] = numAttr(expOrNever(c.ExpiresAt))
 	if indexed(spec, c.Col) {
@@ -170,7 +171,7 @@ func indexed(spec *store.TableSpec, col int) bool {
 
 // upsertItem builds the whole item an Upsert leaves when it replaces the row.
 // margin is Options.TTLMargin in ms.
-func upsertItem(spec *store.TableSpec, r *store.ResolvedMutation, margin int64) map[string]types.AttributeValue {
+func upsertItem(spec *store.TableSpec, r *kit.ResolvedMutation, margin int64) map[string]types.AttributeValue {
 	item := map[string]types.AttributeValue{
 		attrPK:     bytesAttr(r.PartitionKey),
 		attrSK:     bytesAttr(rowSK(r.ClusteringKey)),

@@ -15,6 +15,7 @@ import (
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/dynamo"
 	"github.com/ebb-data/ebb/store/dynamo/dynamotest"
+	"github.com/ebb-data/ebb/store/kit"
 	"github.com/ebb-data/ebb/store/storetest"
 )
 
@@ -170,7 +171,7 @@ func TestNativeTTLBackstop(t *testing.T) {
 		for _, item := range out.Items {
 			pk := item["pk"].(*types.AttributeValueMemberB).Value
 			for _, p := range []string{"gone", "extended", "forever", "margin"} {
-				if bytes.Equal(pk, store.EncodeTuple(nil, []any{p}, false)) {
+				if bytes.Equal(pk, kit.EncodeTuple(nil, []any{p}, false)) {
 					items[p] = item
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // Get reads one row with a strongly consistent GetItem; see store.Store.
@@ -23,17 +24,17 @@ func (s *Store) Get(ctx context.Context, name string, partition, clustering []an
 	if err != nil {
 		return store.Row{}, err
 	}
-	p, pk, err := store.ResolvePartition(&t.spec, partition)
+	p, pk, err := kit.ResolvePartition(&t.spec, partition)
 	if err != nil {
 		return store.Row{}, err
 	}
-	c, err := store.CheckKey(t.spec.Clustering, clustering, false)
+	c, err := kit.CheckKey(t.spec.Clustering, clustering, false)
 	if err != nil {
 		return store.Row{}, err
 	}
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(t.physical),
-		Key:            map[string]types.AttributeValue{attrPK: bytesAttr(pk), attrSK: bytesAttr(rowSK(store.EncodeClustering(&t.spec, c)))},
+		Key:            map[string]types.AttributeValue{attrPK: bytesAttr(pk), attrSK: bytesAttr(rowSK(kit.EncodeClustering(&t.spec, c)))},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -70,11 +71,11 @@ func (s *Store) Query(ctx context.Context, name string, q store.Query) (store.Pa
 		return store.Page{}, err
 	}
 	spec := &t.spec
-	p, pk, err := store.ResolvePartition(spec, q.Partition)
+	p, pk, err := kit.ResolvePartition(spec, q.Partition)
 	if err != nil {
 		return store.Page{}, err
 	}
-	kr, err := store.ClusteringRange(spec, &q)
+	kr, err := kit.ClusteringRange(spec, &q)
 	if err != nil {
 		return store.Page{}, err
 	}
@@ -125,7 +126,7 @@ func (s *Store) Query(ctx context.Context, name string, q store.Query) (store.Pa
 			if len(page.Rows) == q.Limit {
 				// A live row follows the full page: hand out a token.
 				last := page.Rows[len(page.Rows)-1]
-				page.NextPageToken = store.EncodeClustering(spec, last.Clustering)
+				page.NextPageToken = kit.EncodeClustering(spec, last.Clustering)
 				return page, nil
 			}
 			ck, err := store.DecodeClustering(spec, sk[1:])
@@ -159,7 +160,7 @@ func (s *Store) QueryIndex(ctx context.Context, name, index string, partition []
 		return nil, err
 	}
 	spec := &t.spec
-	col, v, pk, err := store.ResolveIndexLookup(spec, index, partition, value)
+	col, v, pk, err := kit.ResolveIndexLookup(spec, index, partition, value)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +237,7 @@ func (s *Store) DeletePartition(ctx context.Context, name string, partition []an
 	if err != nil {
 		return err
 	}
-	_, pk, err := store.ResolvePartition(&t.spec, partition)
+	_, pk, err := kit.ResolvePartition(&t.spec, partition)
 	if err != nil {
 		return err
 	}
@@ -318,10 +319,8 @@ func (s *Store) Stats(ctx context.Context, name string) (store.TableStats, error
 	return store.TableStats{Rows: aws.ToInt64(d.Table.ItemCount), Bytes: aws.ToInt64(d.Table.TableSizeBytes)}, nil
 }
 
-var _ store.Scanner = (*Store)(nil)
-
-// Scan is Query handed out row by row; see store.Scanner. It uses the
-// cached spec, so the generic fallback's catalog read is not paid per call.
+// Scan is Query handed out row by row; see store.Store. It converts a
+// Query page with the cached spec.
 func (s *Store) Scan(ctx context.Context, name string, q store.Query, fn func(*store.RawRow) error) ([]byte, error) {
 	page, err := s.Query(ctx, name, q)
 	if err != nil {
@@ -331,5 +330,5 @@ func (s *Store) Scan(ctx context.Context, name string, q store.Query, fn func(*s
 	if err != nil {
 		return nil, err
 	}
-	return store.ScanPage(&t.spec, page, fn)
+	return kit.ScanPage(&t.spec, page, fn)
 }

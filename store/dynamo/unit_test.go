@@ -14,6 +14,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // These tests cover the pure parts of the backend: folding a batch into
@@ -32,7 +33,7 @@ var unitNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func foldBatch(t *testing.T, batch []store.Mutation) []phase {
 	t.Helper()
-	rs, err := store.ResolveBatch(&unitSpec, batch, unitNow, maxRowBytes)
+	rs, err := kit.ResolveBatch(&unitSpec, batch, unitNow, maxRowBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func TestFoldItemTooLarge(t *testing.T) {
 	m := full(1, "x", time.Time{})
 	m.Cells[1].Value = []byte(big)
 	m2 := partial(1, big, time.Time{}) // merged into the put, the item doubles
-	rs, err := store.ResolveBatch(&unitSpec, []store.Mutation{full(2, "ok", time.Time{}), m, m2}, unitNow, maxRowBytes)
+	rs, err := kit.ResolveBatch(&unitSpec, []store.Mutation{full(2, "ok", time.Time{}), m, m2}, unitNow, maxRowBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,8 +370,8 @@ func TestTransactItems(t *testing.T) {
 
 	// The atomic path is taken only for single-partition batches within
 	// the limit, on an endpoint with transactions.
-	resolve := func(batch ...store.Mutation) ([]store.ResolvedMutation, []phase) {
-		rs, err := store.ResolveBatch(&unitSpec, batch, unitNow, maxRowBytes)
+	resolve := func(batch ...store.Mutation) ([]kit.ResolvedMutation, []phase) {
+		rs, err := kit.ResolveBatch(&unitSpec, batch, unitNow, maxRowBytes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -414,7 +415,7 @@ func TestTTLMargin(t *testing.T) {
 		{2 * time.Second, exp.Unix() + 3},
 	}
 	for _, c := range cases {
-		rs, err := store.ResolveBatch(&unitSpec, []store.Mutation{full(1, "x", exp)}, unitNow, maxRowBytes)
+		rs, err := kit.ResolveBatch(&unitSpec, []store.Mutation{full(1, "x", exp)}, unitNow, maxRowBytes)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/ebb-data/ebb/internal/parallel"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // Write validates the whole batch, folds it per row (see fold.go) and sends
@@ -34,7 +35,7 @@ func (s *Store) Write(ctx context.Context, name string, batch []store.Mutation) 
 		return err
 	}
 	now := s.now()
-	rs, err := store.ResolveBatch(&t.spec, batch, now, s.caps.MaxRowBytes)
+	rs, err := kit.ResolveBatch(&t.spec, batch, now, s.caps.MaxRowBytes)
 	if err != nil {
 		return err
 	}
@@ -68,7 +69,7 @@ func (s *Store) Write(ctx context.Context, name string, batch []store.Mutation) 
 // endpoint has it, the batch is a single-partition batch within the limit,
 // folds into one phase of more than one operation and fits the 4 MB
 // transaction size. A single operation on one item is atomic by itself.
-func (s *Store) atomic(rs []store.ResolvedMutation, phases []phase) bool {
+func (s *Store) atomic(rs []kit.ResolvedMutation, phases []phase) bool {
 	if !s.caps.AtomicPartitionBatch || len(rs) > s.caps.MaxAtomicBatch || len(phases) != 1 || len(phases[0]) < 2 {
 		return false
 	}

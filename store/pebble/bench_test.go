@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // The benchmarks run on disk (b.TempDir), each beside its baseline in the
@@ -93,13 +94,13 @@ func BenchmarkWriteRawPebble(b *testing.B) {
 				b.Fatal(err)
 			}
 			t := s.tables[eventsSpec.Name]
-			_, probe, err := store.ResolvePartition(&t.Spec, []any{"probe"})
+			_, probe, err := kit.ResolvePartition(&t.Spec, []any{"probe"})
 			if err != nil {
 				b.Fatal(err)
 			}
 			cks := make([][]byte, benchBatch)
 			for i := range cks {
-				cks[i] = store.EncodeClustering(&t.Spec, []any{int64(i)})
+				cks[i] = kit.EncodeClustering(&t.Spec, []any{int64(i)})
 			}
 			value, closer, err := s.db.Get(rowKey(nil, t.prefix, probe, cks[0]))
 			if err != nil {
@@ -115,7 +116,7 @@ func BenchmarkWriteRawPebble(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(benchBatch * benchValueLen)
 			for i := 0; b.Loop(); i++ {
-				_, pk, err := store.ResolvePartition(&t.Spec, []any{fmt.Sprintf("p%08d", i)})
+				_, pk, err := kit.ResolvePartition(&t.Spec, []any{fmt.Sprintf("p%08d", i)})
 				if err != nil {
 					b.Fatal(err)
 				}

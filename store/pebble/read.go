@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // Get returns one live row; see store.Store.
@@ -18,15 +19,15 @@ func (s *Store) Get(ctx context.Context, name string, partition, clustering []an
 	if err != nil {
 		return store.Row{}, err
 	}
-	p, pk, err := store.ResolvePartition(&t.Spec, partition)
+	p, pk, err := kit.ResolvePartition(&t.Spec, partition)
 	if err != nil {
 		return store.Row{}, err
 	}
-	c, err := store.CheckKey(t.Spec.Clustering, clustering, false)
+	c, err := kit.CheckKey(t.Spec.Clustering, clustering, false)
 	if err != nil {
 		return store.Row{}, err
 	}
-	v, closer, err := s.db.Get(rowKey(nil, t.prefix, pk, store.EncodeClustering(&t.Spec, c)))
+	v, closer, err := s.db.Get(rowKey(nil, t.prefix, pk, kit.EncodeClustering(&t.Spec, c)))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return store.Row{}, store.ErrNotFound
 	}
@@ -82,10 +83,8 @@ func (s *Store) Query(ctx context.Context, name string, q store.Query) (store.Pa
 	return page, nil
 }
 
-var _ store.Scanner = (*Store)(nil)
-
 // Scan is Query without materializing rows: values alias Pebble's buffers
-// for the duration of each callback; see store.Scanner.
+// for the duration of each callback; see store.Store.
 func (s *Store) Scan(ctx context.Context, name string, q store.Query, fn func(*store.RawRow) error) ([]byte, error) {
 	var raw store.RawRow
 	return s.scan(ctx, name, q, func(spec *store.TableSpec, _ []any, ck []byte, f *fragment, now int64) error {
@@ -122,11 +121,11 @@ func (s *Store) scan(ctx context.Context, name string, q store.Query,
 	if err != nil {
 		return nil, err
 	}
-	p, pk, err := store.ResolvePartition(&t.Spec, q.Partition)
+	p, pk, err := kit.ResolvePartition(&t.Spec, q.Partition)
 	if err != nil {
 		return nil, err
 	}
-	kr, err := store.ClusteringRange(&t.Spec, &q)
+	kr, err := kit.ClusteringRange(&t.Spec, &q)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +190,7 @@ func (s *Store) QueryIndex(ctx context.Context, name, index string, partition []
 		return nil, err
 	}
 	spec := &t.Spec
-	col, v, pk, err := store.ResolveIndexLookup(spec, index, partition, value)
+	col, v, pk, err := kit.ResolveIndexLookup(spec, index, partition, value)
 	if err != nil {
 		return nil, err
 	}

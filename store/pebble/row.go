@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // A row is stored under one key as a fragment: an optional row marker with
@@ -53,7 +54,7 @@ type fragment struct {
 	cells     []rawCell
 }
 
-func appendCell(dst []byte, c store.ResolvedCell, tomb bool) []byte {
+func appendCell(dst []byte, c kit.ResolvedCell, tomb bool) []byte {
 	dst = binary.AppendUvarint(dst, uint64(c.Col))
 	if tomb {
 		return append(dst, kindTomb, 0)
@@ -78,11 +79,11 @@ func appendCell(dst []byte, c store.ResolvedCell, tomb bool) []byte {
 		dst = binary.AppendUvarint(dst, uint64(c.ExpiresAt))
 		return binary.BigEndian.AppendUint64(dst, uint64(v.UnixMilli()))
 	}
-	panic("pebble: unreachable value type") // values are checked by store.ResolveBatch
+	panic("pebble: unreachable value type") // values are checked by kit.ResolveBatch
 }
 
 // encodeUpsert encodes an Upsert as a fragment with a row marker.
-func encodeUpsert(dst []byte, m *store.ResolvedMutation) []byte {
+func encodeUpsert(dst []byte, m *kit.ResolvedMutation) []byte {
 	dst = append(dst, flagMarker)
 	dst = binary.AppendUvarint(dst, uint64(m.ExpiresAt))
 	dst = binary.AppendUvarint(dst, uint64(len(m.Cells)))
@@ -93,7 +94,7 @@ func encodeUpsert(dst []byte, m *store.ResolvedMutation) []byte {
 }
 
 // encodeDeleteCells encodes tombstones for some columns, without a marker.
-func encodeDeleteCells(dst []byte, m *store.ResolvedMutation) []byte {
+func encodeDeleteCells(dst []byte, m *kit.ResolvedMutation) []byte {
 	dst = append(dst, 0)
 	dst = binary.AppendUvarint(dst, uint64(len(m.Cells)))
 	for _, c := range m.Cells {

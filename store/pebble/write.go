@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 const (
@@ -24,7 +25,7 @@ func rowKey(dst, prefix, pk, ck []byte) []byte {
 func indexPrefix(prefix, pk []byte, idx int, value any) []byte {
 	k := append(append([]byte(nil), prefix...), pk...)
 	k = append(k, spaceIndex, byte(idx))
-	return store.EncodeTuple(k, []any{value}, false)
+	return kit.EncodeTuple(k, []any{value}, false)
 }
 
 // indexes maps value-column positions to index numbers for a table.
@@ -66,7 +67,7 @@ func (s *Store) write(ctx context.Context, name string, batch []store.Mutation, 
 		return err
 	}
 	spec := &t.Spec
-	rs, err := store.ResolveBatch(spec, batch, s.now(), MaxRowBytes)
+	rs, err := kit.ResolveBatch(spec, batch, s.now(), MaxRowBytes)
 	if err != nil {
 		return err
 	}
@@ -89,7 +90,7 @@ func (s *Store) write(ctx context.Context, name string, batch []store.Mutation, 
 // sweepChunk is how many DeleteIfExpired mutations are applied at once.
 const sweepChunk = 64
 
-func onlyDeleteIfExpired(rs []store.ResolvedMutation) bool {
+func onlyDeleteIfExpired(rs []kit.ResolvedMutation) bool {
 	for i := range rs {
 		if rs[i].Kind != store.DeleteIfExpired {
 			return false
@@ -100,7 +101,7 @@ func onlyDeleteIfExpired(rs []store.ResolvedMutation) bool {
 
 // apply applies resolved mutations to table t as one Pebble batch; the
 // caller holds s.mu shared.
-func (s *Store) apply(name string, t *table, rs []store.ResolvedMutation, wo *pebble.WriteOptions) error {
+func (s *Store) apply(name string, t *table, rs []kit.ResolvedMutation, wo *pebble.WriteOptions) error {
 	spec := &t.Spec
 	// A batch that must read rows (to check expiry, or to find index entries
 	// to remove) uses an indexed batch, so it reads its own earlier
@@ -197,7 +198,7 @@ func (s *Store) commit(b *pebble.Batch, wo *pebble.WriteOptions, applied func())
 
 // deleteRow deletes a row and its index entries; for DeleteIfExpired only
 // when nothing of the row is live at now.
-func (s *Store) deleteRow(b *pebble.Batch, t *table, r *store.ResolvedMutation, key []byte, now int64) error {
+func (s *Store) deleteRow(b *pebble.Batch, t *table, r *kit.ResolvedMutation, key []byte, now int64) error {
 	if !b.Indexed() {
 		return b.Delete(key, nil)
 	}
@@ -232,7 +233,7 @@ func (s *Store) deleteRow(b *pebble.Batch, t *table, r *store.ResolvedMutation, 
 // condHolds evaluates a condition against the row's live content. The
 // caller holds the row's stripe exclusively, so no other writer changes the
 // row between this read and the batch's commit.
-func condHolds(b *pebble.Batch, spec *store.TableSpec, c *store.ResolvedCondition, key []byte, now int64) (bool, error) {
+func condHolds(b *pebble.Batch, spec *store.TableSpec, c *kit.ResolvedCondition, key []byte, now int64) (bool, error) {
 	var f fragment
 	v, closer, err := b.Get(key)
 	switch {
@@ -258,7 +259,7 @@ func condHolds(b *pebble.Batch, spec *store.TableSpec, c *store.ResolvedConditio
 		if cell.kind == kindTomb || !liveAt(cell.exp, now) {
 			return false, nil
 		}
-		return store.ValuesEqual(c.Value, decodeValue(spec.Values[c.Col].Type, cell.payload)), nil
+		return kit.ValuesEqual(c.Value, decodeValue(spec.Values[c.Col].Type, cell.payload)), nil
 	}
 	return false, nil
 }
@@ -276,7 +277,7 @@ func (s *Store) DeletePartition(ctx context.Context, name string, partition []an
 	if err != nil {
 		return err
 	}
-	_, pk, err := store.ResolvePartition(&t.Spec, partition)
+	_, pk, err := kit.ResolvePartition(&t.Spec, partition)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // model is the reference the property test compares a Store with: the
@@ -89,7 +90,7 @@ func (m *model) apply(mu store.Mutation, now int64) {
 				cexp = c.ExpiresAt.UnixMilli()
 			}
 			col := wideColumn(c.Column)
-			v, _ := store.CheckValue(wideValueTypes[col], c.Value)
+			v, _ := kit.CheckValue(wideValueTypes[col], c.Value)
 			row.cells[col] = &modelCell{val: v, exp: cexp}
 		}
 	case store.DeleteRow:

@@ -1,26 +1,15 @@
-package store
+package kit
 
 import (
 	"bytes"
 	"fmt"
 	"time"
 
+	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/keyenc"
 )
 
-// This file holds the validation and key encoding every backend shares, so
-// that bad input is refused the same way everywhere.
-
-// MutationError names the mutation of a batch that was refused.
-type MutationError struct {
-	Index int
-	Err   error
-}
-
-func (e *MutationError) Error() string { return fmt.Sprintf("mutation %d: %v", e.Index, e.Err) }
-func (e *MutationError) Unwrap() error { return e.Err }
-
-// ResolvedCell is a validated cell: Col indexes TableSpec.Values; Value is
+// ResolvedCell is a validated cell: Col indexes store.TableSpec.Values; Value is
 // canonical (nil for a deleted cell); ExpiresAt is Unix milliseconds, 0 for
 // none.
 type ResolvedCell struct {
@@ -32,7 +21,7 @@ type ResolvedCell struct {
 // ResolvedMutation is a validated mutation with canonical keys, encoded
 // keys and absolute expiries in Unix milliseconds (0 = none).
 type ResolvedMutation struct {
-	Kind          MutationKind
+	Kind          store.MutationKind
 	Partition     []any
 	Clustering    []any
 	PartitionKey  []byte // EncodePartition
@@ -45,18 +34,18 @@ type ResolvedMutation struct {
 	Size int
 }
 
-// ResolvedCondition is a validated Condition: Col indexes TableSpec.Values
-// (IfEquals only) and Value is canonical.
+// ResolvedCondition is a validated store.Condition: Col indexes store.TableSpec.Values
+// (store.IfEquals only) and Value is canonical.
 type ResolvedCondition struct {
-	Kind  ConditionKind
+	Kind  store.ConditionKind
 	Col   int
 	Value any
 }
 
 // ResolveBatch validates a batch against spec at time now and returns it
-// resolved. maxRowBytes (0 = no limit) bounds each Upsert's size. Any error
-// is a *MutationError wrapping ErrInvalid or ErrTooLarge.
-func ResolveBatch(spec *TableSpec, batch []Mutation, now time.Time, maxRowBytes int) ([]ResolvedMutation, error) {
+// resolved. maxRowBytes (0 = no limit) bounds each store.Upsert's size. Any error
+// is a *store.MutationError wrapping store.ErrInvalid or store.ErrTooLarge.
+func ResolveBatch(spec *store.TableSpec, batch []store.Mutation, now time.Time, maxRowBytes int) ([]ResolvedMutation, error) {
 	out := make([]ResolvedMutation, len(batch))
 	// One slab for every mutation's cells saves an allocation per row.
 	ncells := 0
@@ -81,12 +70,12 @@ func ResolveBatch(spec *TableSpec, batch []Mutation, now time.Time, maxRowBytes 
 		out[i].Cells = slab[len(slab) : len(slab) : len(slab)+n]
 		slab = slab[:len(slab)+n]
 		if err := resolve(spec, &batch[i], now, maxRowBytes, &out[i], &keys, &parts); err != nil {
-			return nil, &MutationError{Index: i, Err: err}
+			return nil, &store.MutationError{Index: i, Err: err}
 		}
 		if batch[i].If != nil {
 			c, err := resolveCondition(spec, &batch[i], len(batch))
 			if err != nil {
-				return nil, &MutationError{Index: i, Err: err}
+				return nil, &store.MutationError{Index: i, Err: err}
 			}
 			out[i].Cond = c
 		}
@@ -94,7 +83,7 @@ func ResolveBatch(spec *TableSpec, batch []Mutation, now time.Time, maxRowBytes 
 	return out, nil
 }
 
-func resolve(spec *TableSpec, m *Mutation, now time.Time, maxRowBytes int, r *ResolvedMutation, keys *[]byte, parts *map[*any]*ResolvedMutation) error {
+func resolve(spec *store.TableSpec, m *store.Mutation, now time.Time, maxRowBytes int, r *ResolvedMutation, keys *[]byte, parts *map[*any]*ResolvedMutation) error {
 	var err error
 	r.Kind = m.Kind
 	var shared *ResolvedMutation
@@ -110,8 +99,8 @@ func resolve(spec *TableSpec, m *Mutation, now time.Time, maxRowBytes int, r *Re
 		start := len(*keys)
 		*keys = EncodeTuple(*keys, r.Partition, false)
 		r.PartitionKey = (*keys)[start:len(*keys):len(*keys)]
-		if len(r.PartitionKey) > MaxKeyBytes {
-			return fmt.Errorf("%w: partition key is %d bytes encoded, at most %d", ErrTooLarge, len(r.PartitionKey), MaxKeyBytes)
+		if len(r.PartitionKey) > store.MaxKeyBytes {
+			return fmt.Errorf("%w: partition key is %d bytes encoded, at most %d", store.ErrTooLarge, len(r.PartitionKey), store.MaxKeyBytes)
 		}
 		if *parts != nil && len(m.Partition) > 0 {
 			(*parts)[&m.Partition[0]] = r
@@ -121,41 +110,41 @@ func resolve(spec *TableSpec, m *Mutation, now time.Time, maxRowBytes int, r *Re
 		return err
 	}
 	start := len(*keys)
-	*keys = EncodeTuple(*keys, r.Clustering, spec.ClusteringOrder == Desc)
+	*keys = EncodeTuple(*keys, r.Clustering, spec.ClusteringOrder == store.Desc)
 	r.ClusteringKey = (*keys)[start:len(*keys):len(*keys)]
-	if len(r.ClusteringKey) > MaxKeyBytes {
-		return fmt.Errorf("%w: clustering key is %d bytes encoded, at most %d", ErrTooLarge, len(r.ClusteringKey), MaxKeyBytes)
+	if len(r.ClusteringKey) > store.MaxKeyBytes {
+		return fmt.Errorf("%w: clustering key is %d bytes encoded, at most %d", store.ErrTooLarge, len(r.ClusteringKey), store.MaxKeyBytes)
 	}
 	r.Size = len(r.PartitionKey) + len(r.ClusteringKey)
 	switch m.Kind {
-	case DeleteRow, DeleteIfExpired:
+	case store.DeleteRow, store.DeleteIfExpired:
 		if len(m.Cells) > 0 {
-			return fmt.Errorf("%w: %s takes no cells", ErrInvalid, kindName(m.Kind))
+			return fmt.Errorf("%w: %s takes no cells", store.ErrInvalid, kindName(m.Kind))
 		}
 		return nil
-	case DeleteCells:
+	case store.DeleteCells:
 		if len(m.Cells) == 0 {
-			return fmt.Errorf("%w: delete of no columns", ErrInvalid)
+			return fmt.Errorf("%w: delete of no columns", store.ErrInvalid)
 		}
 		for _, c := range m.Cells {
 			col := spec.ValueIndex(c.Column)
 			if col < 0 {
-				return fmt.Errorf("%w: unknown column %q", ErrInvalid, c.Column)
+				return fmt.Errorf("%w: unknown column %q", store.ErrInvalid, c.Column)
 			}
 			r.Cells = append(r.Cells, ResolvedCell{Col: col})
 		}
 		return nil
-	case Upsert:
+	case store.Upsert:
 	default:
-		return fmt.Errorf("%w: unknown mutation kind %d", ErrInvalid, m.Kind)
+		return fmt.Errorf("%w: unknown mutation kind %d", store.ErrInvalid, m.Kind)
 	}
 	switch {
 	case m.NoExpiry && !m.ExpiresAt.IsZero():
-		return fmt.Errorf("%w: both NoExpiry and ExpiresAt set", ErrInvalid)
+		return fmt.Errorf("%w: both NoExpiry and ExpiresAt set", store.ErrInvalid)
 	case m.NoExpiry:
 	case !m.ExpiresAt.IsZero():
 		if r.ExpiresAt = m.ExpiresAt.UnixMilli(); r.ExpiresAt <= 0 {
-			return fmt.Errorf("%w: expiry %s is not after 1970", ErrInvalid, m.ExpiresAt.UTC().Format(time.RFC3339))
+			return fmt.Errorf("%w: expiry %s is not after 1970", store.ErrInvalid, m.ExpiresAt.UTC().Format(time.RFC3339))
 		}
 	case spec.DefaultTTL > 0:
 		r.ExpiresAt = now.Add(spec.DefaultTTL).UnixMilli()
@@ -164,10 +153,10 @@ func resolve(spec *TableSpec, m *Mutation, now time.Time, maxRowBytes int, r *Re
 	for _, c := range m.Cells {
 		col := spec.ValueIndex(c.Column)
 		if col < 0 {
-			return fmt.Errorf("%w: unknown column %q", ErrInvalid, c.Column)
+			return fmt.Errorf("%w: unknown column %q", store.ErrInvalid, c.Column)
 		}
 		if seen&(1<<col) != 0 {
-			return fmt.Errorf("%w: column %q set twice", ErrInvalid, c.Column)
+			return fmt.Errorf("%w: column %q set twice", store.ErrInvalid, c.Column)
 		}
 		seen |= 1 << col
 		v, err := CheckValue(spec.Values[col].Type, c.Value)
@@ -177,34 +166,34 @@ func resolve(spec *TableSpec, m *Mutation, now time.Time, maxRowBytes int, r *Re
 		exp := r.ExpiresAt
 		if !c.ExpiresAt.IsZero() {
 			if exp = c.ExpiresAt.UnixMilli(); exp <= 0 {
-				return fmt.Errorf("%w: column %q: expiry is not after 1970", ErrInvalid, c.Column)
+				return fmt.Errorf("%w: column %q: expiry is not after 1970", store.ErrInvalid, c.Column)
 			}
 		}
 		r.Cells = append(r.Cells, ResolvedCell{Col: col, Value: v, ExpiresAt: exp})
 		r.Size += ValueSize(v) + len(c.Column) + 9
 	}
 	if maxRowBytes > 0 && r.Size > maxRowBytes {
-		return fmt.Errorf("%w: row is %d bytes, at most %d", ErrTooLarge, r.Size, maxRowBytes)
+		return fmt.Errorf("%w: row is %d bytes, at most %d", store.ErrTooLarge, r.Size, maxRowBytes)
 	}
 	return nil
 }
 
-func resolveCondition(spec *TableSpec, m *Mutation, batchLen int) (*ResolvedCondition, error) {
+func resolveCondition(spec *store.TableSpec, m *store.Mutation, batchLen int) (*ResolvedCondition, error) {
 	if batchLen != 1 {
-		return nil, fmt.Errorf("%w: a conditional mutation must be alone in its batch", ErrInvalid)
+		return nil, fmt.Errorf("%w: a conditional mutation must be alone in its batch", store.ErrInvalid)
 	}
-	if m.Kind == DeleteIfExpired {
-		return nil, fmt.Errorf("%w: DeleteIfExpired takes no condition", ErrInvalid)
+	if m.Kind == store.DeleteIfExpired {
+		return nil, fmt.Errorf("%w: store.DeleteIfExpired takes no condition", store.ErrInvalid)
 	}
 	c := &ResolvedCondition{Kind: m.If.Kind, Col: -1}
 	switch m.If.Kind {
-	case IfAbsent, IfExists:
+	case store.IfAbsent, store.IfExists:
 		if m.If.Column != "" || m.If.Value != nil {
-			return nil, fmt.Errorf("%w: condition takes no column or value", ErrInvalid)
+			return nil, fmt.Errorf("%w: condition takes no column or value", store.ErrInvalid)
 		}
-	case IfEquals:
+	case store.IfEquals:
 		if c.Col = spec.ValueIndex(m.If.Column); c.Col < 0 {
-			return nil, fmt.Errorf("%w: condition on unknown column %q", ErrInvalid, m.If.Column)
+			return nil, fmt.Errorf("%w: condition on unknown column %q", store.ErrInvalid, m.If.Column)
 		}
 		v, err := CheckValue(spec.Values[c.Col].Type, m.If.Value)
 		if err != nil {
@@ -212,16 +201,16 @@ func resolveCondition(spec *TableSpec, m *Mutation, batchLen int) (*ResolvedCond
 		}
 		c.Value = v
 	default:
-		return nil, fmt.Errorf("%w: unknown condition kind %d", ErrInvalid, m.If.Kind)
+		return nil, fmt.Errorf("%w: unknown condition kind %d", store.ErrInvalid, m.If.Kind)
 	}
 	return c, nil
 }
 
-func kindName(k MutationKind) string {
+func kindName(k store.MutationKind) string {
 	switch k {
-	case DeleteRow:
+	case store.DeleteRow:
 		return "DeleteRow"
-	case DeleteIfExpired:
+	case store.DeleteIfExpired:
 		return "DeleteIfExpired"
 	}
 	return fmt.Sprintf("kind %d", k)
@@ -242,29 +231,29 @@ func ValueSize(v any) int {
 
 // ResolvePartition validates a partition tuple and returns it canonical and
 // encoded.
-func ResolvePartition(spec *TableSpec, partition []any) ([]any, []byte, error) {
+func ResolvePartition(spec *store.TableSpec, partition []any) ([]any, []byte, error) {
 	p, err := CheckKey(spec.PartitionKey, partition, true)
 	if err != nil {
 		return nil, nil, err
 	}
 	enc := EncodeTuple(make([]byte, 0, encodedSizeHint(p)), p, false)
-	if len(enc) > MaxKeyBytes {
-		return nil, nil, fmt.Errorf("%w: partition key is %d bytes encoded, at most %d", ErrTooLarge, len(enc), MaxKeyBytes)
+	if len(enc) > store.MaxKeyBytes {
+		return nil, nil, fmt.Errorf("%w: partition key is %d bytes encoded, at most %d", store.ErrTooLarge, len(enc), store.MaxKeyBytes)
 	}
 	return p, enc, nil
 }
 
-// ResolveIndexLookup validates the arguments of Store.QueryIndex against
+// ResolveIndexLookup validates the arguments of store.Store.QueryIndex against
 // spec, so that every backend refuses a bad lookup alike: the index must
 // exist, value must be valid for the column it indexes, and partition must
 // be a valid partition tuple, checked in that order. It returns the indexed
 // column's position in spec.Values, the value in canonical form (compare
 // stored cells against it) and the encoded partition key. Errors wrap
-// ErrInvalid, or ErrTooLarge for a partition key over MaxKeyBytes.
-func ResolveIndexLookup(spec *TableSpec, index string, partition []any, value any) (col int, v any, pk []byte, err error) {
+// store.ErrInvalid, or store.ErrTooLarge for a partition key over store.MaxKeyBytes.
+func ResolveIndexLookup(spec *store.TableSpec, index string, partition []any, value any) (col int, v any, pk []byte, err error) {
 	ix, ok := spec.Index(index)
 	if !ok {
-		return 0, nil, nil, fmt.Errorf("%w: table %q has no index %q", ErrInvalid, spec.Name, index)
+		return 0, nil, nil, fmt.Errorf("%w: table %q has no index %q", store.ErrInvalid, spec.Name, index)
 	}
 	col = spec.ValueIndex(ix.Column)
 	if v, err = CheckValue(spec.Values[col].Type, value); err != nil {
@@ -289,12 +278,12 @@ func EncodeTuple(dst []byte, vals []any, desc bool) []byte {
 
 // EncodeClustering encodes a canonical clustering tuple (or prefix) so that
 // bytewise order is the table's clustering order.
-func EncodeClustering(spec *TableSpec, vals []any) []byte {
-	return EncodeTuple(make([]byte, 0, encodedSizeHint(vals)), vals, spec.ClusteringOrder == Desc)
+func EncodeClustering(spec *store.TableSpec, vals []any) []byte {
+	return EncodeTuple(make([]byte, 0, encodedSizeHint(vals)), vals, spec.ClusteringOrder == store.Desc)
 }
 
 // keySizeHint guesses the encoded size of a mutation's keys.
-func keySizeHint(m *Mutation) int {
+func keySizeHint(m *store.Mutation) int {
 	return encodedSizeHint(m.Partition) + encodedSizeHint(m.Clustering)
 }
 
@@ -305,37 +294,6 @@ func encodedSizeHint(vals []any) int {
 		n += ValueSize(v) + 2
 	}
 	return n + n/16
-}
-
-// DecodeTuple decodes len(cols) values from the front of b.
-func DecodeTuple(cols []Column, b []byte, desc bool) ([]any, []byte, error) {
-	out := make([]any, len(cols))
-	var err error
-	for i, c := range cols {
-		switch c.Type {
-		case TypeText:
-			out[i], b, err = keyenc.DecodeString(b, desc)
-		case TypeInt64:
-			out[i], b, err = keyenc.DecodeInt64(b, desc)
-		case TypeTimestamp:
-			out[i], b, err = keyenc.DecodeTime(b, desc)
-		case TypeBytes:
-			out[i], b, err = keyenc.DecodeBytes(b, desc)
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	return out, b, nil
-}
-
-// DecodeClustering decodes a whole encoded clustering key.
-func DecodeClustering(spec *TableSpec, b []byte) ([]any, error) {
-	vals, rest, err := DecodeTuple(spec.Clustering, b, spec.ClusteringOrder == Desc)
-	if err == nil && len(rest) > 0 {
-		err = keyenc.ErrCorrupt
-	}
-	return vals, err
 }
 
 // KeyRange is a half-open range [Start, End) of encoded clustering keys; a
@@ -350,12 +308,12 @@ type KeyRange struct {
 // ClusteringRange converts a query's bounds to a range of encoded
 // clustering keys in the table's clustering order, applying the page token
 // (the encoded clustering key of the last row returned). Errors wrap
-// ErrInvalid.
-func ClusteringRange(spec *TableSpec, q *Query) (KeyRange, error) {
-	desc := spec.ClusteringOrder == Desc
-	enc := func(b Bound) ([]byte, error) {
+// store.ErrInvalid.
+func ClusteringRange(spec *store.TableSpec, q *store.Query) (KeyRange, error) {
+	desc := spec.ClusteringOrder == store.Desc
+	enc := func(b store.Bound) ([]byte, error) {
 		if len(b.Values) > len(spec.Clustering) {
-			return nil, fmt.Errorf("%w: bound has %d values, table has %d clustering columns", ErrInvalid, len(b.Values), len(spec.Clustering))
+			return nil, fmt.Errorf("%w: bound has %d values, table has %d clustering columns", store.ErrInvalid, len(b.Values), len(spec.Clustering))
 		}
 		vals, err := CheckKey(spec.Clustering[:len(b.Values)], b.Values, false)
 		if err != nil {
@@ -395,8 +353,8 @@ func ClusteringRange(spec *TableSpec, q *Query) (KeyRange, error) {
 		}
 	}
 	if len(q.PageToken) > 0 {
-		if _, err := DecodeClustering(spec, q.PageToken); err != nil {
-			return KeyRange{}, fmt.Errorf("%w: malformed page token", ErrInvalid)
+		if _, err := store.DecodeClustering(spec, q.PageToken); err != nil {
+			return KeyRange{}, fmt.Errorf("%w: malformed page token", store.ErrInvalid)
 		}
 		// Resume strictly after (or, reversed, strictly before) the last row.
 		if q.Reverse {
@@ -414,14 +372,6 @@ func ClusteringRange(spec *TableSpec, q *Query) (KeyRange, error) {
 		r.Empty = true
 	}
 	return r, nil
-}
-
-// CheckLimit validates a query limit.
-func CheckLimit(limit int) error {
-	if limit < 1 || limit > MaxLimit {
-		return fmt.Errorf("%w: limit %d outside 1..%d", ErrInvalid, limit, MaxLimit)
-	}
-	return nil
 }
 
 // ValuesEqual reports whether two canonical column values are equal, as a

@@ -1,4 +1,4 @@
-package store
+package kit
 
 import (
 	"bytes"
@@ -9,48 +9,50 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ebb-data/ebb/store"
 )
 
 var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func wideSpec(order Order, ttl time.Duration) *TableSpec {
-	return &TableSpec{
+func wideSpec(order store.Order, ttl time.Duration) *store.TableSpec {
+	return &store.TableSpec{
 		Name:            "wide",
-		PartitionKey:    []Column{{"p", TypeText}},
-		Clustering:      []Column{{"c1", TypeInt64}, {"c2", TypeText}},
+		PartitionKey:    []store.Column{{Name: "p", Type: store.TypeText}},
+		Clustering:      []store.Column{{Name: "c1", Type: store.TypeInt64}, {Name: "c2", Type: store.TypeText}},
 		ClusteringOrder: order,
-		Values:          []Column{{"v", TypeText}, {"n", TypeInt64}, {"b", TypeBytes}, {"ts", TypeTimestamp}},
+		Values:          []store.Column{{Name: "v", Type: store.TypeText}, {Name: "n", Type: store.TypeInt64}, {Name: "b", Type: store.TypeBytes}, {Name: "ts", Type: store.TypeTimestamp}},
 		DefaultTTL:      ttl,
-		Indexes:         []IndexSpec{{"by_v", "v"}},
+		Indexes:         []store.IndexSpec{{Name: "by_v", Column: "v"}},
 	}
 }
 
 func TestResolveBatchExpiry(t *testing.T) {
-	spec := wideSpec(Asc, 10*time.Second)
+	spec := wideSpec(store.Asc, 10*time.Second)
 	cellExp := testNow.Add(time.Minute)
 	rowExp := testNow.Add(time.Hour)
-	key := func(m Mutation) Mutation {
+	key := func(m store.Mutation) store.Mutation {
 		m.Partition, m.Clustering = []any{"p"}, []any{int64(1), "a"}
 		return m
 	}
 	cases := []struct {
 		name      string
-		m         Mutation
+		m         store.Mutation
 		wantRow   int64
 		wantCells []int64
 	}{
-		{"default TTL", key(Mutation{Cells: []Cell{{Column: "v", Value: "x"}}}),
+		{"default TTL", key(store.Mutation{Cells: []store.Cell{{Column: "v", Value: "x"}}}),
 			testNow.Add(10 * time.Second).UnixMilli(), []int64{testNow.Add(10 * time.Second).UnixMilli()}},
-		{"NoExpiry overrides default", key(Mutation{NoExpiry: true, Cells: []Cell{{Column: "v", Value: "x"}, {Column: "n", Value: int64(1), ExpiresAt: cellExp}}}),
+		{"NoExpiry overrides default", key(store.Mutation{NoExpiry: true, Cells: []store.Cell{{Column: "v", Value: "x"}, {Column: "n", Value: int64(1), ExpiresAt: cellExp}}}),
 			0, []int64{0, cellExp.UnixMilli()}},
-		{"row expiry inherited", key(Mutation{ExpiresAt: rowExp, Cells: []Cell{{Column: "v", Value: "x"}, {Column: "n", Value: int64(1), ExpiresAt: cellExp}}}),
+		{"row expiry inherited", key(store.Mutation{ExpiresAt: rowExp, Cells: []store.Cell{{Column: "v", Value: "x"}, {Column: "n", Value: int64(1), ExpiresAt: cellExp}}}),
 			rowExp.UnixMilli(), []int64{rowExp.UnixMilli(), cellExp.UnixMilli()}},
-		{"sub-millisecond expiry floors", key(Mutation{ExpiresAt: rowExp.Add(999 * time.Microsecond)}),
+		{"sub-millisecond expiry floors", key(store.Mutation{ExpiresAt: rowExp.Add(999 * time.Microsecond)}),
 			rowExp.UnixMilli(), nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := ResolveBatch(spec, []Mutation{c.m}, testNow, 0)
+			got, err := ResolveBatch(spec, []store.Mutation{c.m}, testNow, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,11 +73,11 @@ func TestResolveBatchExpiry(t *testing.T) {
 }
 
 func TestResolveBatchCanonical(t *testing.T) {
-	spec := wideSpec(Desc, 0)
+	spec := wideSpec(store.Desc, 0)
 	local := time.Date(1969, 12, 31, 23, 0, 0, 123_456_789, time.FixedZone("X", -3600))
-	got, err := ResolveBatch(spec, []Mutation{{
+	got, err := ResolveBatch(spec, []store.Mutation{{
 		Partition: []any{"p"}, Clustering: []any{int64(-1), "a\x00"},
-		Cells: []Cell{{Column: "ts", Value: local}, {Column: "b", Value: []byte(nil)}},
+		Cells: []store.Cell{{Column: "ts", Value: local}, {Column: "b", Value: []byte(nil)}},
 	}}, testNow, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -91,69 +93,69 @@ func TestResolveBatchCanonical(t *testing.T) {
 	if want := EncodeClustering(spec, []any{int64(-1), "a\x00"}); !bytes.Equal(r.ClusteringKey, want) {
 		t.Errorf("clustering key %x, want %x", r.ClusteringKey, want)
 	}
-	dec, err := DecodeClustering(spec, r.ClusteringKey)
+	dec, err := store.DecodeClustering(spec, r.ClusteringKey)
 	if err != nil || dec[0] != int64(-1) || dec[1] != "a\x00" {
 		t.Errorf("DecodeClustering = %v, %v", dec, err)
 	}
 }
 
 func TestResolveBatchRefuses(t *testing.T) {
-	spec := wideSpec(Asc, 0)
-	good := func() Mutation {
-		return Mutation{Partition: []any{"p"}, Clustering: []any{int64(1), "a"}, Cells: []Cell{{Column: "v", Value: "x"}}}
+	spec := wideSpec(store.Asc, 0)
+	good := func() store.Mutation {
+		return store.Mutation{Partition: []any{"p"}, Clustering: []any{int64(1), "a"}, Cells: []store.Cell{{Column: "v", Value: "x"}}}
 	}
-	with := func(f func(*Mutation)) Mutation { m := good(); f(&m); return m }
-	long := strings.Repeat("x", MaxKeyBytes)
+	with := func(f func(*store.Mutation)) store.Mutation { m := good(); f(&m); return m }
+	long := strings.Repeat("x", store.MaxKeyBytes)
 	cases := []struct {
 		name string
-		m    Mutation
+		m    store.Mutation
 		max  int
 		want error
 	}{
-		{"nil partition", with(func(m *Mutation) { m.Partition = nil }), 0, ErrInvalid},
-		{"partition arity", with(func(m *Mutation) { m.Partition = []any{"p", "q"} }), 0, ErrInvalid},
-		{"empty partition", with(func(m *Mutation) { m.Partition = []any{""} }), 0, ErrInvalid},
-		{"partition type", with(func(m *Mutation) { m.Partition = []any{1} }), 0, ErrInvalid},
-		{"short clustering", with(func(m *Mutation) { m.Clustering = []any{int64(1)} }), 0, ErrInvalid},
-		{"int not int64", with(func(m *Mutation) { m.Clustering = []any{1, "a"} }), 0, ErrInvalid},
-		{"value type", with(func(m *Mutation) { m.Cells[0].Value = int64(1) }), 0, ErrInvalid},
-		{"nil value", with(func(m *Mutation) { m.Cells[0].Value = nil }), 0, ErrInvalid},
-		{"bad UTF-8", with(func(m *Mutation) { m.Cells[0].Value = "\xff" }), 0, ErrInvalid},
-		{"unknown column", with(func(m *Mutation) { m.Cells[0].Column = "nope" }), 0, ErrInvalid},
-		{"key column as value", with(func(m *Mutation) { m.Cells[0].Column = "c2" }), 0, ErrInvalid},
-		{"column twice", with(func(m *Mutation) { m.Cells = append(m.Cells, m.Cells[0]) }), 0, ErrInvalid},
-		{"both expiries", with(func(m *Mutation) { m.NoExpiry, m.ExpiresAt = true, testNow.Add(time.Hour) }), 0, ErrInvalid},
-		{"expiry before 1970", with(func(m *Mutation) { m.ExpiresAt = time.UnixMilli(-5) }), 0, ErrInvalid},
-		{"expiry at epoch", with(func(m *Mutation) { m.ExpiresAt = time.UnixMilli(0) }), 0, ErrInvalid},
-		{"cell expiry before 1970", with(func(m *Mutation) { m.Cells[0].ExpiresAt = time.UnixMilli(-1) }), 0, ErrInvalid},
-		{"unknown kind", with(func(m *Mutation) { m.Kind = 42 }), 0, ErrInvalid},
-		{"DeleteRow with cells", with(func(m *Mutation) { m.Kind = DeleteRow }), 0, ErrInvalid},
-		{"DeleteIfExpired with cells", with(func(m *Mutation) { m.Kind = DeleteIfExpired }), 0, ErrInvalid},
-		{"DeleteCells of nothing", with(func(m *Mutation) { m.Kind, m.Cells = DeleteCells, nil }), 0, ErrInvalid},
-		{"DeleteCells unknown", with(func(m *Mutation) { m.Kind, m.Cells = DeleteCells, []Cell{{Column: "zz"}} }), 0, ErrInvalid},
-		{"row too large", with(func(m *Mutation) { m.Cells[0].Value = strings.Repeat("v", 1000) }), 500, ErrTooLarge},
-		{"partition key too large", with(func(m *Mutation) { m.Partition = []any{long} }), 0, ErrTooLarge},
-		{"clustering key too large", with(func(m *Mutation) { m.Clustering = []any{int64(1), long} }), 0, ErrTooLarge},
+		{"nil partition", with(func(m *store.Mutation) { m.Partition = nil }), 0, store.ErrInvalid},
+		{"partition arity", with(func(m *store.Mutation) { m.Partition = []any{"p", "q"} }), 0, store.ErrInvalid},
+		{"empty partition", with(func(m *store.Mutation) { m.Partition = []any{""} }), 0, store.ErrInvalid},
+		{"partition type", with(func(m *store.Mutation) { m.Partition = []any{1} }), 0, store.ErrInvalid},
+		{"short clustering", with(func(m *store.Mutation) { m.Clustering = []any{int64(1)} }), 0, store.ErrInvalid},
+		{"int not int64", with(func(m *store.Mutation) { m.Clustering = []any{1, "a"} }), 0, store.ErrInvalid},
+		{"value type", with(func(m *store.Mutation) { m.Cells[0].Value = int64(1) }), 0, store.ErrInvalid},
+		{"nil value", with(func(m *store.Mutation) { m.Cells[0].Value = nil }), 0, store.ErrInvalid},
+		{"bad UTF-8", with(func(m *store.Mutation) { m.Cells[0].Value = "\xff" }), 0, store.ErrInvalid},
+		{"unknown column", with(func(m *store.Mutation) { m.Cells[0].Column = "nope" }), 0, store.ErrInvalid},
+		{"key column as value", with(func(m *store.Mutation) { m.Cells[0].Column = "c2" }), 0, store.ErrInvalid},
+		{"column twice", with(func(m *store.Mutation) { m.Cells = append(m.Cells, m.Cells[0]) }), 0, store.ErrInvalid},
+		{"both expiries", with(func(m *store.Mutation) { m.NoExpiry, m.ExpiresAt = true, testNow.Add(time.Hour) }), 0, store.ErrInvalid},
+		{"expiry before 1970", with(func(m *store.Mutation) { m.ExpiresAt = time.UnixMilli(-5) }), 0, store.ErrInvalid},
+		{"expiry at epoch", with(func(m *store.Mutation) { m.ExpiresAt = time.UnixMilli(0) }), 0, store.ErrInvalid},
+		{"cell expiry before 1970", with(func(m *store.Mutation) { m.Cells[0].ExpiresAt = time.UnixMilli(-1) }), 0, store.ErrInvalid},
+		{"unknown kind", with(func(m *store.Mutation) { m.Kind = 42 }), 0, store.ErrInvalid},
+		{"DeleteRow with cells", with(func(m *store.Mutation) { m.Kind = store.DeleteRow }), 0, store.ErrInvalid},
+		{"DeleteIfExpired with cells", with(func(m *store.Mutation) { m.Kind = store.DeleteIfExpired }), 0, store.ErrInvalid},
+		{"DeleteCells of nothing", with(func(m *store.Mutation) { m.Kind, m.Cells = store.DeleteCells, nil }), 0, store.ErrInvalid},
+		{"DeleteCells unknown", with(func(m *store.Mutation) { m.Kind, m.Cells = store.DeleteCells, []store.Cell{{Column: "zz"}} }), 0, store.ErrInvalid},
+		{"row too large", with(func(m *store.Mutation) { m.Cells[0].Value = strings.Repeat("v", 1000) }), 500, store.ErrTooLarge},
+		{"partition key too large", with(func(m *store.Mutation) { m.Partition = []any{long} }), 0, store.ErrTooLarge},
+		{"clustering key too large", with(func(m *store.Mutation) { m.Clustering = []any{int64(1), long} }), 0, store.ErrTooLarge},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			batch := []Mutation{good(), good(), c.m}
+			batch := []store.Mutation{good(), good(), c.m}
 			_, err := ResolveBatch(spec, batch, testNow, c.max)
 			if !errors.Is(err, c.want) {
 				t.Fatalf("err = %v, want %v", err, c.want)
 			}
-			var me *MutationError
+			var me *store.MutationError
 			if !errors.As(err, &me) || me.Index != 2 {
-				t.Fatalf("err = %#v, want a *MutationError with Index 2", err)
+				t.Fatalf("err = %#v, want a *store.MutationError with Index 2", err)
 			}
 		})
 	}
 	// The size limit is inclusive: a row of exactly maxRowBytes passes.
-	got, err := ResolveBatch(spec, []Mutation{good()}, testNow, 0)
+	got, err := ResolveBatch(spec, []store.Mutation{good()}, testNow, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ResolveBatch(spec, []Mutation{good()}, testNow, got[0].Size); err != nil {
+	if _, err := ResolveBatch(spec, []store.Mutation{good()}, testNow, got[0].Size); err != nil {
 		t.Errorf("row of exactly the limit refused: %v", err)
 	}
 }
@@ -187,7 +189,7 @@ func compareNatural(a, b []any) int {
 	return 0
 }
 
-func inBounds(k []any, q *Query) bool {
+func inBounds(k []any, q *store.Query) bool {
 	if q.Low.Values != nil {
 		c := compareNatural(k, q.Low.Values)
 		if c < 0 || (c == 0 && !q.Low.Inclusive) {
@@ -218,19 +220,19 @@ func checkRangeShape(t *testing.T, what string, r KeyRange) {
 }
 
 func TestClusteringRange(t *testing.T) {
-	var bounds []Bound
-	bounds = append(bounds, Bound{})
+	var bounds []store.Bound
+	bounds = append(bounds, store.Bound{})
 	for _, k := range clusteringKeys {
 		for _, incl := range []bool{false, true} {
-			bounds = append(bounds, Bound{Values: k[:1], Inclusive: incl}, Bound{Values: k, Inclusive: incl})
+			bounds = append(bounds, store.Bound{Values: k[:1], Inclusive: incl}, store.Bound{Values: k, Inclusive: incl})
 		}
 	}
 	failures := 0
-	for _, order := range []Order{Asc, Desc} {
+	for _, order := range []store.Order{store.Asc, store.Desc} {
 		spec := wideSpec(order, 0)
 		for _, lo := range bounds {
 			for _, hi := range bounds {
-				q := &Query{Low: lo, High: hi}
+				q := &store.Query{Low: lo, High: hi}
 				r, err := ClusteringRange(spec, q)
 				if err != nil {
 					t.Fatalf("%v %v %v: %v", order, lo, hi, err)
@@ -252,7 +254,7 @@ func TestClusteringRange(t *testing.T) {
 	}
 }
 
-func fmtBound(b Bound) string {
+func fmtBound(b store.Bound) string {
 	if b.Values == nil {
 		return "none"
 	}
@@ -264,14 +266,14 @@ func fmtBound(b Bound) string {
 }
 
 func TestClusteringRangePageToken(t *testing.T) {
-	for _, order := range []Order{Asc, Desc} {
+	for _, order := range []store.Order{store.Asc, store.Desc} {
 		spec := wideSpec(order, 0)
 		for _, reverse := range []bool{false, true} {
 			for i, last := range clusteringKeys {
 				tok := EncodeClustering(spec, last)
-				q := &Query{Reverse: reverse, PageToken: tok,
-					Low:  Bound{Values: []any{int64(-1)}, Inclusive: true},
-					High: Bound{Values: []any{int64(2), "a\x00"}}}
+				q := &store.Query{Reverse: reverse, PageToken: tok,
+					Low:  store.Bound{Values: []any{int64(-1)}, Inclusive: true},
+					High: store.Bound{Values: []any{int64(2), "a\x00"}}}
 				r, err := ClusteringRange(spec, q)
 				if err != nil {
 					t.Fatal(err)
@@ -280,7 +282,7 @@ func TestClusteringRangePageToken(t *testing.T) {
 				for j, k := range clusteringKeys {
 					// Keys after the token in scan direction remain.
 					after := compareNatural(k, last) > 0
-					if (order == Desc) != reverse {
+					if (order == store.Desc) != reverse {
 						after = compareNatural(k, last) < 0
 					}
 					// A token from outside the bounds (a page of another
@@ -296,36 +298,36 @@ func TestClusteringRangePageToken(t *testing.T) {
 }
 
 func TestClusteringRangeRefuses(t *testing.T) {
-	spec := wideSpec(Asc, 0)
-	cases := []Query{
-		{Low: Bound{Values: []any{int64(1), "a", "extra"}}},
-		{High: Bound{Values: []any{"not an int"}}},
+	spec := wideSpec(store.Asc, 0)
+	cases := []store.Query{
+		{Low: store.Bound{Values: []any{int64(1), "a", "extra"}}},
+		{High: store.Bound{Values: []any{"not an int"}}},
 		{PageToken: []byte{1, 2, 3}},
 		{PageToken: append(EncodeClustering(spec, []any{int64(1), "a"}), 7)},
 		{PageToken: EncodeClustering(spec, []any{int64(1)})},
 	}
 	for i, q := range cases {
-		if _, err := ClusteringRange(spec, &q); !errors.Is(err, ErrInvalid) {
-			t.Errorf("case %d: err = %v, want ErrInvalid", i, err)
+		if _, err := ClusteringRange(spec, &q); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("case %d: err = %v, want store.ErrInvalid", i, err)
 		}
 	}
-	for _, l := range []int{-1, 0, MaxLimit + 1} {
-		if err := CheckLimit(l); !errors.Is(err, ErrInvalid) {
-			t.Errorf("CheckLimit(%d) = %v, want ErrInvalid", l, err)
+	for _, l := range []int{-1, 0, store.MaxLimit + 1} {
+		if err := store.CheckLimit(l); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("CheckLimit(%d) = %v, want store.ErrInvalid", l, err)
 		}
 	}
-	for _, l := range []int{1, MaxLimit} {
-		if err := CheckLimit(l); err != nil {
+	for _, l := range []int{1, store.MaxLimit} {
+		if err := store.CheckLimit(l); err != nil {
 			t.Errorf("CheckLimit(%d) = %v", l, err)
 		}
 	}
 }
 
 func TestMutationErrorUnwraps(t *testing.T) {
-	err := fmt.Errorf("write t: %w", &MutationError{Index: 3, Err: fmt.Errorf("%w: bad", ErrInvalid)})
-	var me *MutationError
-	if !errors.As(err, &me) || me.Index != 3 || !errors.Is(err, ErrInvalid) {
-		t.Fatalf("%v does not unwrap to MutationError{3, ErrInvalid}", err)
+	err := fmt.Errorf("write t: %w", &store.MutationError{Index: 3, Err: fmt.Errorf("%w: bad", store.ErrInvalid)})
+	var me *store.MutationError
+	if !errors.As(err, &me) || me.Index != 3 || !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("%v does not unwrap to store.MutationError{3, store.ErrInvalid}", err)
 	}
 	if !strings.Contains(err.Error(), "mutation 3") {
 		t.Errorf("message %q does not name the mutation", err)
@@ -333,8 +335,8 @@ func TestMutationErrorUnwraps(t *testing.T) {
 }
 
 func TestResolveIndexLookup(t *testing.T) {
-	spec := wideSpec(Asc, 0)
-	spec.Indexes = append(spec.Indexes, IndexSpec{"by_n", "n"}, IndexSpec{"by_ts", "ts"})
+	spec := wideSpec(store.Asc, 0)
+	spec.Indexes = append(spec.Indexes, store.IndexSpec{Name: "by_n", Column: "n"}, store.IndexSpec{Name: "by_ts", Column: "ts"})
 	local := time.FixedZone("UTC+2", 2*60*60)
 	cases := []struct {
 		index   string
@@ -373,15 +375,15 @@ func TestResolveIndexLookup(t *testing.T) {
 		want      error
 		inMessage string
 	}{
-		{"unknown index", "by_b", []any{"p"}, "x", ErrInvalid, `table "wide" has no index "by_b"`},
+		{"unknown index", "by_b", []any{"p"}, "x", store.ErrInvalid, `table "wide" has no index "by_b"`},
 		// The index is checked before the value and the partition.
-		{"unknown index first", "nope", []any{""}, 42, ErrInvalid, "no index"},
-		{"value of the wrong type", "by_v", []any{"p"}, int64(42), ErrInvalid, ""},
-		{"nil value", "by_n", []any{"p"}, nil, ErrInvalid, ""},
-		{"empty partition value", "by_v", []any{""}, "x", ErrInvalid, ""},
-		{"partition of the wrong arity", "by_v", []any{"p", "q"}, "x", ErrInvalid, ""},
-		{"partition of the wrong type", "by_v", []any{int64(1)}, "x", ErrInvalid, ""},
-		{"partition key too large", "by_v", []any{strings.Repeat("k", MaxKeyBytes+1)}, "x", ErrTooLarge, ""},
+		{"unknown index first", "nope", []any{""}, 42, store.ErrInvalid, "no index"},
+		{"value of the wrong type", "by_v", []any{"p"}, int64(42), store.ErrInvalid, ""},
+		{"nil value", "by_n", []any{"p"}, nil, store.ErrInvalid, ""},
+		{"empty partition value", "by_v", []any{""}, "x", store.ErrInvalid, ""},
+		{"partition of the wrong arity", "by_v", []any{"p", "q"}, "x", store.ErrInvalid, ""},
+		{"partition of the wrong type", "by_v", []any{int64(1)}, "x", store.ErrInvalid, ""},
+		{"partition key too large", "by_v", []any{strings.Repeat("k", store.MaxKeyBytes+1)}, "x", store.ErrTooLarge, ""},
 	}
 	for _, c := range refused {
 		col, v, pk, err := ResolveIndexLookup(spec, c.index, c.partition, c.value)

@@ -1,0 +1,41 @@
+package kit
+
+import (
+	"encoding/binary"
+	"time"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// ScanPage calls fn with each row of a page from store.Query, encoded as a
+// store.RawRow, and returns the page token: Scan for backends whose store.Query already
+// materializes rows and who know the table's spec.
+func ScanPage(spec *store.TableSpec, page store.Page, fn func(*store.RawRow) error) ([]byte, error) {
+	var raw store.RawRow
+	for _, r := range page.Rows {
+		raw.Clustering = EncodeClustering(spec, r.Clustering)
+		raw.Values = raw.Values[:0]
+		for _, v := range r.Values {
+			raw.Values = append(raw.Values, RawValue(v))
+		}
+		if err := fn(&raw); err != nil {
+			return nil, err
+		}
+	}
+	return page.NextPageToken, nil
+}
+
+// RawValue is the store.RawRow encoding of a canonical value; nil for nil.
+func RawValue(v any) []byte {
+	switch x := v.(type) {
+	case string:
+		return []byte(x)
+	case []byte:
+		return x
+	case int64:
+		return binary.BigEndian.AppendUint64(nil, uint64(x))
+	case time.Time:
+		return binary.BigEndian.AppendUint64(nil, uint64(x.UnixMilli()))
+	}
+	return nil
+}
