@@ -206,6 +206,25 @@ type Action struct {
 	Deferred bool `json:"deferred,omitempty"`
 	// Error says why an applied action failed; the others were applied.
 	Error string `json:"error,omitempty"`
+	// Rows and Bytes are what a drop destroys, as the backend reports
+	// them (estimates on some backends); nil for other actions.
+	Rows  *int64 `json:"rows,omitempty"`
+	Bytes *int64 `json:"bytes,omitempty"`
+}
+
+// Pending counts the actions that applying the plan would carry out
+// (deferred ones are held back), and the drops among them.
+func (p Plan) Pending() (actions, drops int) {
+	for _, a := range p.Actions {
+		if a.Deferred {
+			continue
+		}
+		actions++
+		if a.Op == OpDrop {
+			drops++
+		}
+	}
+	return actions, drops
 }
 
 // Failed counts the actions that failed when the plan was applied.

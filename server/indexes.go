@@ -323,17 +323,24 @@ type actionJSON struct {
 	Capacity string `json:"capacity,omitempty"`
 	Deferred bool   `json:"deferred,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Rows and Bytes are what a drop destroys (estimates where the
+	// backend only estimates).
+	Rows  *int64 `json:"rows,omitempty"`
+	Bytes *int64 `json:"bytes,omitempty"`
 }
 
 func (h indexHandlers) reconcile(w http.ResponseWriter, r *http.Request) error {
-	var ro shardmgr.RunOptions
+	// A plan is the default: applying takes an explicit dry_run=false.
+	ro := shardmgr.RunOptions{DryRun: true, DropStats: true}
 	v := r.URL.Query()
 	for _, p := range []struct {
 		name string
 		dst  *bool
 	}{{"dry_run", &ro.DryRun}, {"allow_clock_jump", &ro.AllowClockJump}} {
 		switch v.Get(p.name) {
-		case "", "false":
+		case "":
+		case "false":
+			*p.dst = false
 		case "true":
 			*p.dst = true
 		default:
@@ -363,6 +370,9 @@ func (h indexHandlers) reconcile(w http.ResponseWriter, r *http.Request) error {
 		aj := actionJSON{Op: string(a.Op), Table: a.Table, Reason: a.Reason, Deferred: a.Deferred, Error: failed[string(a.Op)+" "+a.Table]}
 		if a.Op == shardmgr.OpSetCapacity || a.Op == shardmgr.OpPrewarm {
 			aj.Capacity = shardmgr.FormatCapacity(a.Capacity)
+		}
+		if a.Destroys != nil {
+			aj.Rows, aj.Bytes = &a.Destroys.Rows, &a.Destroys.Bytes
 		}
 		out.Actions = append(out.Actions, aj)
 	}

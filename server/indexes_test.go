@@ -379,8 +379,8 @@ func TestReconcileEndpoint(t *testing.T) {
 		t.Fatalf("apply %+v", p)
 	}
 	decode(t, send(t, "POST", base+"/v1/indexes/ev/reconcile", ""), http.StatusOK, &p)
-	if len(p.Actions) != 0 {
-		t.Fatalf("after apply %+v", p.Actions)
+	if len(p.Actions) != 0 || p.Applied {
+		t.Fatalf("after apply %+v (a bare POST must only plan)", p)
 	}
 	expectError(t, send(t, "POST", base+"/v1/indexes/ev/reconcile?dry_run=maybe", ""), 400, "invalid_argument")
 	expectError(t, send(t, "POST", base+"/v1/indexes/nope/reconcile", ""), 404, "not_found")

@@ -60,6 +60,10 @@ type RunOptions struct {
 	AllowClockJump bool
 	// Fence, if set, is checked before each action; see Options.Fence.
 	Fence func(context.Context) error
+	// DropStats reads the rows and bytes of every shard a drop would
+	// destroy (Action.Destroys), so that a person can see them before
+	// applying. It costs one Stats call per drop.
+	DropStats bool
 }
 
 // Manager reconciles every index: RunOnce is one pass. It owns no loop;
@@ -187,6 +191,17 @@ func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro R
 		last = LastRun{}
 	}
 	plan := NewPlan(cfg, now, observed, last)
+	if ro.DropStats {
+		for i := range plan.Actions {
+			if a := &plan.Actions[i]; a.Op == OpDrop {
+				st, err := m.opts.Store.Stats(ctx, a.Table)
+				if err != nil {
+					return Plan{}, nil, fmt.Errorf("shardmgr: size of %s: %w", a.Table, err)
+				}
+				a.Destroys = &st
+			}
+		}
+	}
 	if len(plan.Unrecognized) > 0 {
 		m.log.Warn("tables with the index prefix are not its shards; left alone", "index", cfg.Index, "tables", plan.Unrecognized)
 	}

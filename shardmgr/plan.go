@@ -65,6 +65,9 @@ type Action struct {
 	// Deferred actions are reported but not applied: a guard or a limit
 	// holds them back, as Reason says.
 	Deferred bool
+	// Destroys is what a drop destroys, as the store reports it, when
+	// RunOptions.DropStats asked for it; nil otherwise.
+	Destroys *store.TableStats
 }
 
 // Plan is what one run would do for one index.

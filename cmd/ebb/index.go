@@ -187,14 +187,17 @@ func indexShowCmd(c *client) *cobra.Command {
 
 // indexPlanCmd is `plan` (a dry run) or, with apply, `apply`.
 func indexPlanCmd(c *client, apply bool) *cobra.Command {
-	var allowJump bool
+	var allowJump, detailed, yes bool
 	var out *output
 	cmd := &cobra.Command{
 		Use:   "plan NAME",
 		Short: "Show what the shard manager would do now, without doing it",
 		Long: `Show what the shard manager would do now: shards to create (+), to drop (-),
-capacity changes (~), and actions a guard or limit holds back (!), each with
-its reason. Nothing is changed; "ebb index apply" does it.`,
+with the rows and bytes each drop destroys, capacity changes (~), and
+actions a guard or limit holds back (!), each with its reason. Nothing is
+changed; "ebb index apply" does it. With --detailed-exitcode, the exit
+status is 0 when nothing would change, 2 when changes are pending and 1 on
+an error.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeIndexNames(c),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -202,7 +205,22 @@ its reason. Nothing is changed; "ebb index apply" does it.`,
 			if err != nil {
 				return err
 			}
-			plan, err := api.Reconcile(cmd.Context(), args[0], ebbclient.ReconcileOptions{DryRun: !apply, AllowClockJump: allowJump})
+			ro := ebbclient.ReconcileOptions{DryRun: true, AllowClockJump: allowJump}
+			if apply {
+				// Drops destroy data: show them and ask first.
+				plan, err := api.Reconcile(cmd.Context(), args[0], ro)
+				if err != nil {
+					return err
+				}
+				if _, drops := plan.Pending(); drops > 0 && !yes {
+					printIndexPlan(cmd.ErrOrStderr(), args[0], plan)
+					if err := confirm(cmd, yes, fmt.Sprintf("Apply this plan to index %s, dropping %d shard(s) and the rows in them", args[0], drops)); err != nil {
+						return err
+					}
+				}
+				ro.DryRun = false
+			}
+			plan, err := api.Reconcile(cmd.Context(), args[0], ro)
 			if err != nil {
 				return err
 			}
@@ -216,6 +234,9 @@ its reason. Nothing is changed; "ebb index apply" does it.`,
 			if n := plan.Failed(); n > 0 {
 				return fmt.Errorf("%d action(s) failed; the others were applied (run again to retry)", n)
 			}
+			if pending, _ := plan.Pending(); detailed && !apply && pending > 0 {
+				return exitCode(2)
+			}
 			return nil
 		},
 	}
@@ -224,30 +245,49 @@ its reason. Nothing is changed; "ebb index apply" does it.`,
 		cmd.Short = "Apply the shard manager's plan now"
 		cmd.Long = `Apply the shard manager's plan for the index now, as the reconcile loop
 would: each action on its own, so one failure does not stop the others.
-Prints the plan as applied; exits non-zero if any action failed.`
+A plan that drops shards is shown first and applied only once confirmed
+at the terminal, or with --yes. Prints the plan as applied; exits non-zero
+if any action failed.`
 		cmd.Flags().BoolVar(&allowJump, "allow-clock-jump", false, "confirm that the clock really moved forward: apply drops the clock-jump guard holds back")
+		cmd.Flags().BoolVar(&yes, "yes", false, "apply drops without asking (for scripts)")
+	} else {
+		cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 2 when changes are pending, 0 when there are none")
 	}
 	out = addOutput(cmd)
 	return cmd
 }
 
-// printIndexPlan renders a plan like a Terraform plan.
+// printIndexPlan renders a plan like a Terraform plan, in the future tense
+// before it is applied and in the past tense after.
 func printIndexPlan(w io.Writer, name string, plan ebbclient.Plan) {
 	counts := map[string]int{}
 	deferred := 0
+	var rows, bytes int64
 	for _, a := range plan.Actions {
 		if a.Deferred {
 			deferred++
 			continue
 		}
 		counts[a.Op]++
+		if a.Rows != nil {
+			rows += *a.Rows
+		}
+		if a.Bytes != nil {
+			bytes += *a.Bytes
+		}
 	}
-	verb := "Plan"
+	caps := counts[ebbclient.OpSetCapacity] + counts[ebbclient.OpPrewarm]
+	destroys := ""
+	if counts[ebbclient.OpDrop] > 0 {
+		destroys = fmt.Sprintf(" (%d rows, %s)", rows, formatBytes(bytes))
+	}
 	if plan.Applied {
-		verb = "Applied"
+		fmt.Fprintf(w, "Applied to index %s: %d created, %d dropped%s, %d capacity change(s) made, %d deferred.\n",
+			name, counts[ebbclient.OpCreate], counts[ebbclient.OpDrop], destroys, caps, deferred)
+	} else {
+		fmt.Fprintf(w, "Plan for index %s: %d to create, %d to drop%s, %d capacity change(s) to make, %d deferred.\n",
+			name, counts[ebbclient.OpCreate], counts[ebbclient.OpDrop], destroys, caps, deferred)
 	}
-	fmt.Fprintf(w, "%s for index %s: %d to create, %d to drop, %d capacity change(s), %d deferred.\n",
-		verb, name, counts[ebbclient.OpCreate], counts[ebbclient.OpDrop], counts[ebbclient.OpSetCapacity]+counts[ebbclient.OpPrewarm], deferred)
 	if len(plan.Actions) == 0 && len(plan.Unrecognized) == 0 {
 		fmt.Fprintln(w, "\nNo changes. The shards match the configuration.")
 		return
@@ -255,6 +295,9 @@ func printIndexPlan(w io.Writer, name string, plan ebbclient.Plan) {
 	fmt.Fprintln(w)
 	for _, a := range plan.Actions {
 		line := shardmgr.FormatAction(a.Op, a.Table, a.Capacity, a.Reason, a.Deferred)
+		if a.Rows != nil && a.Bytes != nil {
+			line += fmt.Sprintf("\n    destroys %d rows, %s", *a.Rows, formatBytes(*a.Bytes))
+		}
 		if a.Error != "" {
 			line += "\n    FAILED: " + a.Error
 		}
@@ -265,16 +308,43 @@ func printIndexPlan(w io.Writer, name string, plan ebbclient.Plan) {
 	}
 }
 
+// formatBytes renders a byte count in binary units: "512 B", "1.5 MiB".
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
 func indexDeleteCmd(c *client) *cobra.Command {
-	return &cobra.Command{
-		Use:               "delete NAME",
-		Short:             "Delete an index: drop every shard and the configuration",
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete an index: drop every shard and the configuration",
+		Long: `Delete an index: drop every one of its shards, with every event in them,
+and its configuration. It asks for confirmation at the terminal; scripts
+pass --yes.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeIndexNames(c),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := c.api()
 			if err != nil {
 				return err
+			}
+			if !yes {
+				idx, err := api.Index(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if err := confirm(cmd, yes, fmt.Sprintf("Delete index %s and drop its %d shard(s) with every event in them", args[0], len(idx.Shards))); err != nil {
+					return err
+				}
 			}
 			if err := api.DeleteIndex(cmd.Context(), args[0]); err != nil {
 				return err
@@ -283,6 +353,8 @@ func indexDeleteCmd(c *client) *cobra.Command {
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&yes, "yes", false, "delete without asking (for scripts)")
+	return cmd
 }
 
 func indexWriteCmd(c *client) *cobra.Command {

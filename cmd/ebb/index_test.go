@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/server"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/storetest"
 	"github.com/ebb-data/ebb/timeseries"
 )
 
@@ -84,10 +86,13 @@ func TestIndexCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(ok("index", "plan", "events", "--json")), &plan); err != nil || len(plan.Actions) != 1 || plan.Applied {
 		t.Fatalf("plan --json: %+v %v", plan, err)
 	}
-	if out := ok("index", "apply", "events"); !strings.Contains(out, "Applied for index events: 1 to create") {
+	if code, _, _ := indexCLI(url, "index", "plan", "events", "--detailed-exitcode"); code != 2 {
+		t.Errorf("plan --detailed-exitcode with a change pending: exit %d, want 2", code)
+	}
+	if out := ok("index", "apply", "events"); !strings.Contains(out, "Applied to index events: 1 created, 0 dropped") {
 		t.Errorf("apply: %q", out)
 	}
-	if out := ok("index", "plan", "events"); !strings.Contains(out, "No changes") {
+	if out := ok("index", "plan", "events", "--detailed-exitcode"); !strings.Contains(out, "No changes") {
 		t.Errorf("plan after apply: %q", out)
 	}
 
@@ -101,6 +106,15 @@ func TestIndexCommands(t *testing.T) {
 			t.Errorf("ebb %s: exit %d, stderr %q", strings.Join(args, " "), code, errOut)
 		}
 	}
+	// Deleting asks first; without a terminal it takes --yes.
+	if code, _, errOut := indexCLI(url, "index", "delete", "events"); code != 1 || !strings.Contains(errOut, "pass --yes") {
+		t.Errorf("delete without a terminal or --yes: exit %d, %q", code, errOut)
+	}
+	atTerminal(t, "no\n")
+	if code, _, errOut := indexCLI(url, "index", "delete", "events"); code != 1 || !strings.Contains(errOut, "Delete index events and drop its 5 shard(s)") || !strings.Contains(errOut, "not confirmed") {
+		t.Errorf("delete answered no: exit %d, %q", code, errOut)
+	}
+	atTerminal(t, "yes\n")
 	if out := ok("index", "delete", "events"); !strings.Contains(out, "deleted") {
 		t.Errorf("delete: %q", out)
 	}
@@ -237,5 +251,94 @@ func TestProgressTerminal(t *testing.T) {
 	}
 	if !strings.HasSuffix(out, "\r") {
 		t.Errorf("the bar is not cleared at the end: %q", out[max(0, len(out)-80):])
+	}
+}
+
+// atTerminal makes the confirmations read answer as if typed at a
+// terminal, until the test ends.
+func atTerminal(t *testing.T, answer string) {
+	t.Helper()
+	in, isTerm := confirmInput, inputIsTerminal
+	confirmInput, inputIsTerminal = strings.NewReader(answer), func() bool { return true }
+	t.Cleanup(func() { confirmInput, inputIsTerminal = in, isTerm })
+}
+
+// TestIndexApplyConfirmsDrops: an apply that drops shards shows what each
+// drop destroys and asks first; --yes applies at once. The API plans by
+// default: applying takes dry_run=false.
+func TestIndexApplyConfirmsDrops(t *testing.T) {
+	clock := storetest.NewClock(storetest.Epoch)
+	st := testbackend.Pebble(t, clock.Now)
+	svc, err := timeseries.New(t.Context(), st, timeseries.Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := server.New(server.Options{Features: []server.Feature{server.Indexes(svc)}, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	url := ts.URL
+	run := func(args ...string) (int, string, string) { return indexCLI(url, args...) }
+	if code, _, errOut := run("index", "create", "ev", "--table-bucket", "1h", "--partition-bucket", "10m", "--retention", "2h", "--runway", "1"); code != 0 {
+		t.Fatal(errOut)
+	}
+	if code, _, errOut := run("index", "write", "ev", "--index-id", "a", "--event-id", "e1", "--timestamp", clock.Now().Add(-90*time.Minute).Format(time.RFC3339), "--payload", "x"); code != 0 {
+		t.Fatal(errOut)
+	}
+	clock.Advance(3 * time.Hour)
+
+	// POST .../reconcile without dry_run plans and changes nothing.
+	resp, err := http.Post(url+"/v1/indexes/ev/reconcile", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan struct {
+		Actions []struct {
+			Op          string
+			Rows, Bytes *int64
+		}
+		Applied bool
+	}
+	err = json.NewDecoder(resp.Body).Decode(&plan)
+	resp.Body.Close()
+	if err != nil || plan.Applied {
+		t.Fatalf("reconcile without dry_run: applied=%v %v", plan.Applied, err)
+	}
+	var drops, rows int64
+	for _, a := range plan.Actions {
+		if a.Op == "drop" {
+			drops++
+			if a.Rows == nil || a.Bytes == nil {
+				t.Fatalf("a drop without its rows and bytes: %+v", a)
+			}
+			rows += *a.Rows
+		}
+	}
+	if drops == 0 || rows != 1 {
+		t.Fatalf("plan: %d drops destroying %d rows, want some drops and the 1 event written", drops, rows)
+	}
+
+	code, out, errOut := run("index", "plan", "ev", "--detailed-exitcode")
+	if code != 2 || !strings.Contains(out, "to drop (1 rows, ") || !strings.Contains(out, "destroys 1 rows") {
+		t.Fatalf("plan: exit %d, %q %q", code, out, errOut)
+	}
+	if code, _, errOut := run("index", "apply", "ev"); code != 1 || !strings.Contains(errOut, "pass --yes") {
+		t.Fatalf("apply with drops, no terminal: exit %d, %q", code, errOut)
+	}
+	atTerminal(t, "nope\n")
+	if code, _, errOut := run("index", "apply", "ev"); code != 1 || !strings.Contains(errOut, "Apply this plan to index ev, dropping") || !strings.Contains(errOut, "not confirmed") {
+		t.Fatalf("apply answered no: exit %d, %q", code, errOut)
+	}
+	if code, _, _ := run("index", "plan", "ev", "--detailed-exitcode"); code != 2 {
+		t.Fatal("a refused apply changed something")
+	}
+	code, out, errOut = run("index", "apply", "ev", "--yes")
+	if code != 0 || !strings.Contains(out, "Applied to index ev: ") || !strings.Contains(out, "dropped (1 rows, ") {
+		t.Fatalf("apply --yes: exit %d, %q %q", code, out, errOut)
+	}
+	if code, out, _ := run("index", "plan", "ev", "--detailed-exitcode"); code != 0 || !strings.Contains(out, "No changes") {
+		t.Fatalf("plan after apply: exit %d, %q", code, out)
 	}
 }
