@@ -190,10 +190,11 @@ func TestIndexes(t *testing.T) {
 	if _, created, err := c.CreateIndex(ctx, "events", cfg); err != nil || created {
 		t.Fatalf("create again: %v created=%v", err, created)
 	}
-	cfg.Retention = 4 * time.Hour
+	cfg.TableBucket = 2 * time.Hour
 	if _, _, err := c.CreateIndex(ctx, "events", cfg); !errors.Is(err, client.ErrConflict) {
-		t.Fatalf("create with another retention: %v", err)
+		t.Fatalf("create with another table bucket: %v", err)
 	}
+	cfg.TableBucket = time.Hour
 	withPolicy := client.IndexConfig{TableBucket: time.Hour, PartitionBucket: time.Hour, Retention: time.Hour,
 		Capacity: &client.CapacityPolicy{HotReadUnits: 10, HotWriteUnits: 20}}
 	if idx, _, err := c.CreateIndex(ctx, "other", withPolicy); err != nil || idx.Capacity == nil || idx.Capacity.HotWriteUnits != 20 || idx.Runway != 2 {

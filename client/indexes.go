@@ -11,7 +11,8 @@ import (
 )
 
 // IndexConfig is the configuration of a time-sharded index, the body of
-// PUT /v1/indexes/{name}. An index's configuration cannot change.
+// PUT /v1/indexes/{name}. Retention, runway and capacity of an existing
+// index can change by putting it again; its buckets cannot.
 type IndexConfig struct {
 	// TableBucket is the time width of a shard: whole seconds.
 	TableBucket time.Duration `json:"table_bucket"`
@@ -66,12 +67,15 @@ type CapacityPolicy struct {
 
 // Index is a time-sharded index as the server reports it.
 type Index struct {
-	Name            string          `json:"name"`
-	TableBucket     time.Duration   `json:"table_bucket"`
-	PartitionBucket time.Duration   `json:"partition_bucket"`
-	Retention       time.Duration   `json:"retention"`
-	Runway          int             `json:"runway"`
-	Capacity        *CapacityPolicy `json:"capacity,omitempty"`
+	Name            string        `json:"name"`
+	TableBucket     time.Duration `json:"table_bucket"`
+	PartitionBucket time.Duration `json:"partition_bucket"`
+	Retention       time.Duration `json:"retention"`
+	// HeldRetention is the longer retention the index keeps until the
+	// next apply, after its retention was shortened; zero otherwise.
+	HeldRetention time.Duration   `json:"held_retention,omitempty"`
+	Runway        int             `json:"runway"`
+	Capacity      *CapacityPolicy `json:"capacity,omitempty"`
 	// Shards are sorted by start.
 	Shards []Shard `json:"shards"`
 	// RunwayRemaining is the time until the end of the last existing
@@ -90,8 +94,9 @@ func (x Index) MarshalJSON() ([]byte, error) {
 		TableBucket     duration `json:"table_bucket"`
 		PartitionBucket duration `json:"partition_bucket"`
 		Retention       duration `json:"retention"`
+		HeldRetention   duration `json:"held_retention,omitempty"`
 		RunwayRemaining duration `json:"runway_remaining"`
-	}{plain(x), duration(x.TableBucket), duration(x.PartitionBucket), duration(x.Retention), duration(x.RunwayRemaining)})
+	}{plain(x), duration(x.TableBucket), duration(x.PartitionBucket), duration(x.Retention), duration(x.HeldRetention), duration(x.RunwayRemaining)})
 }
 
 // UnmarshalJSON reads an Index as the API writes it.
@@ -102,12 +107,14 @@ func (x *Index) UnmarshalJSON(b []byte) error {
 		TableBucket     duration `json:"table_bucket"`
 		PartitionBucket duration `json:"partition_bucket"`
 		Retention       duration `json:"retention"`
+		HeldRetention   duration `json:"held_retention,omitempty"`
 		RunwayRemaining duration `json:"runway_remaining"`
 	}{plain: (*plain)(x)}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	x.TableBucket, x.PartitionBucket, x.Retention = time.Duration(w.TableBucket), time.Duration(w.PartitionBucket), time.Duration(w.Retention)
+	x.HeldRetention = time.Duration(w.HeldRetention)
 	x.RunwayRemaining = time.Duration(w.RunwayRemaining)
 	return nil
 }

@@ -70,9 +70,14 @@ func TestAgainstEbbServe(t *testing.T) {
 	if _, created, err := c.CreateIndex(ctx, "events", cfg); err != nil || !created {
 		t.Fatalf("CreateIndex: created=%v %v", created, err)
 	}
-	cfg.Retention = 72 * time.Hour
+	cfg.PartitionBucket = 20 * time.Minute
 	if _, _, err := c.CreateIndex(ctx, "events", cfg); !errors.Is(err, client.ErrConflict) {
-		t.Fatalf("CreateIndex with another config: %v, want ErrConflict", err)
+		t.Fatalf("CreateIndex with another partition bucket: %v, want ErrConflict", err)
+	}
+	cfg.PartitionBucket = 10 * time.Minute
+	cfg.Retention = 24 * time.Hour
+	if idx, _, err := c.CreateIndex(ctx, "events", cfg); err != nil || idx.Retention != 24*time.Hour || idx.HeldRetention != 48*time.Hour {
+		t.Fatalf("CreateIndex with a shorter retention: %+v, %v; want it changed and 48h held", idx, err)
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	var evs []client.Event

@@ -51,10 +51,13 @@ type capacityPolicy struct {
 }
 
 type indexJSON struct {
-	Name            string          `json:"name"`
-	TableBucket     string          `json:"table_bucket"`
-	PartitionBucket string          `json:"partition_bucket"`
-	Retention       string          `json:"retention"`
+	Name            string `json:"name"`
+	TableBucket     string `json:"table_bucket"`
+	PartitionBucket string `json:"partition_bucket"`
+	Retention       string `json:"retention"`
+	// HeldRetention is the longer retention kept until an apply, after
+	// retention was shortened.
+	HeldRetention   string          `json:"held_retention,omitempty"`
 	Runway          int             `json:"runway"`
 	Capacity        *capacityPolicy `json:"capacity,omitempty"`
 	Shards          []shardJSON     `json:"shards"`
@@ -78,6 +81,9 @@ func indexView(idx timeseries.Index) indexJSON {
 		Runway:          idx.Runway,
 		Shards:          make([]shardJSON, 0, len(idx.Shards)),
 		RunwayRemaining: durfmt.Format(idx.RunwayRemaining.Round(time.Second)),
+	}
+	if idx.HeldRetention != 0 {
+		out.HeldRetention = durfmt.Format(idx.HeldRetention)
 	}
 	if c := idx.Capacity; c.Enabled() {
 		out.Capacity = &capacityPolicy{HotReadUnits: c.HotRead, HotWriteUnits: c.HotWrite, PeakReadUnits: c.PeakRead, PeakWriteUnits: c.PeakWrite}

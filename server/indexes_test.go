@@ -71,6 +71,7 @@ type indexBody struct {
 	TableBucket     string `json:"table_bucket"`
 	PartitionBucket string `json:"partition_bucket"`
 	Retention       string `json:"retention"`
+	HeldRetention   string `json:"held_retention"`
 	Runway          int    `json:"runway"`
 	Shards          []struct {
 		Table, Start, End, State, Capacity string
@@ -111,7 +112,17 @@ func TestIndexLifecycle(t *testing.T) {
 	}
 
 	decode(t, send(t, "PUT", base+"/v1/indexes/ev", hourlyIndex), http.StatusOK, nil)
-	expectError(t, send(t, "PUT", base+"/v1/indexes/ev", `{"table_bucket":"1h","partition_bucket":"10m","retention":"48h"}`), 409, "conflict")
+	expectError(t, send(t, "PUT", base+"/v1/indexes/ev", `{"table_bucket":"2h","partition_bucket":"10m","retention":"24h"}`), 409, "conflict")
+	var changed indexBody
+	decode(t, send(t, "PUT", base+"/v1/indexes/ev", `{"table_bucket":"1h","partition_bucket":"10m","retention":"12h"}`), http.StatusOK, &changed)
+	if changed.Retention != "12h" || changed.HeldRetention != "24h" {
+		t.Fatalf("a shorter retention: retention %q, held %q; want 12h held at 24h", changed.Retention, changed.HeldRetention)
+	}
+	changed = indexBody{}
+	decode(t, send(t, "PUT", base+"/v1/indexes/ev", hourlyIndex), http.StatusOK, &changed)
+	if changed.Retention != "24h" || changed.HeldRetention != "" {
+		t.Fatalf("back to 24h: retention %q, held %q", changed.Retention, changed.HeldRetention)
+	}
 	decode(t, send(t, "PUT", base+"/v1/indexes/ev_b", `{"table_bucket":"168h","partition_bucket":"24h","retention":"1008h","runway":3}`), http.StatusCreated, nil)
 
 	var list struct{ Indexes []indexBody }

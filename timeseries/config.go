@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/durfmt"
 	"github.com/ebb-data/ebb/shardmgr"
 	"github.com/ebb-data/ebb/store"
 )
@@ -86,6 +87,39 @@ type Config struct {
 	// Capacity is the capacity policy of the shards; the zero value leaves
 	// every shard on-demand.
 	Capacity shardmgr.CapacityPolicy `json:"capacity"`
+	// HeldRetention is set by Create when it shortens Retention: the longer
+	// retention the index had. The background manager keeps what it
+	// covers; only an explicit apply (Reconcile without DryRun) drops what
+	// the new Retention lets go, and then clears it. Create ignores it.
+	HeldRetention time.Duration `json:"held_retention,omitempty"`
+}
+
+// immutableDiff names the first field of want that differs from c and
+// cannot change, with both values; "" when none does.
+func (c Config) immutableDiff(want Config) string {
+	switch {
+	case c.TableBucket != want.TableBucket:
+		return fmt.Sprintf("table_bucket %s (asked %s)", durfmt.Format(c.TableBucket), durfmt.Format(want.TableBucket))
+	case c.PartitionBucket != want.PartitionBucket:
+		return fmt.Sprintf("partition_bucket %s (asked %s)", durfmt.Format(c.PartitionBucket), durfmt.Format(want.PartitionBucket))
+	}
+	return ""
+}
+
+// changed names the fields of want that differ from c: the changes
+// Create makes to an existing index.
+func (c Config) changed(want Config) []string {
+	var out []string
+	if c.Retention != want.Retention {
+		out = append(out, "retention")
+	}
+	if c.Runway != want.Runway {
+		out = append(out, "runway")
+	}
+	if c.Capacity != want.Capacity {
+		out = append(out, "capacity")
+	}
+	return out
 }
 
 // WithDefaults returns c with zero fields defaulted.
@@ -119,11 +153,14 @@ func (c Config) Validate() error {
 }
 
 // shardConfig is the manager's view of the index.
+// shardConfig is what the background manager runs with: a shortened
+// retention is held at the longer one until an explicit apply (see
+// HeldRetention).
 func (c Config) shardConfig(g shardmgr.Guards, caps store.Capabilities) shardmgr.Config {
 	return shardmgr.Config{
 		Index:             c.Name,
 		TableBucket:       c.TableBucket,
-		Retention:         c.Retention,
+		Retention:         max(c.Retention, c.HeldRetention),
 		Runway:            c.Runway,
 		Schema:            shardSchema,
 		Capacity:          c.Capacity,

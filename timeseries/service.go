@@ -163,6 +163,7 @@ func (s *Service) Manager() *shardmgr.Manager { return s.mgr }
 // different config is ErrConflict.
 func (s *Service) Create(ctx context.Context, cfg Config) (Index, bool, error) {
 	cfg = cfg.WithDefaults()
+	cfg.HeldRetention = 0
 	if err := cfg.Validate(); err != nil {
 		return Index{}, false, err
 	}
@@ -197,11 +198,13 @@ func (s *Service) Create(ctx context.Context, cfg Config) (Index, bool, error) {
 			return Index{}, false, fmt.Errorf("timeseries: save index %s: %w", cfg.Name, err)
 		}
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		return Index{}, false, err
-	case old != cfg:
-		return Index{}, false, fmt.Errorf("%w: index %q exists with a different config", store.ErrConflict, cfg.Name)
+	}
+	if !created {
+		if cfg, err = s.change(ctx, old, cfg); err != nil {
+			return Index{}, false, err
+		}
 	}
 	s.cacheConfig(cfg)
 	// Writes need the shards at once, not at the next tick.
@@ -308,7 +311,60 @@ func (s *Service) Reconcile(ctx context.Context, name string, ro shardmgr.RunOpt
 	if err != nil {
 		return shardmgr.Plan{}, nil, err
 	}
-	return s.mgr.Reconcile(ctx, s.shardConfig(cfg), ro)
+	// An explicit plan or apply uses the retention as configured: the
+	// drops a shortened retention lets go are made here, never in the
+	// background.
+	sc := s.shardConfig(cfg)
+	sc.Retention = cfg.Retention
+	plan, results, err := s.mgr.Reconcile(ctx, sc, ro)
+	if err == nil && !ro.DryRun && cfg.HeldRetention != 0 {
+		s.adminMu.Lock()
+		defer s.adminMu.Unlock()
+		released := cfg
+		released.HeldRetention = 0
+		prev, perr := json.Marshal(cfg)
+		doc, derr := json.Marshal(released)
+		if err = errors.Join(perr, derr); err == nil {
+			err = store.Meta{S: s.st}.CompareAndSwap(ctx, metaKind, name, prev, doc)
+		}
+		if err != nil {
+			return plan, results, fmt.Errorf("timeseries: release the held retention of %s: %w", name, err)
+		}
+		s.cacheConfig(released)
+	}
+	return plan, results, err
+}
+
+// change makes an existing index's config want, if only fields that can
+// change differ (retention, runway, capacity), and returns the config
+// saved. A shortened retention is held (Config.HeldRetention) until an
+// explicit apply. Callers hold adminMu.
+func (s *Service) change(ctx context.Context, old, want Config) (Config, error) {
+	if diff := old.immutableDiff(want); diff != "" {
+		return Config{}, fmt.Errorf("%w: index %q exists with %s; shards are laid out by it, so it cannot change: create another index", store.ErrConflict, want.Name, diff)
+	}
+	if len(old.changed(want)) == 0 {
+		return old, nil
+	}
+	next := want
+	if kept := max(old.Retention, old.HeldRetention); next.Retention < kept {
+		next.HeldRetention = kept
+	}
+	prev, err := json.Marshal(old)
+	if err != nil {
+		return Config{}, fmt.Errorf("timeseries: encode config: %w", err)
+	}
+	doc, err := json.Marshal(next)
+	if err != nil {
+		return Config{}, fmt.Errorf("timeseries: encode config: %w", err)
+	}
+	// Against the config as read: a concurrent change by another replica
+	// makes this one fail rather than overwrite it.
+	if err := (store.Meta{S: s.st}).CompareAndSwap(ctx, metaKind, want.Name, prev, doc); err != nil {
+		return Config{}, fmt.Errorf("timeseries: change index %s: %w", want.Name, err)
+	}
+	s.log.Info("index changed", "index", want.Name, "fields", old.changed(want), "held_retention", next.HeldRetention)
+	return next, nil
 }
 
 func (s *Service) shardConfig(cfg Config) shardmgr.Config {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,9 +79,9 @@ func TestCreateGetListDelete(t *testing.T) {
 			t.Errorf("identical create: created %v, %v", created, err)
 		}
 		other := hourly
-		other.Retention = 48 * time.Hour
-		if _, _, err := svc.Create(ctx, other); !errors.Is(err, store.ErrConflict) {
-			t.Errorf("different config: %v, want ErrConflict", err)
+		other.TableBucket = 2 * time.Hour
+		if _, _, err := svc.Create(ctx, other); !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "table_bucket 1h (asked 2h)") {
+			t.Errorf("different table bucket: %v, want ErrConflict naming table_bucket", err)
 		}
 
 		// An index whose name extends "ev" keeps its own shards apart.
@@ -389,4 +390,84 @@ func metricValue(t testing.TB, reg *prometheus.Registry, name, label string) flo
 		t.Fatalf("series %s{%s} not found", name, label)
 	}
 	return total
+}
+
+// TestChangeIndex changes an index's retention and runway through Create.
+// A longer retention keeps more shards; a shorter one is held: the
+// background manager drops nothing more, a plan shows the drops, and only
+// an explicit apply makes them and releases the hold.
+func TestChangeIndex(t *testing.T) {
+	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+		ctx := context.Background()
+		clk := storetest.NewClock(t0)
+		st := open(t, clk.Now)
+		svc, _ := newService(t, st, clk.Now)
+		mustCreate(t, svc, hourly) // 24 h retention: 27 shards
+		shards := func() int {
+			t.Helper()
+			idx, err := svc.Get(ctx, "ev")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(idx.Shards)
+		}
+
+		longer := hourly
+		longer.Retention, longer.Runway = 48*time.Hour, 3
+		idx, created, err := svc.Create(ctx, longer)
+		if err != nil || created || idx.Retention != 48*time.Hour || idx.HeldRetention != 0 || idx.Runway != 3 {
+			t.Fatalf("longer retention: %+v created=%v %v", idx.Config, created, err)
+		}
+		// Shards cover the whole retention, so the longer one creates the
+		// past 24 h's too: 48 + hot + 3 ahead.
+		if n := shards(); n != 52 {
+			t.Fatalf("%d shards after a longer retention and runway, want 52", n)
+		}
+
+		shorter := longer
+		shorter.Retention = 12 * time.Hour
+		idx, _, err = svc.Create(ctx, shorter)
+		if err != nil || idx.Retention != 12*time.Hour || idx.HeldRetention != 48*time.Hour {
+			t.Fatalf("shorter retention: %+v %v", idx.Config, err)
+		}
+		// The background manager keeps the held retention's shards.
+		if err := svc.Manager().RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := shards(); n != 52 {
+			t.Fatalf("%d shards after a background run, want 52 (nothing dropped before an apply)", n)
+		}
+		plan, _, err := svc.Reconcile(ctx, "ev", shardmgr.RunOptions{DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		drops, deferred := 0, 0
+		for _, a := range plan.Actions {
+			switch {
+			case a.Op == shardmgr.OpDrop && a.Deferred:
+				deferred++
+			case a.Op == shardmgr.OpDrop:
+				drops++
+			}
+		}
+		if drops != 4 || deferred != 32 { // 36 shards expire; at most 4 drops per run
+			t.Fatalf("plan has %d drops and %d deferred, want 4 and 32 (the guard's limit per run)", drops, deferred)
+		}
+		if _, _, err := svc.Reconcile(ctx, "ev", shardmgr.RunOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		idx, err = svc.Get(ctx, "ev")
+		if err != nil || idx.HeldRetention != 0 || len(idx.Shards) != 48 {
+			t.Fatalf("after apply: held %s, %d shards, %v; want no hold and 48 shards", idx.HeldRetention, len(idx.Shards), err)
+		}
+		// Released: the background manager now drops the rest.
+		for range 10 {
+			if err := svc.Manager().RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := shards(); n != 12+1+3 {
+			t.Fatalf("%d shards once released, want 16", n)
+		}
+	})
 }

@@ -28,7 +28,7 @@ bucket, so that expiring a bucket is dropping a table; and write and read
 their events. The commands talk to a running "ebb serve" (--server, default
 http://127.0.0.1:7070).`,
 	}
-	cmd.AddCommand(indexCreateCmd(c), indexListCmd(c), indexShowCmd(c), indexPlanCmd(c, false), indexPlanCmd(c, true),
+	cmd.AddCommand(indexCreateCmd(c), indexUpdateCmd(c), indexListCmd(c), indexShowCmd(c), indexPlanCmd(c, false), indexPlanCmd(c, true),
 		indexDeleteCmd(c), indexWriteCmd(c), indexQueryCmd(c))
 	return cmd
 }
@@ -114,6 +114,78 @@ different configuration is a conflict.`,
 	return cmd
 }
 
+func indexUpdateCmd(c *client) *cobra.Command {
+	var retention time.Duration
+	var runway int
+	var capacity ebbclient.CapacityPolicy
+	var noCapacity bool
+	var out *output
+	cmd := &cobra.Command{
+		Use:   "update NAME [--retention D] [--runway N] [--hot-read-units N --hot-write-units N ... | --no-capacity]",
+		Short: "Change an index's retention, runway or capacity policy",
+		Long: `Change an index's retention, runway or capacity policy; the flags not given
+keep their values. Its buckets cannot change: shards are laid out by them.
+A longer retention keeps more shards from then on. A shorter one drops
+nothing by itself: the background manager keeps the old retention's shards
+until "ebb index plan" shows, and "ebb index apply" makes, the drops the
+new retention lets go.`,
+		Example:           `  ebb index update events --retention 720h && ebb index plan events && ebb index apply events`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeIndexNames(c),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api, err := c.api()
+			if err != nil {
+				return err
+			}
+			idx, err := api.Index(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			cfg := ebbclient.IndexConfig{TableBucket: idx.TableBucket, PartitionBucket: idx.PartitionBucket, Retention: idx.Retention, Runway: idx.Runway, Capacity: idx.Capacity}
+			f := cmd.Flags()
+			if f.Changed("retention") {
+				cfg.Retention = retention
+			}
+			if f.Changed("runway") {
+				if runway < 1 {
+					return fmt.Errorf("--runway %d: want at least 1", runway)
+				}
+				cfg.Runway = runway
+			}
+			switch {
+			case noCapacity:
+				cfg.Capacity = nil
+			case f.Changed("hot-read-units") || f.Changed("hot-write-units") || f.Changed("peak-read-units") || f.Changed("peak-write-units"):
+				cfg.Capacity = &capacity
+			}
+			idx, _, err = api.CreateIndex(cmd.Context(), args[0], cfg)
+			if err != nil {
+				return err
+			}
+			if out.json {
+				return printJSON(cmd.OutOrStdout(), idx)
+			}
+			held := ""
+			if idx.HeldRetention != 0 {
+				held = fmt.Sprintf(" (%s kept until \"ebb index apply %s\")", ebbclient.FormatDuration(idx.HeldRetention), idx.Name)
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "index %s: retention %s%s, runway %d, %d shards\n",
+				idx.Name, ebbclient.FormatDuration(idx.Retention), held, idx.Runway, len(idx.Shards))
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&retention, "retention", 0, "how long an event lives after its timestamp")
+	f.IntVar(&runway, "runway", 0, "shards kept ready after the one holding now")
+	f.Int64Var(&capacity.HotReadUnits, "hot-read-units", 0, "capacity policy: provision the hot shard with this many read units")
+	f.Int64Var(&capacity.HotWriteUnits, "hot-write-units", 0, "capacity policy: provision the hot shard with this many write units")
+	f.Int64Var(&capacity.PeakReadUnits, "peak-read-units", 0, "capacity policy: pre-warm the next shard to this many read units")
+	f.Int64Var(&capacity.PeakWriteUnits, "peak-write-units", 0, "capacity policy: pre-warm the next shard to this many write units")
+	f.BoolVar(&noCapacity, "no-capacity", false, "drop the capacity policy: every shard on-demand")
+	out = addOutput(cmd)
+	return cmd
+}
+
 func indexListCmd(c *client) *cobra.Command {
 	var out *output
 	cmd := &cobra.Command{
@@ -168,6 +240,10 @@ func indexShowCmd(c *client) *cobra.Command {
 			fmt.Fprintf(w, "index:            %s\ntable bucket:     %s\npartition bucket: %s\nretention:        %s\nrunway:           %d shards\nrunway remaining: %s\n",
 				idx.Name, ebbclient.FormatDuration(idx.TableBucket), ebbclient.FormatDuration(idx.PartitionBucket),
 				ebbclient.FormatDuration(idx.Retention), idx.Runway, ebbclient.FormatDuration(idx.RunwayRemaining))
+			if idx.HeldRetention != 0 {
+				fmt.Fprintf(w, "held retention:   %s, until \"ebb index apply %s\" drops what the shorter retention lets go\n",
+					ebbclient.FormatDuration(idx.HeldRetention), idx.Name)
+			}
 			if p := idx.Capacity; p != nil {
 				fmt.Fprintf(w, "capacity policy:  hot read %d, hot write %d, peak read %d, peak write %d units\n",
 					p.HotReadUnits, p.HotWriteUnits, p.PeakReadUnits, p.PeakWriteUnits)

@@ -341,4 +341,22 @@ func TestIndexApplyConfirmsDrops(t *testing.T) {
 	if code, out, _ := run("index", "plan", "ev", "--detailed-exitcode"); code != 0 || !strings.Contains(out, "No changes") {
 		t.Fatalf("plan after apply: exit %d, %q", code, out)
 	}
+
+	// A shorter retention is held until an apply makes its drops.
+	code, out, errOut = run("index", "update", "ev", "--retention", "1h")
+	if code != 0 || !strings.Contains(out, "retention 1h (2h kept until \"ebb index apply ev\")") {
+		t.Fatalf("update: exit %d, %q %q", code, out, errOut)
+	}
+	if code, out, _ := run("index", "show", "ev"); code != 0 || !strings.Contains(out, "held retention:   2h") {
+		t.Fatalf("show: exit %d, %q", code, out)
+	}
+	if code, out, _ := run("index", "plan", "ev", "--detailed-exitcode"); code != 2 || !strings.Contains(out, "1 to drop") {
+		t.Fatalf("plan after a shorter retention: exit %d, %q", code, out)
+	}
+	if code, _, errOut := run("index", "apply", "ev", "--yes"); code != 0 {
+		t.Fatal(errOut)
+	}
+	if code, out, _ := run("index", "show", "ev"); code != 0 || strings.Contains(out, "held retention") || !strings.Contains(out, "retention:        1h") {
+		t.Fatalf("show after apply: exit %d, %q", code, out)
+	}
 }
