@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/timeseries"
@@ -124,11 +125,53 @@ func (s *Server) classify(err error) (status int, code, msg string, known bool) 
 	for _, list := range [][]errorMapping{s.mappings, storeMappings} {
 		for _, m := range list {
 			if errors.Is(err, m.target) {
-				return m.status, m.code, err.Error(), true
+				return m.status, m.code, userMessage(err.Error()), true
 			}
 		}
 	}
 	return http.StatusInternalServerError, CodeInternal, "internal error", false
+}
+
+// sentinelTexts are the texts of sentinel errors that only repeat the
+// error's code, and packageNames the Go package names errors start
+// with: neither means anything to a user of the API, so userMessage takes
+// them out.
+var (
+	sentinelTexts = []string{
+		"store: not found", "store: invalid argument", "store: conflicts with existing configuration",
+		"store: too large", "store: unavailable", "store: throttled", "store: table not found",
+		"store: table exists with a different spec", "store: capacity change limit reached", "store: closed",
+	}
+	packageNames = map[string]bool{"timeseries": true, "multitable": true, "lists": true, "shardmgr": true, "expiry": true, "store": true, "ebb": true, "server": true}
+)
+
+// userMessage says what an error says in the API's own words: without
+// the sentinel texts its code already conveys and without Go package
+// names. "timeseries: index not found: store: not found: \"nope\"" becomes
+// "index not found: \"nope\"".
+func userMessage(msg string) string {
+	stripped := msg
+	for _, t := range sentinelTexts {
+		stripped = strings.ReplaceAll(stripped, t, "")
+	}
+	if out := withoutPackages(stripped); out != "" {
+		return out
+	}
+	// Nothing but a sentinel: its own text, without the package.
+	return withoutPackages(msg)
+}
+
+// withoutPackages drops the ": "-separated parts of msg that are Go
+// package names, and empty parts.
+func withoutPackages(msg string) string {
+	parts := strings.Split(msg, ": ")
+	out := parts[:0]
+	for _, p := range parts {
+		if p = strings.TrimSpace(p); p != "" && !packageNames[p] {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, ": ")
 }
 
 // errorBody is the JSON body of every error response.

@@ -27,16 +27,20 @@ func WriteJSON(w http.ResponseWriter, status int, v any) error {
 		w.WriteHeader(status)
 		return nil
 	}
-	body, err := json.Marshal(v)
-	if err != nil {
+	// Text such as "<=" in messages is written as it is, not as \u003c:
+	// responses are JSON, never HTML.
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		// Nothing has been written yet, so the caller can still answer
 		// with an error.
 		return fmt.Errorf("server: encode response: %w", err)
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.Header().Set("Content-Length", strconv.Itoa(body.Len()))
 	w.WriteHeader(status)
-	_, err = w.Write(append(body, '\n'))
+	_, err := w.Write(body.Bytes())
 	return err
 }
 

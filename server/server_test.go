@@ -280,3 +280,50 @@ func TestServerAccessors(t *testing.T) {
 		t.Fatal("Feature not installed")
 	}
 }
+
+// TestErrorMessagesInUserTerms: messages carry neither Go package names
+// nor the sentinel texts their code already says, and JSON keeps "<" and
+// ">" as they are.
+func TestErrorMessagesInUserTerms(t *testing.T) {
+	st := testbackend.Pebble(t, nil)
+	db, err := ebb.Open(t.Context(), ebb.Options{Store: st, NoBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	s, err := server.New(server.Options{DB: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	body := func(method, path, in string) string {
+		t.Helper()
+		req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(in))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	body("PUT", "/v1/indexes/ev", `{"table_bucket":"1h","partition_bucket":"10m","retention":"24h"}`)
+	for _, c := range []struct{ method, path, in, want string }{
+		{"GET", "/v1/indexes/nope", "", `"message":"index \"nope\" not found"`},
+		{"POST", "/v1/indexes/ev/events", `{"events":[{"index_id":"a","event_id":"e","timestamp":"2001-01-01T00:00:00Z","payload":"eA=="}]}`,
+			`"message":"event 0: already expired: timestamp 2001-01-01T00:00:00Z + retention 24h <= now `},
+		{"PUT", "/v1/indexes/ev", `{"table_bucket":"2h","partition_bucket":"10m","retention":"24h"}`,
+			`"message":"index \"ev\" exists with table_bucket 1h (asked 2h)`},
+	} {
+		got := body(c.method, c.path, c.in)
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s %s: %s, want it to contain %s", c.method, c.path, got, c.want)
+		}
+		for _, leak := range []string{"timeseries:", "store:", "multitable:", `\u003c`, "0m0s"} {
+			if strings.Contains(got, leak) {
+				t.Errorf("%s %s: %s leaks %q", c.method, c.path, got, leak)
+			}
+		}
+	}
+}

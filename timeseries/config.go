@@ -141,18 +141,17 @@ func (c Config) Validate() error {
 	case reservedName(c.Name):
 		return bad("the names ebb, ebb_* and list are reserved for ebb's own tables (ebb_meta, ebb_expiry, ebb_items, list_*)")
 	case c.TableBucket <= 0 || c.TableBucket%time.Second != 0:
-		return bad("table_bucket %s must be a positive whole number of seconds", c.TableBucket)
+		return bad("table_bucket %s must be a positive whole number of seconds", durfmt.Format(c.TableBucket))
 	case c.PartitionBucket <= 0 || c.PartitionBucket%time.Millisecond != 0:
-		return bad("partition_bucket %s must be a positive whole number of milliseconds", c.PartitionBucket)
+		return bad("partition_bucket %s must be a positive whole number of milliseconds", durfmt.Format(c.PartitionBucket))
 	case c.TableBucket%c.PartitionBucket != 0:
-		return bad("table_bucket %s must be a multiple of partition_bucket %s", c.TableBucket, c.PartitionBucket)
+		return bad("table_bucket %s must be a multiple of partition_bucket %s", durfmt.Format(c.TableBucket), durfmt.Format(c.PartitionBucket))
 	case c.Retention <= 0 || c.Retention%time.Millisecond != 0:
-		return bad("retention %s must be a positive whole number of milliseconds", c.Retention)
+		return bad("retention %s must be a positive whole number of milliseconds", durfmt.Format(c.Retention))
 	}
 	return c.shardConfig(shardmgr.Guards{}, store.Capabilities{}).Validate()
 }
 
-// shardConfig is the manager's view of the index.
 // shardConfig is what the background manager runs with: a shortened
 // retention is held at the longer one until an explicit apply (see
 // HeldRetention).

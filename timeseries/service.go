@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ebb-data/ebb/internal/durfmt"
 	"github.com/ebb-data/ebb/shardmgr"
 	"github.com/ebb-data/ebb/store"
 )
@@ -170,7 +171,7 @@ func (s *Service) Create(ctx context.Context, cfg Config) (Index, bool, error) {
 	if runway := time.Duration(cfg.Runway) * cfg.TableBucket; runway < s.minRun {
 		return Index{}, false, fmt.Errorf("%w: index %q: a runway of %d shards of %s covers %s, less than the %s the shard manager may be away (a failover of its lease, a restart): "+
 			"writes would get no_shard; raise runway to at least %d or widen table_bucket",
-			store.ErrInvalid, cfg.Name, cfg.Runway, cfg.TableBucket, runway, s.minRun, (s.minRun+cfg.TableBucket-1)/cfg.TableBucket)
+			store.ErrInvalid, cfg.Name, cfg.Runway, durfmt.Format(cfg.TableBucket), durfmt.Format(runway), durfmt.Format(s.minRun), (s.minRun+cfg.TableBucket-1)/cfg.TableBucket)
 	}
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
@@ -541,6 +542,14 @@ func checkName(name string) error {
 	return nil
 }
 
-func notFound(name string) error {
-	return fmt.Errorf("%w: %w: %q", ErrIndexNotFound, store.ErrNotFound, name)
+func notFound(name string) error { return indexNotFound(name) }
+
+// indexNotFound is ErrIndexNotFound (and store.ErrNotFound) for one index,
+// saying which.
+type indexNotFound string
+
+func (e indexNotFound) Error() string { return fmt.Sprintf("index %q not found", string(e)) }
+
+func (e indexNotFound) Is(target error) bool {
+	return target == ErrIndexNotFound || target == store.ErrNotFound
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ebb-data/ebb/internal/durfmt"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -170,7 +171,7 @@ func checkEvent(cfg Config, e *Event, now time.Time, maxRow int) (int64, error) 
 	tsMs := ts.UnixMilli()
 	if !time.UnixMilli(tsMs).Add(cfg.Retention).After(now) {
 		return 0, fmt.Errorf("%w: timestamp %s + retention %s <= now %s", ErrExpired,
-			time.UnixMilli(tsMs).UTC().Format(time.RFC3339Nano), cfg.Retention, now.UTC().Format(time.RFC3339Nano))
+			time.UnixMilli(tsMs).UTC().Format(time.RFC3339Nano), durfmt.Format(cfg.Retention), now.UTC().Format(time.RFC3339Nano))
 	}
 	// The same size the store computes (kit.ResolveBatch), checked here
 	// so that an oversize event refuses the batch before any shard is

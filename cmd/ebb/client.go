@@ -90,6 +90,20 @@ func explain(err error) error {
 		return fmt.Errorf("%w; the backend is down or busy: retry shortly (every write is safe to repeat)", err)
 	case errors.Is(err, ebbclient.ErrNoShard):
 		return fmt.Errorf("%w; the shard manager has not kept up: check the server's log, then `ebb index apply NAME`", err)
+	case errors.Is(err, ebbclient.ErrInvalidArgument):
+		// The server names the API's fields; a person at the command
+		// line set them with flags.
+		return errors.New(flagNames.Replace(err.Error()))
 	}
 	return err
 }
+
+// flagNames turns the API's field names in messages into the flags that
+// set them.
+var flagNames = strings.NewReplacer(
+	"table_bucket", "--table-bucket", "partition_bucket", "--partition-bucket",
+	"hot_read_units", "--hot-read-units", "hot_write_units", "--hot-write-units",
+	"peak_read_units", "--peak-read-units", "peak_write_units", "--peak-write-units",
+	"default_ttl", "--default-ttl", "index_id", "--index-id", "event_id", "--event-id",
+	"page_token", "--page-token",
+)

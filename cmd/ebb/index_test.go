@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -358,5 +359,24 @@ func TestIndexApplyConfirmsDrops(t *testing.T) {
 	}
 	if code, out, _ := run("index", "show", "ev"); code != 0 || strings.Contains(out, "held retention") || !strings.Contains(out, "retention:        1h") {
 		t.Fatalf("show after apply: exit %d, %q", code, out)
+	}
+}
+
+// TestCLIErrors: a mistyped subcommand fails and suggests the nearest;
+// refusals from the server name flags, not the API's fields.
+func TestCLIErrors(t *testing.T) {
+	url, _ := indexAPIServer(t)
+	for _, args := range [][]string{{"index", "lst"}, {"tables", "lsit"}, {"lists", "gt"}} {
+		code, _, errOut := indexCLI(url, args...)
+		if code != 1 || !strings.Contains(errOut, fmt.Sprintf("unknown command %q", args[1])) || !strings.Contains(errOut, "did you mean") {
+			t.Errorf("ebb %s: exit %d, %q", strings.Join(args, " "), code, errOut)
+		}
+	}
+	if code, out, _ := indexCLI(url, "index"); code != 0 || !strings.Contains(out, "Available Commands") {
+		t.Errorf("ebb index: exit %d, %q; want its help", code, out)
+	}
+	code, _, errOut := indexCLI(url, "index", "create", "x", "--table-bucket", "1h", "--partition-bucket", "7m", "--retention", "1h")
+	if code != 1 || !strings.Contains(errOut, "--table-bucket 1h must be a multiple of --partition-bucket 7m") {
+		t.Errorf("create with a bad bucket: exit %d, %q", code, errOut)
 	}
 }

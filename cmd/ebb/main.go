@@ -77,5 +77,31 @@ completion: "ebb completion bash|zsh|fish|powershell --help".`,
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(c))
 	}
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes every command group fail on a word that
+// is none of its subcommands (`ebb index lst`), suggesting the nearest,
+// where cobra would print the group's help and exit 0. A group given no
+// word still prints its help.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if !cmd.HasSubCommands() || cmd.Run != nil || cmd.RunE != nil || !cmd.HasParent() {
+		return
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.SuggestionsMinimumDistance = 2
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf("; did you mean %q?", s[0])
+		}
+		return errors.New(msg + " (see " + cmd.CommandPath() + " --help)")
+	}
 }
