@@ -314,7 +314,7 @@ func TestLists(t *testing.T) {
 	// default version.
 	id := client.ListFeatureID{EntityType: "user/kind", Feature: "stories#1%", Version: ""}
 	f, created, err := c.CreateListFeature(ctx, id, 720*time.Hour)
-	if err != nil || !created || f.TTL != 720*time.Hour || f.Version != "" || f.EntityType != "user/kind" || f.Created.IsZero() {
+	if err != nil || !created || f.TTL != 720*time.Hour || f.Version != "" || f.EntityType != "user/kind" || f.CreatedAt.IsZero() {
 		t.Fatalf("create feature: %+v %v %v", f, created, err)
 	}
 	if _, created, err := c.CreateListFeature(ctx, client.ListFeatureID{EntityType: "user/kind", Feature: "stories#1%", Version: "_"}, 720*time.Hour); err != nil || created {
@@ -325,6 +325,23 @@ func TestLists(t *testing.T) {
 	}
 	if got, err := c.ListFeature(ctx, id); err != nil || got != f {
 		t.Fatalf("feature: %+v %v, want %+v", got, err, f)
+	}
+	other := client.ListFeatureID{EntityType: "user/kind", Feature: "a", Version: "v2"}
+	if _, _, err := c.CreateListFeature(ctx, other, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.CreateListFeature(ctx, client.ListFeatureID{EntityType: "item", Feature: "a"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := c.ListFeatures(ctx, "user/kind")
+	if err != nil || len(fs) != 2 || fs[0].Feature != "a" || fs[0].Version != "v2" || fs[1] != f {
+		t.Fatalf("features of user/kind: %+v %v", fs, err)
+	}
+	if all, err := c.ListFeatures(ctx, ""); err != nil || len(all) != 3 || all[0].EntityType != "item" {
+		t.Fatalf("every feature: %+v %v", all, err)
+	}
+	if err := c.DeleteListFeature(ctx, other); err != nil {
+		t.Fatal(err)
 	}
 	dots := client.ListFeatureID{EntityType: ".", Feature: "..", Version: "."}
 	if _, _, err := c.CreateListFeature(ctx, dots, time.Hour); err != nil {

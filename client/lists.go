@@ -30,7 +30,7 @@ type ListFeature struct {
 	Feature    string        `json:"feature"`
 	Version    string        `json:"version"`
 	TTL        time.Duration `json:"ttl"`
-	Created    time.Time     `json:"created"`
+	CreatedAt  time.Time     `json:"created_at"`
 }
 
 // MarshalJSON writes a ListFeature as the API does, durations as Go duration strings.
@@ -109,6 +109,24 @@ func (c *Client) CreateListFeature(ctx context.Context, id ListFeatureID, ttl ti
 	}
 	status, err := c.do(ctx, http.MethodPut, p, nil, map[string]duration{"ttl": duration(ttl)}, &f)
 	return f, status == http.StatusCreated, err
+}
+
+// ListFeatures returns the list feature versions of an entity type, or
+// every one when entityType is empty (GET /v1/list-features[/{entity_type}]),
+// sorted by entity type, feature and version.
+func (c *Client) ListFeatures(ctx context.Context, entityType string) ([]ListFeature, error) {
+	p := "/v1/list-features"
+	if entityType != "" {
+		var err error
+		if p, err = urlPath("/v1/list-features/", name{"entity type", entityType}); err != nil {
+			return nil, err
+		}
+	}
+	var out struct {
+		Features []ListFeature `json:"features"`
+	}
+	_, err := c.do(ctx, http.MethodGet, p, nil, nil, &out)
+	return out.Features, err
 }
 
 // ListFeature returns a list feature version

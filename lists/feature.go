@@ -1,6 +1,7 @@
 package lists
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -350,6 +352,39 @@ func (s *Service) DeleteFeatureVersion(ctx context.Context, id FeatureID) error 
 	}
 	s.log.Info("list feature version deleted", "entity_type", id.EntityType, "feature", id.Name, "version", id.Version, "table", f.Table)
 	return nil
+}
+
+// Features returns the feature versions of one entity type, or of every
+// entity type when entityType is empty, sorted by entity type, name and
+// version.
+func (s *Service) Features(ctx context.Context, entityType string) ([]Feature, error) {
+	docs, err := s.meta.List(ctx, kindFeature)
+	if err != nil {
+		return nil, fmt.Errorf("list features: %w", err)
+	}
+	out := make([]Feature, 0, len(docs))
+	for key := range docs {
+		var k [3]string
+		if err := json.Unmarshal([]byte(key), &k); err != nil {
+			s.log.Warn("list feature record with a malformed key; skipped", "key", key, "err", err)
+			continue
+		}
+		if entityType != "" && k[0] != entityType {
+			continue
+		}
+		f, err := s.readFeature(ctx, FeatureID{EntityType: k[0], Name: k[1], Version: k[2]}, key)
+		if errors.Is(err, ErrFeatureNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b Feature) int {
+		return cmp.Or(cmp.Compare(a.EntityType, b.EntityType), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Version, b.Version))
+	})
+	return out, nil
 }
 
 // readFeature reads a feature from the meta table, bypassing the cache.

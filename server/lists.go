@@ -22,6 +22,8 @@ func Lists(svc *lists.Service) Feature {
 		res := ResourceFromPath(KindList, "entity_type")
 		const feature = "/v1/list-features/{entity_type}/{feature}/{version}"
 		const items = "/v1/lists/{entity_type}/{feature}/{version}/{entity_id}/items"
+		s.Route("GET /v1/list-features", func(*http.Request) Resource { return Resource{Kind: KindList} }, h.listFeatures)
+		s.Route("GET /v1/list-features/{entity_type}", res, h.listFeatures)
 		s.Route("PUT "+feature, res, h.putFeature)
 		s.Route("GET "+feature, res, h.getFeature)
 		s.Route("DELETE "+feature, res, h.deleteFeature)
@@ -56,13 +58,13 @@ type listFeatureJSON struct {
 	Feature    string `json:"feature"`
 	Version    string `json:"version"`
 	TTL        string `json:"ttl"`
-	Created    string `json:"created"`
+	CreatedAt  string `json:"created_at"`
 }
 
 func listFeatureView(f lists.Feature) listFeatureJSON {
 	return listFeatureJSON{
 		EntityType: f.EntityType, Feature: f.Name, Version: f.Version,
-		TTL: durfmt.Format(f.TTL), Created: f.Created.UTC().Format(time.RFC3339Nano),
+		TTL: durfmt.Format(f.TTL), CreatedAt: f.Created.UTC().Format(time.RFC3339Nano),
 	}
 }
 
@@ -85,6 +87,22 @@ func (h listHandlers) putFeature(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeCreated(w, created, listFeatureView(f))
+}
+
+// listFeatures answers every feature version, or those of the entity type
+// in the path.
+func (h listHandlers) listFeatures(w http.ResponseWriter, r *http.Request) error {
+	fs, err := h.svc.Features(r.Context(), r.PathValue("entity_type"))
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Features []listFeatureJSON `json:"features"`
+	}{Features: make([]listFeatureJSON, 0, len(fs))}
+	for _, f := range fs {
+		out.Features = append(out.Features, listFeatureView(f))
+	}
+	return WriteJSON(w, http.StatusOK, out)
 }
 
 func (h listHandlers) getFeature(w http.ResponseWriter, r *http.Request) error {

@@ -26,7 +26,7 @@ is named by ENTITY_TYPE FEATURE VERSION ENTITY_ID; VERSION "_" (or "") is the
 feature's default version. Names may hold any character. The commands talk
 to a running "ebb serve" (--server, default http://127.0.0.1:7070).`,
 	}
-	cmd.AddCommand(listsGetCmd(c), listsAddCmd(c), listsRmCmd(c), listsCreateFeatureCmd(c), listsShowFeatureCmd(c), listsDeleteFeatureCmd(c))
+	cmd.AddCommand(listsGetCmd(c), listsAddCmd(c), listsRmCmd(c), listsFeaturesCmd(c), listsCreateFeatureCmd(c), listsShowFeatureCmd(c), listsDeleteFeatureCmd(c))
 	return cmd
 }
 
@@ -216,11 +216,53 @@ conflict.`,
 			if out.json {
 				return printJSON(cmd.OutOrStdout(), f)
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "list feature %s: ttl %s, created %s\n", describeFeature(id), ebbclient.FormatDuration(f.TTL), formatTime(f.Created))
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "list feature %s: ttl %s, created %s\n", describeFeature(id), ebbclient.FormatDuration(f.TTL), formatTime(f.CreatedAt))
 			return err
 		},
 	}
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "how long an item lives after its timestamp (e.g. 720h)")
+	out = addOutput(cmd)
+	return cmd
+}
+
+func listsFeaturesCmd(c *client) *cobra.Command {
+	var out *output
+	cmd := &cobra.Command{
+		Use:     "features [ENTITY_TYPE]",
+		Short:   "List the list feature versions, of one entity type or of all",
+		Example: `  ebb lists features user`,
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api, err := c.api()
+			if err != nil {
+				return err
+			}
+			entityType := ""
+			if len(args) == 1 {
+				entityType = args[0]
+			}
+			fs, err := api.ListFeatures(cmd.Context(), entityType)
+			if err != nil {
+				return err
+			}
+			if out.json {
+				if fs == nil {
+					fs = []ebbclient.ListFeature{}
+				}
+				return printJSON(cmd.OutOrStdout(), fs)
+			}
+			tw := newTable(cmd.OutOrStdout())
+			fmt.Fprintln(tw, "ENTITY_TYPE\tFEATURE\tVERSION\tTTL\tCREATED_AT")
+			for _, f := range fs {
+				v := f.Version
+				if v == "" {
+					v = ebbclient.DefaultListVersion
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.EntityType, f.Feature, v, ebbclient.FormatDuration(f.TTL), formatTime(f.CreatedAt))
+			}
+			return tw.Flush()
+		},
+	}
 	out = addOutput(cmd)
 	return cmd
 }
@@ -245,7 +287,7 @@ func listsShowFeatureCmd(c *client) *cobra.Command {
 			if out.json {
 				return printJSON(cmd.OutOrStdout(), f)
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "list feature %s: ttl %s, created %s\n", describeFeature(id), ebbclient.FormatDuration(f.TTL), formatTime(f.Created))
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "list feature %s: ttl %s, created %s\n", describeFeature(id), ebbclient.FormatDuration(f.TTL), formatTime(f.CreatedAt))
 			return err
 		},
 	}

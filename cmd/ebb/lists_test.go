@@ -58,6 +58,12 @@ func TestListsCommands(t *testing.T) {
 	list := []string{"user/kind", "stories#1", "_", "id|42"}
 	ok("lists", "create-feature", list[0], list[1], "", "--ttl", "720h")
 	fails("conflict", "lists", "create-feature", list[0], list[1], "_", "--ttl", "1h")
+	if out := ok("lists", "features", list[0]); !strings.Contains(out, "ENTITY_TYPE") || !strings.Contains(out, "user/kind    stories#1  _        720h") {
+		t.Fatalf("lists features: %q", out)
+	}
+	if out := ok("lists", "features", "nobody", "--output", "json"); strings.TrimSpace(out) != "[]" {
+		t.Fatalf("lists features of an entity type without any: %q", out)
+	}
 
 	now := time.Now().UTC()
 	ts := now.Add(-time.Minute).Format(time.RFC3339)
