@@ -371,6 +371,23 @@ func TestLists(t *testing.T) {
 	}
 	roundTrip[client.ListFeature](t, e.rec.lastBody(t, "GET /v1/list-features/{entity_type}/{feature}/{version}"))
 
+	// Paging: one item a page, then every item through the iterator.
+	page, err := c.ListItemsPage(ctx, id, "..", client.ListQuery{Limit: 1})
+	if err != nil || len(page.Items) != 1 || page.NextPageToken == "" {
+		t.Fatalf("first page: %+v %v", page, err)
+	}
+	roundTrip[client.ListItemPage](t, e.rec.lastBody(t, "GET /v1/lists/{entity_type}/{feature}/{version}/{entity_id}/items"))
+	var all []client.ListItem
+	for it, err := range c.AllListItems(ctx, id, "..", client.ListQuery{Limit: 1}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, it)
+	}
+	if every, _ := c.ListItems(ctx, id, "..", client.ListQuery{}); len(all) != len(every) || len(all) < 2 || !all[1].Timestamp.Equal(every[1].Timestamp) {
+		t.Fatalf("every item, a page at a time: %+v, want %+v", all, every)
+	}
+
 	if err := c.RemoveListItems(ctx, id, "..", []byte{0, 1, 0xff}); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -79,6 +80,16 @@ type ListQuery struct {
 	// Limit is the most items returned, 1..10000; zero is the server's
 	// default, 100.
 	Limit int
+	// PageToken resumes after the last item of a previous page
+	// (ListItemPage.NextPageToken); empty starts at the newest item.
+	PageToken string
+}
+
+// ListItemPage is one page of a list, newest first.
+type ListItemPage struct {
+	Items []ListItem `json:"items"`
+	// NextPageToken is set when the page is full: more items may follow.
+	NextPageToken string `json:"next_page_token,omitempty"`
 }
 
 func listFeaturePath(id ListFeatureID) (string, error) {
@@ -182,9 +193,16 @@ func (c *Client) AddListItems(ctx context.Context, id ListFeatureID, entityID st
 // (GET /v1/lists/{entity_type}/{feature}/{version}/{entity_id}/items). A
 // list never written is empty.
 func (c *Client) ListItems(ctx context.Context, id ListFeatureID, entityID string, q ListQuery) ([]ListItem, error) {
+	page, err := c.ListItemsPage(ctx, id, entityID, q)
+	return page.Items, err
+}
+
+// ListItemsPage returns one page of the list of entityID, newest first,
+// with the token of the next.
+func (c *Client) ListItemsPage(ctx context.Context, id ListFeatureID, entityID string, q ListQuery) (ListItemPage, error) {
 	p, err := listItemsPath(id, entityID)
 	if err != nil {
-		return nil, err
+		return ListItemPage{}, err
 	}
 	v := url.Values{}
 	if !q.MinTimestamp.IsZero() {
@@ -193,11 +211,35 @@ func (c *Client) ListItems(ctx context.Context, id ListFeatureID, entityID strin
 	if q.Limit != 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
-	var out struct {
-		Items []ListItem `json:"items"`
+	if q.PageToken != "" {
+		v.Set("page_token", q.PageToken)
 	}
-	_, err = c.do(ctx, http.MethodGet, p, v, nil, &out)
-	return out.Items, err
+	var page ListItemPage
+	_, err = c.do(ctx, http.MethodGet, p, v, nil, &page)
+	return page, err
+}
+
+// AllListItems iterates over every item of the list of entityID, newest
+// first, page by page.
+func (c *Client) AllListItems(ctx context.Context, id ListFeatureID, entityID string, q ListQuery) iter.Seq2[ListItem, error] {
+	return func(yield func(ListItem, error) bool) {
+		for {
+			page, err := c.ListItemsPage(ctx, id, entityID, q)
+			if err != nil {
+				yield(ListItem{}, err)
+				return
+			}
+			for _, it := range page.Items {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if page.NextPageToken == "" {
+				return
+			}
+			q.PageToken = page.NextPageToken
+		}
+	}
 }
 
 // RemoveListItems removes every item with value from the list of entityID

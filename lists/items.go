@@ -273,7 +273,7 @@ func (s *Service) write(ctx context.Context, table string, muts []store.Mutation
 // item keys. limit is 1..store.MaxLimit. A list never written is empty.
 func (s *Service) Get(ctx context.Context, id FeatureID, entityID string, minTimestamp time.Time, limit int) ([]Item, error) {
 	var out []Item
-	_, err := s.Scan(ctx, id, entityID, minTimestamp, limit, func(it Item) error {
+	_, _, err := s.Scan(ctx, id, entityID, Read{MinTimestamp: minTimestamp, Limit: limit}, func(it Item) error {
 		if out == nil {
 			out = make([]Item, 0, min(limit, 128))
 		}
@@ -290,20 +290,49 @@ func (s *Service) Get(ctx context.Context, id FeatureID, entityID string, minTim
 	return out, nil
 }
 
-// Scan calls fn with each item Get would return, in the same order, and
-// returns how many it handed out, without copying them: the Value fn sees
-// aliases the store's buffers and is valid only until fn returns (a
-// server encodes it straight into a response). An error from fn stops the
-// scan and is returned. fn is never handed an item twice.
-func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, minTimestamp time.Time, limit int, fn func(Item) error) (int, error) {
+// Read selects a page of one list's items, newest first.
+type Read struct {
+	// MinTimestamp bounds the items' timestamps from below, inclusive;
+	// the zero time sets no bound.
+	MinTimestamp time.Time
+	// Limit is the page size, 1..store.MaxLimit.
+	Limit int
+	// PageToken resumes after the last item of a previous page (its
+	// NextPageToken); empty starts at the newest item.
+	PageToken string
+}
+
+// pageTokenVersion leads list page tokens, so the format can change.
+const pageTokenVersion = 1
+
+// Scan calls fn with each item of the page rd selects, in Get's order,
+// and returns how many it handed out and the token of the next page,
+// without copying the items: the Value fn sees aliases the store's
+// buffers and is valid only until fn returns (a server encodes it straight
+// into a response). The token is empty when the page is not full; a full
+// page's token may lead to an empty page. An error from fn stops the scan
+// and is returned. fn is never handed an item twice.
+func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Read, fn func(Item) error) (n int, next string, err error) {
 	if err := checkEntity(entityID); err != nil {
-		return 0, err
+		return 0, "", err
 	}
+	limit, minTimestamp := rd.Limit, rd.MinTimestamp
 	if err := store.CheckLimit(limit); err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	n := 0
-	err := s.withFeature(ctx, id, func(f Feature) error {
+	var after string // the item key the page resumes after
+	if rd.PageToken != "" {
+		b, err := base64.RawURLEncoding.DecodeString(rd.PageToken)
+		if err != nil || len(b) != 1+itemKeyLen || b[0] != pageTokenVersion {
+			return 0, "", fmt.Errorf("%w: malformed page_token", store.ErrInvalid)
+		}
+		if _, err := parseItemKey(b[1:]); err != nil {
+			return 0, "", fmt.Errorf("%w: malformed page_token", store.ErrInvalid)
+		}
+		after = string(b[1:])
+	}
+	var last []byte
+	err = s.withFeature(ctx, id, func(f Feature) error {
 		if n > 0 {
 			// The table went away after items were handed out: the
 			// feature version was deleted during the read.
@@ -323,6 +352,10 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, minTi
 		if low.After(time.Unix(0, 0)) {
 			q.Low = store.Bound{Values: []any{string(appendTS(nil, low.UnixNano()))}, Inclusive: true}
 		}
+		if after != "" {
+			// Newest first: the next page holds the smaller keys.
+			q.High = store.Bound{Values: []any{after}}
+		}
 		// Scan rather than Query: the timestamp is read from the encoded
 		// key and the value handed out in place, no allocation per item.
 		buf := make([]byte, 0, itemKeyLen)
@@ -337,15 +370,19 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, minTi
 				return err
 			}
 			n++
+			last = b
 			return fn(Item{Value: v, Timestamp: ts})
 		})
 		return err
 	})
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	s.m.read.Add(float64(n))
-	return n, nil
+	if n == limit && last != nil {
+		next = base64.RawURLEncoding.EncodeToString(append([]byte{pageTokenVersion}, last...))
+	}
+	return n, next, nil
 }
 
 // RemoveByValue deletes every item of the list of entityID whose value is

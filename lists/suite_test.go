@@ -25,6 +25,7 @@ func runSuite(t *testing.T, f testbackend.Factory) {
 		{"CreateFeature", testCreateFeature},
 		{"AddGet", testAddGet},
 		{"MinTimestampAndLimit", testMinTimestampAndLimit},
+		{"Paging", testPaging},
 		{"Expiry", testExpiry},
 		{"BadInput", testBadInput},
 		{"UnknownFeature", testUnknownFeature},
@@ -553,5 +554,64 @@ func testOtherProcess(t *testing.T, e *env) {
 	f, err := e.svc.Feature(ctx, feat)
 	if err != nil || f.TTL != 2*day {
 		t.Fatalf("feature seen after re-create elsewhere: %+v %v", f, err)
+	}
+}
+
+// testPaging reads a list page by page: every item once, newest first,
+// items of one timestamp split across pages included, with and without a
+// min timestamp; a full last page's token leads to an empty page; a bad
+// token is refused.
+func testPaging(t *testing.T, e *env) {
+	mustCreate(t, e, feat, 30*day)
+	t0 := start.Add(-time.Hour)
+	var items []lists.Item
+	for i := range 25 {
+		// Pairs of items share a timestamp, so pages split ties.
+		items = append(items, item(fmt.Sprint("v", i), t0.Add(time.Duration(i/2)*time.Second)))
+	}
+	mustAdd(t, e, feat, "alice", items...)
+	want := mustGet(t, e, feat, "alice", time.Time{}, 100)
+	if len(want) != 25 {
+		t.Fatalf("%d items, want 25", len(want))
+	}
+	read := func(rd lists.Read) ([]lists.Item, []int) {
+		t.Helper()
+		var got []lists.Item
+		var sizes []int
+		for pages := 0; ; pages++ {
+			if pages > 30 {
+				t.Fatal("paging does not end")
+			}
+			n, next, err := e.svc.Scan(context.Background(), feat, "alice", rd, func(it lists.Item) error {
+				got = append(got, lists.Item{Value: bytes.Clone(it.Value), Timestamp: it.Timestamp})
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes = append(sizes, n)
+			if next == "" {
+				return got, sizes
+			}
+			rd.PageToken = next
+		}
+	}
+	got, sizes := read(lists.Read{Limit: 10})
+	sameItems(t, got, want)
+	if !slices.Equal(sizes, []int{10, 10, 5}) {
+		t.Fatalf("page sizes %v, want [10 10 5]", sizes)
+	}
+	got, sizes = read(lists.Read{Limit: 5})
+	sameItems(t, got, want)
+	if !slices.Equal(sizes, []int{5, 5, 5, 5, 5, 0}) {
+		t.Fatalf("page sizes %v, want five full pages and an empty one", sizes)
+	}
+	minTS := t0.Add(6 * time.Second) // items 12..24
+	got, _ = read(lists.Read{MinTimestamp: minTS, Limit: 4})
+	sameItems(t, got, want[:13])
+	for _, bad := range []string{"x", "AQ", "AXh4eA", strings.Repeat("A", 60)} {
+		if _, _, err := e.svc.Scan(context.Background(), feat, "alice", lists.Read{Limit: 10, PageToken: bad}, func(lists.Item) error { return nil }); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("page token %q: %v, want ErrInvalid", bad, err)
+		}
 	}
 }

@@ -22,6 +22,7 @@ type wireItems struct {
 		Value     []byte `json:"value"`
 		Timestamp string `json:"timestamp"`
 	} `json:"items"`
+	NextPageToken string `json:"next_page_token,omitempty"`
 }
 
 type wireEvents struct {
@@ -79,9 +80,19 @@ func TestListItemsWireFormat(t *testing.T) {
 		t.Fatalf("timestamp %s", ts)
 	}
 	empty := sameAsMarshal[wireItems](t, "get none", e.do(t, "GET", path+"?min_timestamp=2026-11-22T10:00:00Z", "", nil))
-	if empty.Items == nil || len(empty.Items) != 0 {
+	if empty.Items == nil || len(empty.Items) != 0 || empty.NextPageToken != "" {
 		t.Fatalf("items %+v, want an empty array", empty.Items)
 	}
+	// Pages: a full page carries the token of the next.
+	page := sameAsMarshal[wireItems](t, "page 1", e.do(t, "GET", path+"?limit=2", "", nil))
+	if len(page.Items) != 2 || page.NextPageToken == "" || page.Items[0].Timestamp != got.Items[0].Timestamp {
+		t.Fatalf("page 1: %+v", page)
+	}
+	rest := sameAsMarshal[wireItems](t, "page 2", e.do(t, "GET", path+"?limit=2&page_token="+page.NextPageToken, "", nil))
+	if len(rest.Items) != 1 || rest.NextPageToken != "" || rest.Items[0].Timestamp != got.Items[2].Timestamp {
+		t.Fatalf("page 2: %+v", rest)
+	}
+	listsExpect(t, "bad token", e.do(t, "GET", path+"?page_token=nope", "", nil), http.StatusBadRequest, "invalid_argument")
 }
 
 func TestEventsWireFormat(t *testing.T) {
@@ -149,6 +160,28 @@ func TestListItemsMsgpack(t *testing.T) {
 	}
 	if cl := resp.Header.Get("Content-Length"); cl != strconv.Itoa(len(got)) {
 		t.Fatalf("Content-Length %q for %d bytes", cl, len(got))
+	}
+
+	// A full page: {"items": [one], "next_page_token": token}.
+	req.URL.RawQuery = "limit=1"
+	resp2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp2.Body.Close()
+	page, err := io.ReadAll(resp2.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := []byte{0x82, 0xa5, 'i', 't', 'e', 'm', 's', 0xdd, 0, 0, 0, 1}
+	if !bytes.HasPrefix(page, head) {
+		t.Fatalf("full page\n% x\ndoes not start\n% x", page, head)
+	}
+	key := append([]byte{0xaf}, "next_page_token"...)
+	i := bytes.Index(page, key)
+	// The token, a str8 (0xd9, length) running to the end of the body.
+	if i < 0 || i+len(key)+2 > len(page) || page[i+len(key)] != 0xd9 || int(page[i+len(key)+1]) != len(page)-i-len(key)-2 {
+		t.Fatalf("full page\n% x\nhas no next_page_token entry at its end", page)
 	}
 }
 

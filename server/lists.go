@@ -178,6 +178,7 @@ func (h listHandlers) getItems(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	rd := lists.Read{MinTimestamp: minTS, Limit: limit, PageToken: q.Get("page_token")}
 	w.Header()["Vary"] = varyAccept
 	// Items are encoded straight from the store's buffers into a pooled
 	// response buffer: {"items":[{"value":"<base64>","timestamp":"..."}]},
@@ -185,10 +186,10 @@ func (h listHandlers) getItems(w http.ResponseWriter, r *http.Request) error {
 	buf := getBuf()
 	defer putBuf(buf)
 	if wantsMsgpack(r) {
-		return h.getItemsMsgpack(w, r, minTS, limit, buf)
+		return h.getItemsMsgpack(w, r, rd, buf)
 	}
 	b := append((*buf)[:0], `{"items":[`...)
-	_, err = h.svc.Scan(r.Context(), listFeatureID(r), r.PathValue("entity_id"), minTS, limit, func(it lists.Item) error {
+	_, next, err := h.svc.Scan(r.Context(), listFeatureID(r), r.PathValue("entity_id"), rd, func(it lists.Item) error {
 		if b[len(b)-1] != '[' {
 			b = append(b, ',')
 		}
@@ -203,7 +204,13 @@ func (h listHandlers) getItems(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	b = append(b, "]}\n"...)
+	b = append(b, ']')
+	if next != "" {
+		b = append(b, `,"next_page_token":"`...)
+		b = append(b, next...) // base64url: nothing to escape
+		b = append(b, '"')
+	}
+	b = append(b, "}\n"...)
 	*buf = b
 	return writeJSONBody(w, http.StatusOK, b)
 }
@@ -214,12 +221,15 @@ var varyAccept = []string{"Accept"}
 // getItemsMsgpack answers a list read in MessagePack: a map with one key,
 // "items", holding an array of [value (bin), timestamp (timestamp
 // extension)] pairs, newest first.
-func (h listHandlers) getItemsMsgpack(w http.ResponseWriter, r *http.Request, minTS time.Time, limit int, buf *[]byte) error {
+func (h listHandlers) getItemsMsgpack(w http.ResponseWriter, r *http.Request, rd lists.Read, buf *[]byte) error {
+	// The map's size is known only after the scan: its one-byte header
+	// is set again when a token follows the items.
 	b := appendMsgpackMap((*buf)[:0], 1)
+	mapAt := len(b) - 1
 	b = appendMsgpackString(b, "items")
 	at := len(b)
 	b = appendMsgpackArray32(b)
-	n, err := h.svc.Scan(r.Context(), listFeatureID(r), r.PathValue("entity_id"), minTS, limit, func(it lists.Item) error {
+	n, next, err := h.svc.Scan(r.Context(), listFeatureID(r), r.PathValue("entity_id"), rd, func(it lists.Item) error {
 		b = appendMsgpackArray(b, 2)
 		b = appendMsgpackBin(b, it.Value)
 		b = appendMsgpackTime(b, it.Timestamp)
@@ -230,6 +240,12 @@ func (h listHandlers) getItemsMsgpack(w http.ResponseWriter, r *http.Request, mi
 		return err
 	}
 	setMsgpackArray32(b, at, n)
+	if next != "" {
+		b[mapAt] = appendMsgpackMap(nil, 2)[0]
+		b = appendMsgpackString(b, "next_page_token")
+		b = appendMsgpackString(b, next)
+		*buf = b
+	}
 	return writeMsgpackBody(w, http.StatusOK, b)
 }
 

@@ -45,9 +45,9 @@ func describeFeature(id ebbclient.ListFeatureID) string {
 }
 
 func listsGetCmd(c *client) *cobra.Command {
-	var minTimestamp string
+	var minTimestamp, pageToken string
 	var limit int
-	var asBase64 bool
+	var asBase64, all bool
 	var out *output
 	cmd := &cobra.Command{
 		Use:   "get ENTITY_TYPE FEATURE VERSION ENTITY_ID",
@@ -58,7 +58,7 @@ standard base64). --output json prints the API's answer.`,
 		Example: `  ebb lists get user stories_presented _ user-42 --limit 10`,
 		Args:    cobra.ExactArgs(4),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			q := ebbclient.ListQuery{Limit: limit}
+			q := ebbclient.ListQuery{Limit: limit, PageToken: pageToken}
 			var err error
 			if q.MinTimestamp, err = parseTimeFlag("min-timestamp", minTimestamp, time.Now()); err != nil {
 				return err
@@ -67,25 +67,35 @@ standard base64). --output json prints the API's answer.`,
 			if err != nil {
 				return err
 			}
-			items, err := api.ListItems(cmd.Context(), listFeatureID(args), args[3], q)
-			if err != nil {
+			var page ebbclient.ListItemPage
+			if all {
+				if page.Items, err = collectAll(api.AllListItems(cmd.Context(), listFeatureID(args), args[3], q)); err != nil {
+					return err
+				}
+			} else if page, err = api.ListItemsPage(cmd.Context(), listFeatureID(args), args[3], q); err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
 			if out.json {
-				return printJSON(w, map[string][]ebbclient.ListItem{"items": nonNil(items)})
+				page.Items = nonNil(page.Items)
+				return printJSON(w, page)
 			}
-			for _, it := range items {
+			for _, it := range page.Items {
 				if _, err := fmt.Fprintf(w, "%s\t%s\n", formatTime(it.Timestamp), showBytes(it.Value, asBase64)); err != nil {
 					return err
 				}
+			}
+			if page.NextPageToken != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "more items may follow: --page-token %s (or --all)\n", page.NextPageToken)
 			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&minTimestamp, "min-timestamp", "", "only items at or after this time: RFC 3339, now, or a duration from now such as -1h")
-	f.IntVar(&limit, "limit", 100, "most items to print, 1..10000")
+	f.IntVar(&limit, "limit", 100, "items per page, 1..10000")
+	f.StringVar(&pageToken, "page-token", "", "resume after a previous page")
+	f.BoolVar(&all, "all", false, "read every page, --limit items at a time")
 	f.BoolVar(&asBase64, "base64", false, "print values in standard base64")
 	out = addOutput(cmd)
 	return cmd

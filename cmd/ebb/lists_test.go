@@ -85,6 +85,13 @@ func TestListsCommands(t *testing.T) {
 	if out := ok(append([]string{"lists", "get", "--min-timestamp", newer, "--json"}, list...)...); !strings.Contains(out, `"value": "AAE="`) || strings.Contains(out, "c3Rvcnk") {
 		t.Fatalf("get --min-timestamp --json printed %q", out)
 	}
+	if all := ok(append([]string{"lists", "get", "--limit", "1", "--all"}, list...)...); all != out {
+		t.Fatalf("get --limit 1 --all printed %q, want what one page of all printed, %q", all, out)
+	}
+	code, _, errOut := ebbRun(url, append([]string{"lists", "get", "--limit", "2"}, list...)...)
+	if code != 0 || !strings.Contains(errOut, "more items may follow: --page-token ") {
+		t.Fatalf("a full page: exit %d, stderr %q", code, errOut)
+	}
 
 	fails("--value VALUE", append([]string{"lists", "rm"}, list...)...)
 	ok(append([]string{"lists", "rm", "--value", "story-1"}, list...)...)
