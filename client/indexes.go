@@ -135,6 +135,10 @@ type Shard struct {
 	State string `json:"state"`
 	// Capacity is "on_demand" or "provisioned".
 	Capacity string `json:"capacity"`
+	// Rows and Bytes are what the shard holds, as the backend counts
+	// them; set by IndexStats only.
+	Rows  *int64 `json:"rows,omitempty"`
+	Bytes *int64 `json:"bytes,omitempty"`
 }
 
 // Event is one event of an index, keyed by (IndexID, Timestamp, EventID).
@@ -263,12 +267,22 @@ func (c *Client) CreateIndex(ctx context.Context, index string, cfg IndexConfig)
 
 // Index returns an index and its shards (GET /v1/indexes/{name}).
 func (c *Client) Index(ctx context.Context, index string) (Index, error) {
+	return c.getIndex(ctx, index, nil)
+}
+
+// IndexStats is Index with each shard's rows and bytes
+// (GET /v1/indexes/{name}?stats=true): one backend call per shard.
+func (c *Client) IndexStats(ctx context.Context, index string) (Index, error) {
+	return c.getIndex(ctx, index, url.Values{"stats": {"true"}})
+}
+
+func (c *Client) getIndex(ctx context.Context, index string, v url.Values) (Index, error) {
 	p, err := indexPath(index)
 	if err != nil {
 		return Index{}, err
 	}
 	var idx Index
-	_, err = c.do(ctx, http.MethodGet, p, nil, nil, &idx)
+	_, err = c.do(ctx, http.MethodGet, p, v, nil, &idx)
 	return idx, err
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/ebb-data/ebb/internal/durfmt"
 	"github.com/ebb-data/ebb/shardmgr"
+	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/timeseries"
 )
 
@@ -70,6 +72,9 @@ type shardJSON struct {
 	End      string `json:"end"`
 	State    string `json:"state"`
 	Capacity string `json:"capacity"`
+	// Rows and Bytes are set with ?stats=true.
+	Rows  *int64 `json:"rows,omitempty"`
+	Bytes *int64 `json:"bytes,omitempty"`
 }
 
 func indexView(idx timeseries.Index) indexJSON {
@@ -140,12 +145,35 @@ func (h indexHandlers) create(w http.ResponseWriter, r *http.Request) error {
 	return writeCreated(w, created, indexView(idx))
 }
 
+// get answers an index; with stats=true, each shard with its rows and
+// bytes as the backend reports them (one Stats call per shard).
 func (h indexHandlers) get(w http.ResponseWriter, r *http.Request) error {
+	var stats bool
+	switch v := r.URL.Query().Get("stats"); v {
+	case "", "false":
+	case "true":
+		stats = true
+	default:
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "stats %q: want true or false", v)
+	}
 	idx, err := h.svc.Get(r.Context(), r.PathValue("name"))
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, indexView(idx))
+	out := indexView(idx)
+	if stats {
+		for i := range out.Shards {
+			st, err := h.svc.ShardStats(r.Context(), out.Shards[i].Table)
+			if errors.Is(err, store.ErrTableNotFound) {
+				continue // dropped meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			out.Shards[i].Rows, out.Shards[i].Bytes = &st.Rows, &st.Bytes
+		}
+	}
+	return WriteJSON(w, http.StatusOK, out)
 }
 
 func (h indexHandlers) list(w http.ResponseWriter, r *http.Request) error {
@@ -162,8 +190,10 @@ func (h indexHandlers) list(w http.ResponseWriter, r *http.Request) error {
 	return WriteJSON(w, http.StatusOK, out)
 }
 
+// delete deletes an index. Deleting a missing one succeeds, as every
+// DELETE of the API does, so that a retried delete is not an error.
 func (h indexHandlers) delete(w http.ResponseWriter, r *http.Request) error {
-	if err := h.svc.Delete(r.Context(), r.PathValue("name")); err != nil {
+	if err := h.svc.Delete(r.Context(), r.PathValue("name")); err != nil && !errors.Is(err, timeseries.ErrIndexNotFound) {
 		return err
 	}
 	return WriteJSON(w, http.StatusNoContent, nil)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -113,8 +114,10 @@ func (h listHandlers) getFeature(w http.ResponseWriter, r *http.Request) error {
 	return WriteJSON(w, http.StatusOK, listFeatureView(f))
 }
 
+// deleteFeature deletes a feature version. Deleting a missing one
+// succeeds, as every DELETE of the API does.
 func (h listHandlers) deleteFeature(w http.ResponseWriter, r *http.Request) error {
-	if err := h.svc.DeleteFeatureVersion(r.Context(), listFeatureID(r)); err != nil {
+	if err := h.svc.DeleteFeatureVersion(r.Context(), listFeatureID(r)); err != nil && !errors.Is(err, lists.ErrFeatureNotFound) {
 		return err
 	}
 	return WriteJSON(w, http.StatusNoContent, nil)

@@ -195,7 +195,7 @@ func TestListsAPI(t *testing.T) {
 	e.do(t, "POST", ip, "", listItemsBody{Items: []listItemBody{{b64("x"), t0.Format(time.RFC3339)}}})
 	listsExpect(t, "delete feature", e.do(t, "DELETE", fp, "", nil), http.StatusNoContent, "")
 	listsExpect(t, "get after delete", e.do(t, "GET", ip, "", nil), http.StatusNotFound, "not_found")
-	listsExpect(t, "delete again", e.do(t, "DELETE", fp, "", nil), http.StatusNotFound, "not_found")
+	listsExpect(t, "delete again", e.do(t, "DELETE", fp, "", nil), http.StatusNoContent, "")
 	listsExpect(t, "re-create", e.do(t, "PUT", fp, "", `{"ttl":"1h"}`), http.StatusCreated, "")
 	if got := e.getList(t, ip, ""); len(got) != 0 {
 		t.Fatalf("re-created version holds %v", got)

@@ -336,6 +336,12 @@ func (s *Service) Reconcile(ctx context.Context, name string, ro shardmgr.RunOpt
 	return plan, results, err
 }
 
+// ShardStats reports what one shard table holds, as the backend counts it
+// (exactly on the embedded backend, estimates elsewhere).
+func (s *Service) ShardStats(ctx context.Context, table string) (store.TableStats, error) {
+	return s.st.Stats(ctx, table)
+}
+
 // change makes an existing index's config want, if only fields that can
 // change differ (retention, runway, capacity), and returns the config
 // saved. A shortened retention is held (Config.HeldRetention) until an

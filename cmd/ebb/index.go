@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -221,7 +222,7 @@ func indexShowCmd(c *client) *cobra.Command {
 	var out *output
 	cmd := &cobra.Command{
 		Use:               "show NAME",
-		Short:             "Show an index and its shards",
+		Short:             "Show an index and its shards, with the rows and bytes of each",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeIndexNames(c),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -229,7 +230,7 @@ func indexShowCmd(c *client) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			idx, err := api.Index(cmd.Context(), args[0])
+			idx, err := api.IndexStats(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -250,9 +251,13 @@ func indexShowCmd(c *client) *cobra.Command {
 			}
 			fmt.Fprintln(w)
 			tw := newTable(w)
-			fmt.Fprintln(tw, "SHARD\tSTART\tEND\tSTATE\tCAPACITY")
+			fmt.Fprintln(tw, "SHARD\tSTART\tEND\tSTATE\tCAPACITY\tROWS\tBYTES")
 			for _, sh := range idx.Shards {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sh.Table, formatTime(sh.Start), formatTime(sh.End), sh.State, sh.Capacity)
+				rows, size := "-", "-"
+				if sh.Rows != nil && sh.Bytes != nil {
+					rows, size = strconv.FormatInt(*sh.Rows, 10), formatBytes(*sh.Bytes)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sh.Table, formatTime(sh.Start), formatTime(sh.End), sh.State, sh.Capacity, rows, size)
 			}
 			return tw.Flush()
 		},

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -288,6 +289,10 @@ func TestIndexApplyConfirmsDrops(t *testing.T) {
 	if code, _, errOut := run("index", "write", "ev", "--index-id", "a", "--event-id", "e1", "--timestamp", clock.Now().Add(-90*time.Minute).Format(time.RFC3339), "--payload", "x"); code != 0 {
 		t.Fatal(errOut)
 	}
+	code, out, errOut := run("index", "show", "ev")
+	if code != 0 || !strings.Contains(out, "ROWS") || !regexp.MustCompile(`(?m)^ev_\d+ .* past +on_demand +1 +\d+(\.\d)? [KM]?i?B$`).MatchString(out) {
+		t.Fatalf("show: exit %d, %q %q; want the shard with the event to show 1 row", code, out, errOut)
+	}
 	clock.Advance(3 * time.Hour)
 
 	// POST .../reconcile without dry_run plans and changes nothing.
@@ -321,7 +326,7 @@ func TestIndexApplyConfirmsDrops(t *testing.T) {
 		t.Fatalf("plan: %d drops destroying %d rows, want some drops and the 1 event written", drops, rows)
 	}
 
-	code, out, errOut := run("index", "plan", "ev", "--detailed-exitcode")
+	code, out, errOut = run("index", "plan", "ev", "--detailed-exitcode")
 	if code != 2 || !strings.Contains(out, "to drop (1 rows, ") || !strings.Contains(out, "destroys 1 rows") {
 		t.Fatalf("plan: exit %d, %q %q", code, out, errOut)
 	}
