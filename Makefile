@@ -15,8 +15,10 @@ PKG     ?= ./...
 # with Maven the first time) so the DynamoDB and CQL backends run their
 # conformance suites too, then runs check. A second, idle DynamoDB Local
 # (EBB_DYNAMODB_TTL_ENDPOINT) serves the test of its native TTL process.
+# Prometheus's promtool (Debian's prometheus package, installed when
+# missing) checks and unit-tests docs/prometheus/alerts.yml.
 test:
-	./scripts/with-dynalite.sh ./scripts/with-dynamodb-local.sh \
+	./scripts/with-promtool.sh ./scripts/with-dynalite.sh ./scripts/with-dynamodb-local.sh \
 		env EBB_DYNAMODB_LOCAL_VAR=EBB_DYNAMODB_TTL_ENDPOINT ./scripts/with-dynamodb-local.sh \
 		./scripts/with-cassandra.sh $(MAKE) --no-print-directory check
 

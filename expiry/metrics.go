@@ -56,6 +56,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Sweeper passes, by result.",
 		}, []string{"result"}),
 	}
+	// Every reason and result is exported from the start, at zero, so
+	// that rates and alerts see the first one.
+	for _, reason := range []string{"malformed", "table_gone", "invalid_key"} {
+		m.dropped.WithLabelValues(reason)
+	}
+	for _, result := range []string{"ok", "error"} {
+		m.sweeps.WithLabelValues(result)
+	}
 	if reg == nil {
 		return m, nil
 	}

@@ -112,19 +112,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		written: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ebb_list_items_written_total",
-			Help: "List items written by Add.",
+			Help: "List items written.",
 		}),
 		skipped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ebb_list_items_skipped_expired_total",
-			Help: "List items Add did not write because they had already expired.",
+			Help: "List items not written because they had already expired when they arrived.",
 		}),
 		read: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ebb_list_items_read_total",
-			Help: "List items returned by Get.",
+			Help: "List items returned by reads.",
 		}),
 		removed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ebb_list_items_removed_by_value_total",
-			Help: "List items deleted by RemoveByValue.",
+			Help: "List items deleted by value: the items of an entity's list that held the value removed.",
 		}),
 	}
 	if reg == nil {

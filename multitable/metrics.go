@@ -36,6 +36,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Shared-table puts and deletes that lost the race for an item to another writer of the same key and started over.",
 		}),
 	}
+	// Every label value is exported from the start, at zero, so that
+	// rates and alerts see the first event.
+	for _, op := range []string{"put", "get", "delete", "list"} {
+		m.ops.WithLabelValues(op)
+	}
+	for _, kind := range []string{"bucket", "stale_entry"} {
+		m.repairs.WithLabelValues(kind)
+	}
 	if reg == nil {
 		return m, nil
 	}

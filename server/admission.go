@@ -67,6 +67,11 @@ const (
 
 func newAdmission(l Limits, shed *prometheus.CounterVec) *admission {
 	l = l.withDefaults()
+	// Every class is exported from the start, at zero, so that an alert
+	// on the rate of shedding sees the first one.
+	for _, class := range []string{classRead, classWrite, classAdmin} {
+		shed.WithLabelValues(class)
+	}
 	return &admission{queue: l.Queue, shed: shed, slots: map[string]chan struct{}{
 		classRead:  make(chan struct{}, l.Reads),
 		classWrite: make(chan struct{}, l.Writes),

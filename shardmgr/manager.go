@@ -74,6 +74,7 @@ type Manager struct {
 	log     *slog.Logger
 	now     func() time.Time
 	metrics *metrics
+	series  runwaySeries
 
 	runMu     sync.Mutex    // serializes runs
 	metaReady bool          // guarded by runMu
@@ -141,6 +142,7 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 		m.metrics.failures.Inc()
 		return fmt.Errorf("shardmgr: list indexes: %w", err)
 	}
+	m.pruneSeries(cfgs)
 	var shortest time.Duration
 	for _, cfg := range cfgs {
 		if shortest == 0 || cfg.TableBucket < shortest {
@@ -232,10 +234,11 @@ func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro R
 	}
 	if end := runwayEnd(cfg, observed, results); !end.IsZero() {
 		left := end.Sub(now)
-		m.metrics.runway.WithLabelValues(cfg.Index).Set(left.Seconds())
+		m.setRunway(cfg.Index, end, left, cfg.TableBucket)
 		if left < cfg.TableBucket {
 			// Writes past the last shard get no_shard soon: the alert
-			// rule in docs/api.md fires on the same condition.
+			// EbbRunwayBelowOneShard (docs/prometheus/alerts.yml) fires
+			// on the same condition.
 			m.log.Error("runway below one shard: writes will be refused as no_shard", "index", cfg.Index, "runway_remaining", left, "table_bucket", cfg.TableBucket)
 		}
 	}
@@ -264,7 +267,7 @@ func (m *Manager) ensureMeta(ctx context.Context) error {
 func (m *Manager) Forget(ctx context.Context, index string) error {
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
-	m.metrics.runway.DeleteLabelValues(index)
+	m.ForgetSeries(index)
 	return Forget(ctx, m.opts.Store, index)
 }
 
@@ -278,6 +281,8 @@ func (m *Manager) Exclusive(f func() error) error {
 
 type metrics struct {
 	runway      *prometheus.GaugeVec
+	runwayEnd   *prometheus.GaugeVec
+	tableBucket *prometheus.GaugeVec
 	lastSuccess prometheus.Gauge
 	actions     *prometheus.CounterVec
 	failures    prometheus.Counter
@@ -288,7 +293,15 @@ func newMetrics() *metrics {
 	return &metrics{
 		runway: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ebb_shard_runway_seconds",
-			Help: "Time from now to the end of the index's last existing shard: how long writes keep working if the manager stops.",
+			Help: "Time left, at the shard manager's last pass over the index, until the end of its last existing shard.",
+		}, []string{"index"}),
+		runwayEnd: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ebb_shard_runway_end_timestamp_seconds",
+			Help: "Unix time at which the index's last existing shard ends: writes past it are refused as no_shard. Unlike the runway it needs no manager run to move towards now.",
+		}, []string{"index"}),
+		tableBucket: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ebb_shard_table_bucket_seconds",
+			Help: "Width of one shard of the index (its table_bucket), the threshold of the low-runway alert.",
 		}, []string{"index"}),
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ebb_reconcile_last_success_timestamp_seconds",
@@ -310,7 +323,12 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	cs := []prometheus.Collector{m.runway, m.lastSuccess, m.actions, m.failures, m.fenced}
+	// Every op is exported from the start, at zero, so that rates and
+	// alerts see the first action.
+	for _, op := range []Op{OpCreate, OpDrop, OpSetCapacity, OpPrewarm} {
+		m.actions.WithLabelValues(string(op))
+	}
+	cs := []prometheus.Collector{m.runway, m.runwayEnd, m.tableBucket, m.lastSuccess, m.actions, m.failures, m.fenced}
 	for i, c := range cs {
 		if err := r.Register(c); err != nil {
 			for _, done := range cs[:i] {

@@ -294,6 +294,7 @@ func (s *Service) Delete(ctx context.Context, name string) error {
 			return notFound(name)
 		}
 		s.metrics.forget(name)
+		s.mgr.ForgetSeries(name)
 		if err := shardmgr.Forget(ctx, s.st, name); err != nil {
 			return fmt.Errorf("timeseries: delete index %s: %w", name, err)
 		}

@@ -45,18 +45,34 @@ type serveConfig struct {
 
 func newServeCmd(*client) *cobra.Command {
 	var cfg serveConfig
+	var configFile string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the HTTP API",
 		Long: `Run the HTTP API. With no flags: the embedded Pebble store in ./ebb-data,
 listening on 127.0.0.1:7070, with the shard manager and the expiry sweeper
-running. SIGINT or SIGTERM shuts down gracefully; a second one stops at once.`,
+running. SIGINT or SIGTERM shuts down gracefully; a second one stops at once.
+
+--config FILE reads flag values from a YAML mapping keyed by flag name:
+
+  addr: 127.0.0.1:7070
+  backend: dynamodb
+  dynamodb-endpoint: http://127.0.0.1:8000
+
+Flags given on the command line override the file; a relative path in it
+(data, auth-file, cql-ca-file) is relative to the file's directory.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if configFile != "" {
+				if err := applyConfigFile(cmd.LocalNonPersistentFlags(), configFile); err != nil {
+					return err
+				}
+			}
 			return serve(cmd.Context(), cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&configFile, configFlag, "", "YAML file of these flags' values by flag name (addr: 127.0.0.1:7070); flags on the command line override it")
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7070", "address to listen on (HOST:PORT; port 0 picks a free one)")
 	f.StringVar(&cfg.data, "data", "./ebb-data", "data directory of the pebble backend")
 	f.StringVar(&cfg.backend, "backend", "pebble", "storage backend: pebble, dynamodb or cql")

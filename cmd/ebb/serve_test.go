@@ -75,6 +75,7 @@ func ebbBinary(t *testing.T) string {
 type proc struct {
 	cmd    *exec.Cmd
 	url    string
+	line   string // the ready line
 	stderr *syncBuffer
 	done   chan error
 }
@@ -138,7 +139,7 @@ func startServe(t *testing.T, args ...string) *proc {
 		if !ok || m == nil {
 			t.Fatalf("ready line %q does not match %s; stderr:\n%s", line, readyLine, p.stderr)
 		}
-		p.url = m[1]
+		p.url, p.line = m[1], line
 	case <-time.After(30 * time.Second):
 		t.Fatalf("no ready line after 30 s; stderr:\n%s", p.stderr)
 	}

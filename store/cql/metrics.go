@@ -20,11 +20,11 @@ func newMetrics() *metrics {
 	return &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ebb_cql_requests_total",
-			Help: "Store operations on the CQL backend (after retries) by operation and outcome.",
+			Help: "Operations on the CQL backend (after retries) by operation and outcome.",
 		}, []string{"op", "outcome"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ebb_cql_request_seconds",
-			Help:    "Duration of Store operations on the CQL backend, retries included.",
+			Help:    "Duration of operations on the CQL backend, retries included.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9),
 		}, []string{"op"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{

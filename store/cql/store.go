@@ -76,6 +76,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 // then on) and sets it up.
 func newStore(ctx context.Context, session *gocql.Session, opts Options) (*Store, error) {
 	m := newMetrics()
+	// The retried kinds are exported from the start, at zero, so that
+	// rates and alerts see the first retry.
+	for _, k := range []errKind{kindOverloaded, kindUnavailable, kindReadTimeout, kindWriteTimeout} {
+		m.retries.WithLabelValues(k.String())
+	}
 	s := &Store{
 		session: session,
 		opts:    opts,
