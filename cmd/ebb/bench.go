@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -36,6 +38,7 @@ type benchConfig struct {
 	dir        string
 	sync       bool
 	asJSON     bool
+	runs       int
 }
 
 // benchResult is one measured phase.
@@ -48,15 +51,24 @@ type benchResult struct {
 	PerSecond float64 `json:"per_second"`
 	P50Ns     float64 `json:"p50_ns,omitempty"`
 	P99Ns     float64 `json:"p99_ns,omitempty"`
+	// MinPerSecond and MaxPerSecond are the spread over the runs; the
+	// other figures are the median run's.
+	MinPerSecond float64 `json:"min_per_second"`
+	MaxPerSecond float64 `json:"max_per_second"`
 }
 
 type benchReport struct {
-	Backend string        `json:"backend"`
-	Synced  bool          `json:"synced"`
+	Backend string `json:"backend"`
+	Synced  bool   `json:"synced"`
+	// Runs is how many times every phase ran, each time on a fresh store.
+	Runs    int           `json:"runs"`
 	Results []benchResult `json:"results"`
 	// DropSpeedup is how many times cheaper dropping a shard was than
-	// deleting its rows one by one (what a per-row TTL costs).
-	DropSpeedup float64 `json:"drop_speedup"`
+	// deleting its rows one by one (what a per-row TTL costs): the median
+	// over the runs, with the lowest and highest.
+	DropSpeedup    float64 `json:"drop_speedup"`
+	DropSpeedupMin float64 `json:"drop_speedup_min"`
+	DropSpeedupMax float64 `json:"drop_speedup_max"`
 }
 
 func newBenchCmd(*client) *cobra.Command {
@@ -67,8 +79,9 @@ func newBenchCmd(*client) *cobra.Command {
 		Long: `Measure the time-sharded index on the embedded Pebble backend, in a
 temporary directory (or --dir): ingest events in batches, query pages of
 events, and expire a shard by dropping it against deleting the same rows one
-by one (what a per-row TTL costs). Prints a table, or JSON with --json. No
-server is needed.`,
+by one (what a per-row TTL costs). Every phase runs --runs times, each time
+on a fresh store; the table shows the median run and the spread. Prints a
+table, or JSON with --json. No server is needed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd.Context(), cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -85,13 +98,14 @@ server is needed.`,
 	f.StringVar(&cfg.dir, "dir", "", "directory for the store (default: a temporary one, removed afterwards)")
 	f.BoolVar(&cfg.sync, "sync", false, "sync every write to disk (the server's default); without it the figures show CPU cost rather than fsync latency")
 	f.BoolVar(&cfg.asJSON, "json", false, "print the results as JSON")
+	f.IntVar(&cfg.runs, "runs", 3, "times to run every phase, each on a fresh store (the median is reported)")
 	return cmd
 }
 
 func (c benchConfig) validate() error {
 	switch {
-	case c.events < 1, c.queries < 1, c.expireRows < 1, c.ids < 1, c.payload < 0:
-		return errors.New("--events, --queries, --expire-rows and --index-ids must be positive, --payload not negative")
+	case c.events < 1, c.queries < 1, c.expireRows < 1, c.ids < 1, c.payload < 0, c.runs < 1:
+		return errors.New("--events, --queries, --expire-rows, --index-ids and --runs must be positive, --payload not negative")
 	case c.batch < 1 || c.batch > timeseries.MaxBatch:
 		return fmt.Errorf("--batch %d: want 1..%d", c.batch, timeseries.MaxBatch)
 	case c.limit < 1 || c.limit > store.MaxLimit:
@@ -116,22 +130,71 @@ func runBench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) er
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
+	bar := newProgress(stderr)
+	defer bar.done() // on an error too, so that no half-drawn bar is left
+	rep := benchReport{Backend: "pebble", Synced: cfg.sync, Runs: cfg.runs}
+	var runs []benchRun
+	for i := range cfg.runs {
+		r, err := benchOnce(ctx, cfg, filepath.Join(dir, fmt.Sprintf("run-%d", i+1)), bar, i+1)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, r)
+	}
+	bar.done()
+	// Each phase's median run, and the spread.
+	for p := range runs[0].results {
+		byTime := make([]benchResult, len(runs))
+		for i, r := range runs {
+			byTime[i] = r.results[p]
+		}
+		slices.SortFunc(byTime, func(a, b benchResult) int { return cmp.Compare(a.Seconds, b.Seconds) })
+		med := byTime[len(byTime)/2]
+		med.MinPerSecond, med.MaxPerSecond = byTime[len(byTime)-1].PerSecond, byTime[0].PerSecond
+		rep.Results = append(rep.Results, med)
+	}
+	speedups := make([]float64, len(runs))
+	for i, r := range runs {
+		speedups[i] = r.dropSpeedup
+	}
+	slices.Sort(speedups)
+	rep.DropSpeedup, rep.DropSpeedupMin, rep.DropSpeedupMax = speedups[len(speedups)/2], speedups[0], speedups[len(speedups)-1]
+	if cfg.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printBench(stdout, rep)
+	return nil
+}
+
+// benchRun is one run of every phase.
+type benchRun struct {
+	results     []benchResult
+	dropSpeedup float64
+}
+
+// benchOnce runs every phase once on a fresh store in dir.
+func benchOnce(ctx context.Context, cfg benchConfig, dir string, bar *progress, run int) (benchRun, error) {
+	var out benchRun
+	phase := func(name string) string {
+		if cfg.runs == 1 {
+			return name
+		}
+		return fmt.Sprintf("run %d/%d: %s", run, cfg.runs, name)
+	}
 	st, err := ebbpebble.Open(dir, ebbpebble.Options{NoSync: !cfg.sync})
 	if err != nil {
-		return err
+		return out, err
 	}
 	defer st.Close()
 	svc, err := timeseries.New(ctx, st, timeseries.Options{})
 	if err != nil {
-		return err
+		return out, err
 	}
 	if _, _, err := svc.Create(ctx, benchIndex); err != nil {
-		return err
+		return out, err
 	}
-	bar := newProgress(stderr)
-	defer bar.done() // on an error too, so that no half-drawn bar is left
-	rep := benchReport{Backend: st.Capabilities().Backend, Synced: cfg.sync}
-
 	// Ingest: events over the last 20 hours, in batches.
 	now := time.Now()
 	payload := []byte(strings.Repeat("x", cfg.payload))
@@ -149,11 +212,11 @@ func runBench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) er
 			})
 		}
 		if _, err := svc.Put(ctx, benchIndex.Name, batch); err != nil {
-			return fmt.Errorf("ingest: %w", err)
+			return out, fmt.Errorf("ingest: %w", err)
 		}
-		bar.update("ingest", i+len(batch), cfg.events)
+		bar.update(phase("ingest"), i+len(batch), cfg.events)
 	}
-	rep.Results = append(rep.Results, result("ingest", cfg.events, "events", time.Since(start), nil))
+	out.results = append(out.results, result("ingest", cfg.events, "events", time.Since(start), nil))
 
 	// Query: pages of the newest events of random index ids.
 	lat := make([]time.Duration, 0, cfg.queries)
@@ -164,55 +227,47 @@ func runBench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) er
 			IndexID: fmt.Sprintf("id-%d", rng.IntN(cfg.ids)), From: now.Add(-24 * time.Hour), To: now.Add(time.Hour), Desc: true, Limit: cfg.limit,
 		})
 		if err != nil {
-			return fmt.Errorf("query: %w", err)
+			return out, fmt.Errorf("query: %w", err)
 		}
 		lat = append(lat, time.Since(t0))
-		bar.update("query", i+1, cfg.queries)
+		bar.update(phase("query"), i+1, cfg.queries)
 	}
-	rep.Results = append(rep.Results, result("query", cfg.queries, "queries", time.Since(start), lat))
+	out.results = append(out.results, result("query", cfg.queries, "queries", time.Since(start), lat))
 
 	// Expire: fill two past shards with the same rows; drop one, delete the
 	// other's rows one by one.
-	drop, err := fillShard(ctx, svc, now.Add(-10*24*time.Hour), cfg, payload, bar)
+	drop, err := fillShard(ctx, svc, now.Add(-10*24*time.Hour), cfg, payload, bar, phase)
 	if err != nil {
-		return err
+		return out, err
 	}
-	del, err := fillShard(ctx, svc, now.Add(-11*24*time.Hour), cfg, payload, bar)
+	del, err := fillShard(ctx, svc, now.Add(-11*24*time.Hour), cfg, payload, bar, phase)
 	if err != nil {
-		return err
+		return out, err
 	}
 	// A shard expires weeks after its rows were written, long after they
 	// left the memtable for sstables.
 	if err := st.DB().Flush(); err != nil {
-		return err
+		return out, err
 	}
 	start = time.Now()
 	if err := st.DropTable(ctx, drop.table); err != nil {
-		return fmt.Errorf("expire by drop: %w", err)
+		return out, fmt.Errorf("expire by drop: %w", err)
 	}
 	dropTime := time.Since(start)
-	rep.Results = append(rep.Results, result("expire: drop shard", cfg.expireRows, "rows", dropTime, nil))
+	out.results = append(out.results, result("expire: drop shard", cfg.expireRows, "rows", dropTime, nil))
 	start = time.Now()
 	for i, e := range del.events {
 		m := store.Mutation{Kind: store.DeleteRow, Partition: []any{e.IndexID, e.Timestamp.UnixMilli() / benchIndex.PartitionBucket.Milliseconds()},
 			Clustering: []any{e.Timestamp, e.EventID}}
 		if err := st.Write(ctx, del.table, []store.Mutation{m}); err != nil {
-			return fmt.Errorf("expire by row deletes: %w", err)
+			return out, fmt.Errorf("expire by row deletes: %w", err)
 		}
-		bar.update("expire: row deletes", i+1, len(del.events))
+		bar.update(phase("expire: row deletes"), i+1, len(del.events))
 	}
 	delTime := time.Since(start)
-	rep.Results = append(rep.Results, result("expire: row deletes", cfg.expireRows, "rows", delTime, nil))
-	rep.DropSpeedup = delTime.Seconds() / max(dropTime.Seconds(), 1e-9)
-	bar.done()
-
-	if cfg.asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	printBench(stdout, rep)
-	return nil
+	out.results = append(out.results, result("expire: row deletes", cfg.expireRows, "rows", delTime, nil))
+	out.dropSpeedup = delTime.Seconds() / max(dropTime.Seconds(), 1e-9)
+	return out, nil
 }
 
 type filledShard struct {
@@ -221,7 +276,7 @@ type filledShard struct {
 }
 
 // fillShard writes cfg.expireRows events into the shard holding day.
-func fillShard(ctx context.Context, svc *timeseries.Service, day time.Time, cfg benchConfig, payload []byte, bar *progress) (filledShard, error) {
+func fillShard(ctx context.Context, svc *timeseries.Service, day time.Time, cfg benchConfig, payload []byte, bar *progress, phase func(string) string) (filledShard, error) {
 	startOfDay := shardmgr.BucketStart(day, benchIndex.TableBucket)
 	out := filledShard{table: shardmgr.ShardName(benchIndex.Name, startOfDay)}
 	step := benchIndex.TableBucket / time.Duration(cfg.expireRows+1)
@@ -237,7 +292,7 @@ func fillShard(ctx context.Context, svc *timeseries.Service, day time.Time, cfg 
 		if _, err := svc.Put(ctx, benchIndex.Name, out.events[i:min(i+timeseries.MaxBatch, len(out.events))]); err != nil {
 			return out, fmt.Errorf("fill %s: %w", out.table, err)
 		}
-		bar.update("expire: fill "+out.table, min(i+timeseries.MaxBatch, len(out.events)), len(out.events))
+		bar.update(phase("expire: fill "+out.table), min(i+timeseries.MaxBatch, len(out.events)), len(out.events))
 	}
 	return out, nil
 }
@@ -258,19 +313,20 @@ func printBench(w io.Writer, rep benchReport) {
 	if rep.Synced {
 		sync = "every write synced"
 	}
-	fmt.Fprintf(w, "ebb bench: backend %s, %s\n\n", rep.Backend, sync)
+	fmt.Fprintf(w, "ebb bench: backend %s, %s; the median of %d runs, each on a fresh store\n\n", rep.Backend, sync, rep.Runs)
 	tw := newTable(w)
-	fmt.Fprintln(tw, "PHASE\tOPS\tTOTAL\tPER OP\tPER SECOND\tP50\tP99")
+	fmt.Fprintln(tw, "PHASE\tOPS\tTOTAL\tPER OP\tPER SECOND\tSPREAD (PER SECOND)\tP50\tP99")
 	for _, r := range rep.Results {
 		p50, p99 := "-", "-"
 		if r.P50Ns > 0 {
 			p50, p99 = fmtNs(r.P50Ns), fmtNs(r.P99Ns)
 		}
-		fmt.Fprintf(tw, "%s\t%d %s\t%s\t%s\t%.0f\t%s\t%s\n", r.Phase, r.Ops, r.Unit,
-			time.Duration(r.Seconds*float64(time.Second)).Round(time.Microsecond), fmtNs(r.NsPerOp), r.PerSecond, p50, p99)
+		fmt.Fprintf(tw, "%s\t%d %s\t%s\t%s\t%.0f\t%.0f-%.0f\t%s\t%s\n", r.Phase, r.Ops, r.Unit,
+			time.Duration(r.Seconds*float64(time.Second)).Round(time.Microsecond), fmtNs(r.NsPerOp), r.PerSecond, r.MinPerSecond, r.MaxPerSecond, p50, p99)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nDropping a shard expired its rows %.0fx faster than deleting them one by one.\n", rep.DropSpeedup)
+	fmt.Fprintf(w, "\nDropping a shard expired its rows %.0fx faster than deleting them one by one (runs: %.0fx to %.0fx).\n",
+		rep.DropSpeedup, rep.DropSpeedupMin, rep.DropSpeedupMax)
 }
 
 func fmtNs(ns float64) string {

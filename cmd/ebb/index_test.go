@@ -213,7 +213,7 @@ func TestBenchCommand(t *testing.T) {
 		}
 	}
 	// Piped, progress is plain lines: no bar, no control characters.
-	if !strings.Contains(stderr.String(), "bench: ingest: 500/500 (100%) in ") || !strings.Contains(stderr.String(), "bench: query: 10/20 (50%)\n") ||
+	if !strings.Contains(stderr.String(), "bench: run 1/3: ingest: 500/500 (100%) in ") || !strings.Contains(stderr.String(), "bench: run 3/3: query: 10/20 (50%)\n") ||
 		strings.ContainsAny(stderr.String(), "\r\x1b") {
 		t.Errorf("progress on a non-terminal: %q", stderr.String())
 	}
@@ -227,10 +227,17 @@ func TestBenchCommand(t *testing.T) {
 			Ops       int
 			PerSecond float64 `json:"per_second"`
 		}
-		DropSpeedup float64 `json:"drop_speedup"`
+		Runs           int
+		DropSpeedup    float64 `json:"drop_speedup"`
+		DropSpeedupMin float64 `json:"drop_speedup_min"`
+		DropSpeedupMax float64 `json:"drop_speedup_max"`
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || len(rep.Results) != 4 || rep.Results[0].Ops != 500 || rep.DropSpeedup <= 0 {
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || len(rep.Results) != 4 || rep.Results[0].Ops != 500 || rep.Runs != 3 ||
+		rep.DropSpeedup <= 0 || rep.DropSpeedupMin > rep.DropSpeedup || rep.DropSpeedup > rep.DropSpeedupMax {
 		t.Fatalf("bench --json: %+v %v\n%s", rep, err, stdout.String())
+	}
+	if !strings.Contains(stdout.String(), `"min_per_second"`) {
+		t.Fatalf("bench --json has no spread:\n%s", stdout.String())
 	}
 	if code := run([]string{"bench", "--limit", "0"}, &stdout, &stderr); code == 0 {
 		t.Error("bench --limit 0 accepted")
