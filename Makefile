@@ -8,7 +8,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BENCH   ?= .
 PKG     ?= ./...
 
-.PHONY: test test-cql check build bench clean
+.PHONY: test test-cql check build bench clean fuzz fuzz-short
 
 # test starts dynalite and Amazon's DynamoDB Local (installing each with
 # npm ci the first time) and a single Cassandra node (installing its jars
@@ -16,9 +16,10 @@ PKG     ?= ./...
 # conformance suites too, then runs check. A second, idle DynamoDB Local
 # (EBB_DYNAMODB_TTL_ENDPOINT) serves the test of its native TTL process.
 # Prometheus's promtool (Debian's prometheus package, installed when
-# missing) checks and unit-tests docs/prometheus/alerts.yml.
+# missing) checks and unit-tests docs/prometheus/alerts.yml. Debian's
+# chromium (installed when missing) runs the dashboard's browser tests.
 test:
-	./scripts/with-promtool.sh ./scripts/with-dynalite.sh ./scripts/with-dynamodb-local.sh \
+	./scripts/with-chromium.sh ./scripts/with-promtool.sh ./scripts/with-dynalite.sh ./scripts/with-dynamodb-local.sh \
 		env EBB_DYNAMODB_LOCAL_VAR=EBB_DYNAMODB_TTL_ENDPOINT ./scripts/with-dynamodb-local.sh \
 		./scripts/with-cassandra.sh $(MAKE) --no-print-directory check
 
@@ -42,6 +43,24 @@ check:
 	# full-size expiry figures (100k rows in one second, 10k rows/s lag)
 	# are checked once more without it.
 	$(GO) test -count=1 -run 'TestPebble/MassExpiry|TestLag' ./expiry/
+	$(MAKE) --no-print-directory fuzz-short
+
+# The fuzz targets of the request decoders (server/fuzz_test.go), each
+# from its checked-in seed corpus (server/testdata/fuzz): fuzz-short runs
+# each for FUZZTIME (a few seconds, for check), fuzz for FUZZTIME_LONG. New
+# inputs the fuzzer finds stay in Go's cache; a failing one is written to
+# server/testdata/fuzz, where it becomes a regression test.
+FUZZ_TARGETS = FuzzPath FuzzQuery FuzzBody FuzzPageToken FuzzAuthHeader
+FUZZTIME ?= 4s
+fuzz-short:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $$t for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./server/ || exit 1; \
+	done
+
+FUZZTIME_LONG ?= 5m
+fuzz:
+	$(MAKE) --no-print-directory fuzz-short FUZZTIME=$(FUZZTIME_LONG)
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ebb

@@ -10,6 +10,8 @@ import (
 
 	"github.com/ebb-data/ebb/expiry"
 	"github.com/ebb-data/ebb/lists"
+	"github.com/ebb-data/ebb/meter"
+	"github.com/ebb-data/ebb/migrate"
 	"github.com/ebb-data/ebb/multitable"
 	"github.com/ebb-data/ebb/store"
 	ebbpebble "github.com/ebb-data/ebb/store/pebble"
@@ -22,11 +24,15 @@ import (
 type DB struct {
 	o       Options
 	raw     store.Store   // the backend as given or opened
+	meter   *meter.Store  // counts request units over raw; nil with NoMetering
 	exp     *expiry.Store // the decorated store every feature writes through
 	indexes *timeseries.Service
-	lists   *lists.Service
-	tables  *multitable.Registry
-	roles   []*role
+	// migrations routes the reads and writes of indexes that migrate off
+	// a legacy table.
+	migrations *migrate.Service
+	lists      *lists.Service
+	tables     *multitable.Registry
+	roles      []*role
 	// managerRan is set once this replica's shard manager has completed a
 	// pass, for Ready.
 	managerRan atomic.Bool
@@ -53,7 +59,7 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 	o := opts.withDefaults()
 	db = &DB{o: o, raw: o.Store}
 	if db.raw == nil {
-		st, err := ebbpebble.Open(o.Dir, ebbpebble.Options{Logger: o.Logger, Now: o.Now})
+		st, err := ebbpebble.Open(o.Dir, ebbpebble.Options{Logger: o.Logger, Now: o.Now, MinFreeBytes: o.MinFreeBytes})
 		if err != nil {
 			return nil, fmt.Errorf("ebb: open %s: %w", o.Dir, err)
 		}
@@ -72,9 +78,18 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 		}
 	}()
 
-	// Precise expiry decorates the store first, so every feature's writes
+	// Metering sits next to the backend, so that it counts what the
+	// provider would bill, the expiry index's own writes included.
+	base := db.raw
+	if !o.NoMetering {
+		if db.meter, err = meter.Wrap(db.raw, meter.Options{Now: o.Now, Registerer: o.Registerer}); err != nil {
+			return nil, fmt.Errorf("ebb: %w", err)
+		}
+		base = db.meter
+	}
+	// Precise expiry decorates the store next, so every feature's writes
 	// carrying an expiry are indexed and swept.
-	if db.exp, err = expiry.Wrap(ctx, db.raw, expiry.Options{
+	if db.exp, err = expiry.Wrap(ctx, base, expiry.Options{
 		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, SweepInterval: o.SweepInterval,
 		SpecTTL: o.CacheTTL,
 	}); err != nil {
@@ -88,6 +103,11 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 		MinRunway: 2 * o.LeaseDuration,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: indexes: %w", err)
+	}
+	if db.migrations, err = migrate.New(ctx, db.exp, db.indexes, migrate.Options{
+		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, CacheTTL: o.CacheTTL, Open: db.openLegacy,
+	}); err != nil {
+		return nil, fmt.Errorf("ebb: migrations: %w", err)
 	}
 	if db.tables, err = multitable.New(ctx, db.exp, multitable.Options{
 		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, RecordTTL: min(o.CacheTTL, time.Second),
@@ -157,12 +177,20 @@ func (db *DB) SharedTableUsage(ctx context.Context) ([]multitable.TableUsage, er
 	return multitable.Usage(ctx, db.exp)
 }
 
-// Ready reports whether the DB can serve: the backend answers, and the
+// Ready reports whether the DB can serve: the backend answers and takes
+// writes (the embedded store has had no disk fault), and the
 // shard manager has completed a pass here or runs on another replica, so
 // shards exist ahead. It returns an error saying what is missing.
 func (db *DB) Ready(ctx context.Context) error {
 	if _, err := db.raw.Tables(ctx, store.MetaTable); err != nil {
 		return fmt.Errorf("backend not answering: %w", err)
+	}
+	// A backend that refuses writes after a disk fault is not ready, so
+	// that a load balancer sends traffic elsewhere; it still serves reads.
+	if h, ok := db.raw.(store.HealthReporter); ok {
+		if err := h.Health(); err != nil {
+			return err
+		}
 	}
 	if db.managerRan.Load() || db.o.NoBackground {
 		return nil
@@ -188,6 +216,9 @@ func (db *DB) Close() error {
 			db.cancel()
 		}
 		db.wg.Wait()
+		if db.migrations != nil {
+			_ = db.migrations.Close() // stops backfills; their checkpoints keep their progress
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		var errs []error

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ebb-data/ebb/internal/lease"
 	"github.com/ebb-data/ebb/store"
+	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 )
 
 // Options configure Open. The zero value of every field but Store and Dir
@@ -52,11 +53,26 @@ type Options struct {
 	// through other replicas may be: index configs and shard lists, list
 	// features, shared tables, table specs. Default 2 s.
 	CacheTTL time.Duration
+	// MinFreeBytes is the embedded store's free-space floor, used when
+	// Store is nil: while its data directory's file system has fewer
+	// bytes available, writes that add data are refused (HTTP 507
+	// insufficient_storage) before the disk fills; deletes, drops and the
+	// sweeper go on, so expiry can free space. Zero takes 256 MiB;
+	// negative turns the floor off.
+	MinFreeBytes int64
+	// NoMetering leaves out the meter that counts the request units every
+	// store operation would bill on DynamoDB and Keyspaces (package meter;
+	// GET /v1/admin/usage). Metering is on by default.
+	NoMetering bool
 	// NoBackground opens the DB without the shard manager and sweeper
 	// loops: for tools that only read or write, beside a server that runs
 	// them. Expired rows stay invisible; they are just not deleted.
 	NoBackground bool
 }
+
+// DefaultMinFreeBytes is Options.MinFreeBytes's default: room for the
+// embedded store to flush its memtables and compact, with a margin.
+const DefaultMinFreeBytes = ebbpebble.DefaultMinFreeBytes
 
 // DefaultOptions returns the defaults Open applies to zero fields.
 func DefaultOptions() Options {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ebb-data/ebb/internal/lease"
 	"github.com/ebb-data/ebb/internal/loop"
+	"github.com/ebb-data/ebb/store"
 )
 
 // Role names, as they appear in leases, logs, metrics and the cluster view.
@@ -69,9 +70,15 @@ func (db *DB) startRoles() error {
 		return err
 	}
 	exclusive := !db.raw.Capabilities().SharedAcrossProcesses
+	// Leases renew through the meter, so that their writes count as the
+	// catalog's cost.
+	var leaseStore store.Store = db.raw
+	if db.meter != nil {
+		leaseStore = db.meter
+	}
 	mk := func(name string, interval time.Duration, next func() time.Duration, pass func(context.Context) error) error {
 		l, err := lease.New(lease.Options{
-			Store: db.raw, Role: name, Holder: o.ReplicaID, Duration: o.LeaseDuration,
+			Store: leaseStore, Role: name, Holder: o.ReplicaID, Duration: o.LeaseDuration,
 			Exclusive: exclusive, Now: o.Now,
 		})
 		if err != nil {

@@ -67,6 +67,31 @@ type Cluster struct {
 	// Replica is the answering replica's ID.
 	Replica string  `json:"replica"`
 	Leases  []Lease `json:"leases"`
+	// Backend names the backend ("pebble", "dynamodb", "cql").
+	Backend string `json:"backend,omitempty"`
+	// Capabilities says what the backend can do.
+	Capabilities *Capabilities `json:"capabilities,omitempty"`
+}
+
+// Capabilities is what a backend can do, as GET /v1/admin/cluster reports
+// it.
+type Capabilities struct {
+	// AtomicPartitionBatch: a batch of up to MaxAtomicBatch writes to one
+	// partition is all or nothing.
+	AtomicPartitionBatch bool `json:"atomic_partition_batch"`
+	MaxAtomicBatch       int  `json:"max_atomic_batch"`
+	// MaxRowBytes bounds one row's stored size.
+	MaxRowBytes int `json:"max_row_bytes"`
+	// NativeTTL: the backend also removes expired rows on its own.
+	NativeTTL bool `json:"native_ttl"`
+	// WarmThroughput: pre-warming uses the backend's warm throughput.
+	WarmThroughput bool `json:"warm_throughput"`
+	// DropKeepsSnapshot: a dropped table's files stay on disk until an
+	// operator clears them.
+	DropKeepsSnapshot bool `json:"drop_keeps_snapshot"`
+	// SharedAcrossProcesses: several replicas share the data, and the
+	// background roles run under leases.
+	SharedAcrossProcesses bool `json:"shared_across_processes"`
 }
 
 // Lease is one background role's lease as the replica last read or wrote

@@ -550,7 +550,7 @@ func TestAdmin(t *testing.T) {
 	roundTrip[client.AdminTables](t, e.rec.lastBody(t, "GET /v1/admin/tables"))
 
 	cl, err := c.Cluster(ctx)
-	if err != nil || cl.Replica == "" || len(cl.Leases) == 0 {
+	if err != nil || cl.Replica == "" || len(cl.Leases) == 0 || cl.Backend != "pebble" || cl.Capabilities == nil || cl.Capabilities.MaxRowBytes <= 0 {
 		t.Fatalf("cluster: %+v %v", cl, err)
 	}
 	for _, l := range cl.Leases {

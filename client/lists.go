@@ -32,6 +32,9 @@ type ListFeature struct {
 	Version    string        `json:"version"`
 	TTL        time.Duration `json:"ttl"`
 	CreatedAt  time.Time     `json:"created_at"`
+	// Table is the physical table holding the version's items, as
+	// AdminTables names it.
+	Table string `json:"table"`
 }
 
 // MarshalJSON writes a ListFeature as the API does, durations as Go duration strings.

@@ -6,6 +6,7 @@ import (
 	"crypto/md5"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -300,7 +301,16 @@ type Read struct {
 	// PageToken resumes after the last item of a previous page (its
 	// NextPageToken); empty starts at the newest item.
 	PageToken string
+	// MaxBytes, when positive, ends the page early, with a next page
+	// token, once the values handed out add up to at least MaxBytes. A
+	// page always holds at least one item when one is in range, so it may
+	// exceed MaxBytes by at most one value. Zero bounds the page by Limit
+	// alone.
+	MaxBytes int
 }
+
+// errPageFull stops a scan that reached Read.MaxBytes.
+var errPageFull = errors.New("lists: page full")
 
 // pageTokenVersion leads list page tokens, so the format can change.
 const pageTokenVersion = 1
@@ -309,7 +319,8 @@ const pageTokenVersion = 1
 // and returns how many it handed out and the token of the next page,
 // without copying the items: the Value fn sees aliases the store's
 // buffers and is valid only until fn returns (a server encodes it straight
-// into a response). The token is empty when the page is not full; a full
+// into a response). The token is empty when the page is not full (by
+// Limit or, when set, MaxBytes); a full
 // page's token may lead to an empty page. An error from fn stops the scan
 // and is returned. fn is never handed an item twice.
 func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Read, fn func(Item) error) (n int, next string, err error) {
@@ -332,6 +343,8 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 		after = string(b[1:])
 	}
 	var last []byte
+	var size int // value bytes handed out, for rd.MaxBytes
+	var full bool
 	err = s.withFeature(ctx, id, func(f Feature) error {
 		if n > 0 {
 			// The table went away after items were handed out: the
@@ -371,15 +384,24 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 			}
 			n++
 			last = b
-			return fn(Item{Value: v, Timestamp: ts})
+			if err := fn(Item{Value: v, Timestamp: ts}); err != nil {
+				return err
+			}
+			if rd.MaxBytes > 0 {
+				if size += len(v); size >= rd.MaxBytes {
+					full = true
+					return errPageFull
+				}
+			}
+			return nil
 		})
 		return err
 	})
-	if err != nil {
+	if err != nil && !(full && errors.Is(err, errPageFull)) {
 		return 0, "", err
 	}
 	s.m.read.Add(float64(n))
-	if n == limit && last != nil {
+	if (n == limit || full) && last != nil {
 		next = base64.RawURLEncoding.EncodeToString(append([]byte{pageTokenVersion}, last...))
 	}
 	return n, next, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ebb-data/ebb"
 	"github.com/ebb-data/ebb/multitable"
+	"github.com/ebb-data/ebb/store"
 )
 
 // Admin is what the admin routes read; *ebb.DB implements it.
@@ -33,6 +34,9 @@ func (s *Server) routeAdmin() {
 	s.Route("GET /v1/admin/tables", AdminResource, s.adminTables)
 	s.Route("GET /v1/admin/cluster", AdminResource, s.adminCluster)
 	s.Route("POST /v1/admin/backup", AdminResource, s.adminBackup)
+	if _, ok := s.admin.(UsageReporter); ok {
+		s.Route("GET /v1/admin/usage", AdminResource, s.adminUsage, "storage")
+	}
 }
 
 // adminBackup takes a checkpoint of the embedded store into the directory
@@ -105,5 +109,29 @@ func (s *Server) adminCluster(w http.ResponseWriter, _ *http.Request) error {
 		}
 		out = append(out, l)
 	}
-	return WriteJSON(w, http.StatusOK, map[string]any{"replica": replica, "leases": out})
+	body := map[string]any{"replica": replica, "leases": out}
+	// The backend and what it can do, when the Admin knows (an *ebb.DB
+	// does): the dashboard and operators read them here.
+	if b, ok := s.admin.(interface{ Capabilities() store.Capabilities }); ok {
+		c := b.Capabilities()
+		body["backend"] = c.Backend
+		body["capabilities"] = capabilitiesJSON{
+			AtomicPartitionBatch: c.AtomicPartitionBatch, MaxAtomicBatch: c.MaxAtomicBatch,
+			MaxRowBytes: c.MaxRowBytes, NativeTTL: c.NativeTTL, WarmThroughput: c.WarmThroughput,
+			DropKeepsSnapshot: c.DropKeepsSnapshot, SharedAcrossProcesses: c.SharedAcrossProcesses,
+		}
+	}
+	return WriteJSON(w, http.StatusOK, body)
+}
+
+// capabilitiesJSON is the backend's store.Capabilities in GET
+// /v1/admin/cluster.
+type capabilitiesJSON struct {
+	AtomicPartitionBatch  bool `json:"atomic_partition_batch"`
+	MaxAtomicBatch        int  `json:"max_atomic_batch"`
+	MaxRowBytes           int  `json:"max_row_bytes"`
+	NativeTTL             bool `json:"native_ttl"`
+	WarmThroughput        bool `json:"warm_throughput"`
+	DropKeepsSnapshot     bool `json:"drop_keeps_snapshot"`
+	SharedAcrossProcesses bool `json:"shared_across_processes"`
 }

@@ -10,8 +10,15 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ebb-data/ebb/lists"
+	"github.com/ebb-data/ebb/multitable"
+	"github.com/ebb-data/ebb/shardmgr"
+	"github.com/ebb-data/ebb/timeseries"
 )
 
 // ErrAuthConfig is wrapped by every error about a malformed auth file.
@@ -27,6 +34,14 @@ var ErrAuthConfig = errors.New("server: invalid auth file")
 //	index:NAME         routes on the time-sharded index NAME
 //	list:ENTITY_TYPE   list and list-feature routes of that entity type
 //	table:NAME         routes on the shared table NAME (creating it too)
+//	read:SCOPE         the GET routes SCOPE reaches, and nothing else:
+//	                   read:index:NAME, read:list:ENTITY_TYPE,
+//	                   read:table:NAME, read:*:* or read:admin
+//
+// A scope's name must be one the resource could have (an index name
+// matching the index name pattern and not reserved, a table name matching
+// the table name pattern, an entity type of 1..256 bytes of UTF-8): a
+// scope no resource could match is a mistake, and refused.
 //
 // A collection route (a Resource with an empty Name, such as listing every
 // index) is reached only by admin and *:*: a token scoped to one index may
@@ -46,6 +61,8 @@ type authToken struct {
 type scopes struct {
 	admin, all, metrics bool
 	named               map[string]map[string]bool // kind -> names
+	// read holds the read:SCOPE scopes, which reach GET routes only.
+	read *scopes
 }
 
 // authFile is the YAML layout of an auth file:
@@ -62,9 +79,26 @@ type authFile struct {
 	} `yaml:"tokens"`
 }
 
-// LoadAuth reads an auth file (see ParseAuth).
+// LoadAuth reads an auth file (see ParseAuth). It refuses, wrapping
+// ErrAuthConfig, a file that users other than its owner may write (group-
+// or world-writable): whoever can write it can grant themselves any scope.
 func LoadAuth(path string) (*Auth, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("server: read auth file: %w", err)
+	}
+	defer f.Close()
+	// The mode is read from the open file, so it is the file read below
+	// even if the path is replaced meanwhile.
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("server: read auth file: %w", err)
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return nil, fmt.Errorf("%s: %w: mode %04o lets users other than its owner write it, and so grant themselves any scope; chmod go-w %s",
+			path, ErrAuthConfig, perm, path)
+	}
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return nil, fmt.Errorf("server: read auth file: %w", err)
 	}
@@ -88,6 +122,12 @@ func ParseAuth(data []byte) (*Auth, error) {
 			return nil, fmt.Errorf("%w: the file is empty; want tokens: [{token: ..., scopes: [...]}]", ErrAuthConfig)
 		}
 		return nil, fmt.Errorf("%w: %v", ErrAuthConfig, err)
+	}
+	// A second document ("---") would otherwise be ignored, with every
+	// token in it.
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: more than one YAML document (a \"---\" line); put every token in one tokens list", ErrAuthConfig)
 	}
 	if len(f.Tokens) == 0 {
 		return nil, fmt.Errorf("%w: no tokens; want tokens: [{token: ..., scopes: [...]}]", ErrAuthConfig)
@@ -125,38 +165,91 @@ func parseScopes(list []string) (scopes, error) {
 	}
 	sc := scopes{named: map[string]map[string]bool{}}
 	for _, s := range list {
-		switch s {
-		case "admin":
-			sc.admin = true
-			continue
-		case "metrics":
-			sc.metrics = true
-			continue
-		case "*:*":
-			sc.all = true
+		if rest, ok := strings.CutPrefix(s, "read:"); ok {
+			if rest == "metrics" {
+				return scopes{}, fmt.Errorf("scope %q: metrics is read-only already; write metrics", s)
+			}
+			if sc.read == nil {
+				sc.read = &scopes{named: map[string]map[string]bool{}}
+			}
+			if err := sc.read.add(rest); err != nil {
+				return scopes{}, fmt.Errorf("scope %q: %v", s, err)
+			}
 			continue
 		}
-		// The name is everything after the first colon: list entity types
-		// may themselves contain colons.
-		kind, name, ok := strings.Cut(s, ":")
-		switch {
-		case !ok:
-			return scopes{}, fmt.Errorf("scope %q: want admin, metrics, *:*, index:NAME, list:ENTITY_TYPE or table:NAME", s)
-		case kind != KindIndex && kind != KindList && kind != KindTable:
-			return scopes{}, fmt.Errorf("scope %q: unknown kind %q; want index, list or table", s, kind)
-		case name == "":
-			return scopes{}, fmt.Errorf("scope %q: empty name", s)
-		case name == "*":
-			// A per-kind wildcard is not part of the scope language; saying
-			// so beats silently matching only a resource named "*".
-			return scopes{}, fmt.Errorf("scope %q: wildcards other than *:* are not supported", s)
+		if err := sc.add(s); err != nil {
+			return scopes{}, err
 		}
-		if sc.named[kind] == nil {
-			sc.named[kind] = map[string]bool{}
-		}
-		sc.named[kind][name] = true
 	}
 	return sc, nil
+}
+
+// add parses one scope (not a read: one) into sc.
+func (sc *scopes) add(s string) error {
+	switch s {
+	case "admin":
+		sc.admin = true
+		return nil
+	case "metrics":
+		sc.metrics = true
+		return nil
+	case "*:*":
+		sc.all = true
+		return nil
+	}
+	// The name is everything after the first colon: list entity types
+	// may themselves contain colons.
+	kind, name, ok := strings.Cut(s, ":")
+	switch {
+	case !ok:
+		return fmt.Errorf("scope %q: want admin, metrics, *:*, index:NAME, list:ENTITY_TYPE, table:NAME or read: and one of these", s)
+	case kind != KindIndex && kind != KindList && kind != KindTable:
+		return fmt.Errorf("scope %q: unknown kind %q; want index, list or table", s, kind)
+	case name == "":
+		return fmt.Errorf("scope %q: empty name", s)
+	case name == "*":
+		// A per-kind wildcard is not part of the scope language; saying
+		// so beats silently matching only a resource named "*".
+		return fmt.Errorf("scope %q: wildcards other than *:* are not supported", s)
+	}
+	if err := possibleName(kind, name); err != nil {
+		return fmt.Errorf("scope %q names no possible %s: %v", s, kind, err)
+	}
+	if sc.named[kind] == nil {
+		sc.named[kind] = map[string]bool{}
+	}
+	sc.named[kind][name] = true
+	return nil
+}
+
+// possibleName returns why no resource of kind can be called name, or nil.
+func possibleName(kind, name string) error {
+	switch kind {
+	case KindIndex:
+		// Only the name is checked; the other fields are valid.
+		cfg := timeseries.Config{Name: name, TableBucket: time.Hour, PartitionBucket: time.Hour, Retention: time.Hour}
+		if cfg.WithDefaults().Validate() != nil {
+			return fmt.Errorf("an index name matches %s and is not ebb, ebb_* or list", shardmgr.IndexNamePattern)
+		}
+	case KindTable:
+		if multitable.CheckName(name) != nil {
+			return fmt.Errorf("a table name matches %s", multitable.NamePattern)
+		}
+	case KindList:
+		if len(name) > lists.MaxNameBytes || !utf8.ValidString(name) {
+			return fmt.Errorf("an entity type is 1..%d bytes of UTF-8", lists.MaxNameBytes)
+		}
+	}
+	return nil
+}
+
+// allowsRequest reports whether the scopes reach res for a request with
+// method: the read: scopes reach GET (and HEAD) requests only.
+func (sc scopes) allowsRequest(method string, res Resource) bool {
+	if sc.allows(res) {
+		return true
+	}
+	return sc.read != nil && (method == http.MethodGet || method == http.MethodHead) && sc.read.allows(res)
 }
 
 // allows reports whether the scopes reach res.
@@ -211,7 +304,7 @@ func (a *Auth) authorize(r *http.Request, res Resource) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !t.scopes.allows(res) {
+	if !t.scopes.allowsRequest(r.Method, res) {
 		return t.name, Errorf(http.StatusForbidden, CodePermissionDenied, "the token has no scope for %s", describe(res))
 	}
 	return t.name, nil

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -57,6 +58,17 @@ func TestParseAuthRefusesBadFiles(t *testing.T) {
 		"kind wildcard":     "tokens:\n  - token: a\n    scopes: [\"index:*\"]\n",
 		"top-level typo":    "token:\n  - token: a\n    scopes: [admin]\n",
 		"scopes not a list": "tokens:\n  - token: a\n    scopes: admin\n",
+		"second document":   "tokens:\n  - token: a\n    scopes: [admin]\n---\ntokens:\n  - token: b\n    scopes: [admin]\n",
+		"empty second doc":  "tokens:\n  - token: a\n    scopes: [admin]\n---\n",
+		"index upper case":  "tokens:\n  - token: a\n    scopes: [\"index:Events\"]\n",
+		"index too long":    "tokens:\n  - token: a\n    scopes: [\"index:a2345678901234567890123456789012\"]\n",
+		"index reserved":    "tokens:\n  - token: a\n    scopes: [\"index:ebb_meta\"]\n",
+		"table with slash":  "tokens:\n  - token: a\n    scopes: [\"table:a/b\"]\n",
+		"list too long":     "tokens:\n  - token: a\n    scopes: [\"list:" + strings.Repeat("x", 257) + "\"]\n",
+		"read of metrics":   "tokens:\n  - token: a\n    scopes: [\"read:metrics\"]\n",
+		"read, bad kind":    "tokens:\n  - token: a\n    scopes: [\"read:bucket:x\"]\n",
+		"read, bad index":   "tokens:\n  - token: a\n    scopes: [\"read:index:A\"]\n",
+		"read, nothing":     "tokens:\n  - token: a\n    scopes: [\"read:\"]\n",
 	}
 	for name, yaml := range cases {
 		if _, err := server.ParseAuth([]byte(yaml)); !errors.Is(err, server.ErrAuthConfig) {
@@ -65,6 +77,93 @@ func TestParseAuthRefusesBadFiles(t *testing.T) {
 	}
 	if _, err := server.LoadAuth(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
 		t.Error("missing file loaded")
+	}
+	// Names at the edge of what is possible are accepted.
+	good := "tokens:\n  - token: a\n    scopes: [\"index:a234567890123456789012345678901\", \"table:A-b.c_9\", \"list:user:v2\", \"list:" +
+		strings.Repeat("x", 256) + "\", \"read:*:*\", \"read:admin\", \"read:table:t\"]\n"
+	if _, err := server.ParseAuth([]byte(good)); err != nil {
+		t.Errorf("possible names refused: %v", err)
+	}
+}
+
+// TestLoadAuthRefusesWritableFiles: whoever can write the auth file can
+// grant themselves any scope, so a file others may write is refused.
+func TestLoadAuthRefusesWritableFiles(t *testing.T) {
+	for _, mode := range []os.FileMode{0o600, 0o400, 0o640, 0o644, 0o660, 0o620, 0o602, 0o666} {
+		path := filepath.Join(t.TempDir(), "auth.yaml")
+		if err := os.WriteFile(path, []byte(authYAML), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		_, err := server.LoadAuth(path)
+		if writable := mode&0o022 != 0; writable != errors.Is(err, server.ErrAuthConfig) {
+			t.Errorf("mode %04o: got %v, refused should be %v", mode, err, writable)
+		}
+		if err != nil && !strings.Contains(err.Error(), "chmod go-w") {
+			t.Errorf("mode %04o: %v does not say how to fix it", mode, err)
+		}
+	}
+}
+
+// TestReadOnlyScopes: a read: scope reaches the GET routes of what it
+// names, and nothing else.
+func TestReadOnlyScopes(t *testing.T) {
+	st := testbackend.Pebble(t, nil)
+	ok := func(w http.ResponseWriter, _ *http.Request) error {
+		return server.WriteJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	}
+	byName := server.ResourceFromPath(server.KindIndex, "name")
+	feature := func(s *server.Server) {
+		s.Route("GET /v1/indexes/{name}", byName, ok)
+		s.Route("PUT /v1/indexes/{name}", byName, ok)
+		s.Route("DELETE /v1/indexes/{name}", byName, ok)
+		s.Route("GET /v1/indexes", func(*http.Request) server.Resource { return server.Resource{Kind: server.KindIndex} }, ok)
+	}
+	auth := loadAuth(t, `
+tokens:
+  - token: reader
+    scopes: ["read:index:events"]
+  - token: mixed
+    scopes: ["read:*:*", "index:own"]
+  - token: auditor
+    scopes: ["read:admin"]
+`)
+	ts, _ := start(t, server.Options{Admin: adminFor(t, st, nil), Auth: auth, Features: []server.Feature{feature}})
+	cases := []struct {
+		token, method, path string
+		status              int
+	}{
+		{"reader", "GET", "/v1/indexes/events", 200},
+		{"reader", "PUT", "/v1/indexes/events", 403},
+		{"reader", "DELETE", "/v1/indexes/events", 403},
+		{"reader", "GET", "/v1/indexes/other", 403},
+		{"reader", "GET", "/v1/indexes", 403},
+		{"mixed", "GET", "/v1/indexes/other", 200},
+		{"mixed", "GET", "/v1/indexes", 200},
+		{"mixed", "PUT", "/v1/indexes/other", 403},
+		{"mixed", "PUT", "/v1/indexes/own", 200},
+		{"mixed", "GET", "/v1/admin/tables", 403},
+		{"auditor", "GET", "/v1/admin/tables", 200},
+		{"auditor", "GET", "/v1/indexes/events", 200},
+		{"auditor", "POST", "/v1/admin/backup", 403},
+		{"auditor", "DELETE", "/v1/indexes/events", 403},
+	}
+	for _, c := range cases {
+		var body *strings.Reader
+		if c.method != "GET" {
+			body = strings.NewReader(`{"to":"x"}`)
+		}
+		var r response
+		if body == nil {
+			r = call(t, c.method, ts.URL+c.path, c.token, nil)
+		} else {
+			r = call(t, c.method, ts.URL+c.path, c.token, body)
+		}
+		if r.status != c.status {
+			t.Errorf("%s %s %s: %d %s, want %d", c.token, c.method, c.path, r.status, r.body, c.status)
+		}
 	}
 }
 

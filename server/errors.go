@@ -25,7 +25,10 @@ const (
 	CodeNoShard          = "no_shard"
 	CodeTooLarge         = "too_large"
 	CodeUnavailable      = "unavailable"
-	CodeInternal         = "internal"
+	// CodeInsufficientStorage (507): the disk is below its free-space
+	// floor; nothing was written. Deletes and drops are still accepted.
+	CodeInsufficientStorage = "insufficient_storage"
+	CodeInternal            = "internal"
 )
 
 // Error is an error with the HTTP status and API code it is answered with.
@@ -56,12 +59,13 @@ func (e *Error) Is(target error) bool {
 }
 
 var codeSentinels = map[string]error{
-	CodeInvalidArgument: store.ErrInvalid,
-	CodeNotFound:        store.ErrNotFound,
-	CodeConflict:        store.ErrConflict,
-	CodeExpired:         timeseries.ErrExpired,
-	CodeTooLarge:        store.ErrTooLarge,
-	CodeUnavailable:     store.ErrUnavailable,
+	CodeInvalidArgument:     store.ErrInvalid,
+	CodeNotFound:            store.ErrNotFound,
+	CodeConflict:            store.ErrConflict,
+	CodeExpired:             timeseries.ErrExpired,
+	CodeTooLarge:            store.ErrTooLarge,
+	CodeUnavailable:         store.ErrUnavailable,
+	CodeInsufficientStorage: store.ErrInsufficientStorage,
 }
 
 // StatusClientClosedRequest is the status counted (in
@@ -91,6 +95,13 @@ var storeMappings = []errorMapping{
 	{timeseries.ErrExpired, http.StatusUnprocessableEntity, CodeExpired},
 	{store.ErrThrottled, http.StatusServiceUnavailable, CodeUnavailable},
 	{store.ErrUnavailable, http.StatusServiceUnavailable, CodeUnavailable},
+	// The disk is full: retrying helps only once expiry, a delete or a
+	// drop has freed space. 507 is WebDAV's status, the HTTP convention.
+	{store.ErrInsufficientStorage, http.StatusInsufficientStorage, CodeInsufficientStorage},
+	// A disk fault: this server refuses writes until it restarts (and
+	// reports not ready); another instance, or this one restarted, can
+	// take the retry.
+	{store.ErrStorageFault, http.StatusServiceUnavailable, CodeUnavailable},
 	// The store closes only while the server shuts down; a client should
 	// retry against the next instance.
 	{store.ErrClosed, http.StatusServiceUnavailable, CodeUnavailable},
@@ -141,6 +152,7 @@ var (
 		"store: not found", "store: invalid argument", "store: conflicts with existing configuration",
 		"store: too large", "store: unavailable", "store: throttled", "store: table not found",
 		"store: table exists with a different spec", "store: capacity change limit reached", "store: closed",
+		"store: insufficient storage", "store: storage fault",
 	}
 	packageNames = map[string]bool{"timeseries": true, "multitable": true, "lists": true, "shardmgr": true, "expiry": true, "store": true, "ebb": true, "server": true}
 )

@@ -24,11 +24,12 @@ func Indexes(svc *timeseries.Service) Feature {
 		// Listing every index is a collection route: admin or *:* only.
 		s.Route("GET /v1/indexes", func(*http.Request) Resource { return Resource{Kind: KindIndex} }, h.list)
 		s.Route("PUT /v1/indexes/{name}", byName, h.create)
-		s.Route("GET /v1/indexes/{name}", byName, h.get)
+		s.Route("GET /v1/indexes/{name}", byName, h.get, "stats")
 		s.Route("DELETE /v1/indexes/{name}", byName, h.delete)
 		s.Route("POST /v1/indexes/{name}/events", byName, h.putEvents)
-		s.Route("GET /v1/indexes/{name}/events", byName, h.getEvents)
-		s.Route("POST /v1/indexes/{name}/reconcile", byName, h.reconcile)
+		s.Route("GET /v1/indexes/{name}/events", byName, h.getEvents,
+			"index_id", "from", "to", "order", "limit", "page_token")
+		s.Route("POST /v1/indexes/{name}/reconcile", byName, h.reconcile, "dry_run", "allow_clock_jump")
 	}
 }
 
@@ -253,7 +254,7 @@ func (h indexHandlers) getEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "malformed query string: %v", err)
 	}
-	q := timeseries.Query{IndexID: v.Get("index_id")}
+	q := timeseries.Query{IndexID: v.Get("index_id"), MaxBytes: MaxPageBytes}
 	if q.IndexID == "" {
 		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "index_id is required")
 	}
@@ -262,8 +263,8 @@ func (h indexHandlers) getEvents(w http.ResponseWriter, r *http.Request) error {
 		dst  *time.Time
 	}{{"from", &q.From}, {"to", &q.To}} {
 		if s := v.Get(p.name); s != "" {
-			if *p.dst, err = ParseTime(s); err != nil {
-				return Errorf(http.StatusBadRequest, CodeInvalidArgument, "%s: %v", p.name, err)
+			if *p.dst, err = ParseQueryTime(p.name, s); err != nil {
+				return err
 			}
 		}
 	}

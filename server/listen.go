@@ -10,6 +10,16 @@ import (
 	"time"
 )
 
+// Deadlines on reading requests (docs/operations.md "Timeouts").
+const (
+	// DefaultReadTimeout bounds reading a whole request, body included: an
+	// 8 MiB body at 1 Mbit/s takes about 70 s, so two minutes leaves room
+	// for slow links while a stalled upload lets its connection go.
+	DefaultReadTimeout = 2 * time.Minute
+	// DefaultReadHeaderTimeout bounds reading a request's headers.
+	DefaultReadHeaderTimeout = 10 * time.Second
+)
+
 // ListenAndServe serves the API on addr until ctx is done, then shuts down
 // gracefully: it stops accepting, waits up to drain for in-flight
 // requests, and closes the connections still open after that. ready is
@@ -20,8 +30,12 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, drain time.Dur
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	httpSrv := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: s.Handler(),
+		// A request whose headers or body arrive too slowly fails its
+		// read (a handler decoding the body answers 400) and its
+		// connection is closed.
+		ReadHeaderTimeout: min(DefaultReadHeaderTimeout, s.readTimeout),
+		ReadTimeout:       s.readTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}

@@ -29,8 +29,8 @@ func Lists(svc *lists.Service) Feature {
 		s.Route("GET "+feature, res, h.getFeature)
 		s.Route("DELETE "+feature, res, h.deleteFeature)
 		s.Route("POST "+items, res, h.addItems)
-		s.Route("GET "+items, res, h.getItems)
-		s.Route("DELETE "+items, res, h.removeItems)
+		s.Route("GET "+items, res, h.getItems, "min_timestamp", "limit", "page_token")
+		s.Route("DELETE "+items, res, h.removeItems, "value")
 	}
 }
 
@@ -60,12 +60,15 @@ type listFeatureJSON struct {
 	Version    string `json:"version"`
 	TTL        string `json:"ttl"`
 	CreatedAt  string `json:"created_at"`
+	// Table is the physical table holding the version's items, as GET
+	// /v1/admin/tables names it.
+	Table string `json:"table"`
 }
 
 func listFeatureView(f lists.Feature) listFeatureJSON {
 	return listFeatureJSON{
 		EntityType: f.EntityType, Feature: f.Name, Version: f.Version,
-		TTL: durfmt.Format(f.TTL), CreatedAt: f.Created.UTC().Format(time.RFC3339Nano),
+		TTL: durfmt.Format(f.TTL), CreatedAt: f.Created.UTC().Format(time.RFC3339Nano), Table: f.Table,
 	}
 }
 
@@ -173,15 +176,15 @@ func (h listHandlers) getItems(w http.ResponseWriter, r *http.Request) error {
 	var minTS time.Time
 	if s := q.Get("min_timestamp"); s != "" {
 		var err error
-		if minTS, err = ParseTime(s); err != nil {
-			return Errorf(http.StatusBadRequest, CodeInvalidArgument, "min_timestamp: %v", err)
+		if minTS, err = ParseQueryTime("min_timestamp", s); err != nil {
+			return err
 		}
 	}
 	limit, err := ParseLimit(r)
 	if err != nil {
 		return err
 	}
-	rd := lists.Read{MinTimestamp: minTS, Limit: limit, PageToken: q.Get("page_token")}
+	rd := lists.Read{MinTimestamp: minTS, Limit: limit, PageToken: q.Get("page_token"), MaxBytes: MaxPageBytes}
 	w.Header()["Vary"] = varyAccept
 	// Items are encoded straight from the store's buffers into a pooled
 	// response buffer: {"items":[{"value":"<base64>","timestamp":"..."}]},

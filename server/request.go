@@ -6,9 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net"
 	"net/http"
+	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ebb-data/ebb/store"
@@ -19,6 +24,15 @@ const MaxBodyBytes = 8 << 20
 
 // DefaultLimit is the page size when a request gives no limit.
 const DefaultLimit = 100
+
+// MaxPageBytes bounds the data a page of events, list items or shared
+// table items holds (payloads, values, attributes, keys and ids, before
+// encoding): once the items read reach it, the page ends early with a
+// next_page_token, however many items limit asked for. A page holds at
+// least one item, so it may exceed the bound by one item. The bound keeps
+// a request's memory to a few MiB whatever the items' sizes (docs/api.md
+// "Paging").
+const MaxPageBytes = 4 << 20
 
 // WriteJSON answers with status and v encoded as JSON. A nil v (or status
 // 204) writes no body.
@@ -92,9 +106,12 @@ func decodeError(err error) error {
 	var tooBig *http.MaxBytesError
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var netErr net.Error
 	switch {
 	case errors.As(err, &tooBig):
 		return Errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "request body exceeds %d bytes", tooBig.Limit)
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "the request body did not arrive within the server's read timeout")
 	case errors.Is(err, io.EOF):
 		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "request body is empty; a JSON object is required")
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -126,6 +143,60 @@ func ParseLimit(r *http.Request) (int, error) {
 		return 0, Errorf(http.StatusBadRequest, CodeInvalidArgument, "limit %q: want an integer in 1..%d", s, store.MaxLimit)
 	}
 	return n, nil
+}
+
+// ErrUnknownQueryParameter is wrapped by the refusal of a query
+// parameter the route does not take.
+var ErrUnknownQueryParameter = errors.New("unknown query parameter")
+
+// checkQuery refuses, with 400 invalid_argument, a malformed query string,
+// a parameter not in allowed and a parameter given more than once: like
+// an unknown body field, a misspelt parameter ("limt") must not be
+// silently ignored.
+func checkQuery(r *http.Request, allowed []string) error {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "malformed query string: %v", err)
+	}
+	names := slices.Sorted(maps.Keys(v))
+	for _, name := range names {
+		if !slices.Contains(allowed, name) {
+			takes := "takes no query parameters"
+			if len(allowed) > 0 {
+				takes = "takes " + strings.Join(allowed, ", ")
+			}
+			return &Error{Status: http.StatusBadRequest, Code: CodeInvalidArgument,
+				Err: fmt.Errorf("%w %q: this route %s", ErrUnknownQueryParameter, name, takes)}
+		}
+	}
+	for _, name := range names {
+		if len(v[name]) > 1 {
+			return Errorf(http.StatusBadRequest, CodeInvalidArgument, "query parameter %q is given %d times; give it once", name, len(v[name]))
+		}
+	}
+	return nil
+}
+
+// ParseQueryTime parses the time in query parameter name, as ParseTime
+// does. A '+' sent unescaped in a query string arrives as a space, so a
+// time that parses once its space is a '+' again is refused with a
+// message saying to send the '+' as %2B.
+func ParseQueryTime(name, s string) (time.Time, error) {
+	t, err := ParseTime(s)
+	if err == nil {
+		return t, nil
+	}
+	if strings.Contains(s, " ") {
+		if _, perr := time.Parse(time.RFC3339, strings.ReplaceAll(s, " ", "+")); perr == nil {
+			return time.Time{}, Errorf(http.StatusBadRequest, CodeInvalidArgument,
+				"%s %q: a '+' in a query string stands for a space; send the offset's '+' as %%2B (%s)",
+				name, s, strings.ReplaceAll(url.QueryEscape(strings.ReplaceAll(s, " ", "+")), "%3A", ":"))
+		}
+	}
+	return time.Time{}, Errorf(http.StatusBadRequest, CodeInvalidArgument, "%s: %v", name, err)
 }
 
 // ParseTime parses an RFC 3339 time with optional fractional seconds

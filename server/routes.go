@@ -9,10 +9,15 @@ import (
 )
 
 // Route is one route a Server serves: an HTTP method and a path pattern
-// with {wildcards}, as registered ("GET" and "/v1/indexes/{name}").
+// with {wildcards}, as registered ("GET" and "/v1/indexes/{name}"). A path
+// ending in "/" matches every path under it, as in http.ServeMux ("/ui/"),
+// except "/" itself, which is the root alone (registered as "/{$}").
 type Route struct {
 	Method string
 	Path   string
+	// Query names the query parameters the route takes, sorted; any
+	// other is refused.
+	Query []string
 }
 
 func (r Route) String() string { return r.Method + " " + r.Path }
@@ -66,6 +71,17 @@ type routeMux struct {
 	*http.ServeMux
 	mu       sync.Mutex
 	patterns []string
+	query    map[string][]string // pattern -> the query parameters it takes
+}
+
+// setQuery records the query parameters pattern takes, for Routes.
+func (m *routeMux) setQuery(pattern string, names []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.query == nil {
+		m.query = map[string][]string{}
+	}
+	m.query[pattern] = slices.Sorted(slices.Values(names))
 }
 
 func newRouteMux() *routeMux { return &routeMux{ServeMux: http.NewServeMux()} }
@@ -94,7 +110,9 @@ func (m *routeMux) routes() []Route {
 		if !ok {
 			method, path = "", p
 		}
-		out = append(out, Route{Method: method, Path: strings.TrimSpace(path)})
+		// "/{$}" matches "/" alone; OpenAPI and people write it "/".
+		path = strings.TrimSuffix(strings.TrimSpace(path), "{$}")
+		out = append(out, Route{Method: method, Path: path, Query: m.query[p]})
 	}
 	slices.SortFunc(out, func(a, b Route) int {
 		return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.Method, b.Method))

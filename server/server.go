@@ -52,6 +52,12 @@ type Options struct {
 	// Limits bounds the requests worked on at once, per class; zero
 	// fields take DefaultLimits.
 	Limits Limits
+	// ReadTimeout bounds the time ListenAndServe gives a client to send a
+	// whole request, headers and body; past it the connection is closed,
+	// so that a slow or stalled body holds neither a connection nor a
+	// shutdown. Zero is DefaultReadTimeout. Headers alone get at most
+	// DefaultReadHeaderTimeout.
+	ReadTimeout time.Duration
 }
 
 // Feature registers a feature's routes on a Server being built.
@@ -108,6 +114,8 @@ type Server struct {
 	mappings []errorMapping
 	metrics  *metrics
 	admit    *admission
+	// readTimeout is Options.ReadTimeout, defaulted (listen.go).
+	readTimeout time.Duration
 }
 
 // New builds a Server: the built-in routes (/healthz, /metrics, admin), then
@@ -119,7 +127,7 @@ func New(opts Options) (*Server, error) {
 		if opts.Admin == nil {
 			opts.Admin = opts.DB
 		}
-		opts.Features = append([]Feature{Indexes(opts.DB.Indexes()), Lists(opts.DB.Lists()), Tables(opts.DB.Tables())}, opts.Features...)
+		opts.Features = append([]Feature{Indexes(opts.DB.Indexes()), Migrations(opts.DB.Migrations()), Lists(opts.DB.Lists()), Tables(opts.DB.Tables())}, opts.Features...)
 		if opts.Now == nil {
 			opts.Now = opts.DB.Now
 		}
@@ -136,6 +144,10 @@ func New(opts Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.readTimeout = opts.ReadTimeout
+	if s.readTimeout <= 0 {
+		s.readTimeout = DefaultReadTimeout
+	}
 	s.admit = newAdmission(opts.Limits, s.metrics.shed)
 	if s.gatherer == nil {
 		s.gatherer, _ = opts.Registerer.(prometheus.Gatherer)
@@ -147,12 +159,20 @@ func New(opts Options) (*Server, error) {
 	}
 	// Health and metrics are outside /v1, so they need no token: probes and
 	// scrapers carry none.
-	s.mux.HandleFunc("GET /healthz", s.observe("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	s.mux.HandleFunc("GET /healthz", s.observe("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := checkQuery(r, nil); err != nil {
+			s.writeError(w, r, "GET /healthz", err)
+			return
+		}
 		_ = WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}))
 	// Readiness, apart from liveness: a load balancer sends traffic once
 	// the backend answers and shards exist ahead.
 	s.mux.HandleFunc("GET /readyz", s.observe("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := checkQuery(r, nil); err != nil {
+			s.writeError(w, r, "GET /readyz", err)
+			return
+		}
 		if s.admin != nil {
 			if err := s.admin.Ready(r.Context()); err != nil {
 				_ = WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": err.Error()})
@@ -172,9 +192,14 @@ func New(opts Options) (*Server, error) {
 					return
 				}
 			}
+			if err := checkQuery(r, nil); err != nil {
+				s.writeError(w, r, "GET /metrics", err)
+				return
+			}
 			metricsHandler.ServeHTTP(w, r)
 		}))
 	}
+	s.routeDashboard()
 	if s.admin != nil {
 		s.routeAdmin()
 	}
@@ -211,12 +236,16 @@ func (s *Server) Now() time.Time { return s.now() }
 // Route registers h for pattern, an http.ServeMux pattern with a method
 // ("GET /v1/indexes/{name}"). When the Server has Auth, res names the
 // resource the request acts on and the token's scopes are checked against
-// it before h runs. Route panics on a malformed or duplicate pattern, like
-// http.ServeMux; New turns that into an error.
-func (s *Server) Route(pattern string, res ResourceFunc, h HandlerFunc) {
+// it before h runs. query names the query parameters the route takes; a
+// request with any other, or with one given twice, is refused with 400
+// invalid_argument naming it, after the token check and before h runs.
+// Route panics on a malformed or duplicate pattern, like http.ServeMux;
+// New turns that into an error.
+func (s *Server) Route(pattern string, res ResourceFunc, h HandlerFunc, query ...string) {
 	if res == nil {
 		panic("server: Route " + pattern + " without a ResourceFunc")
 	}
+	s.mux.setQuery(pattern, query)
 	s.mux.HandleFunc(pattern, s.observe(pattern, func(w http.ResponseWriter, r *http.Request) {
 		release, err := s.admit.admit(r)
 		if err != nil {
@@ -236,6 +265,10 @@ func (s *Server) Route(pattern string, res ResourceFunc, h HandlerFunc) {
 				s.writeError(w, r, pattern, err)
 				return
 			}
+		}
+		if err := checkQuery(r, query); err != nil {
+			s.writeError(w, r, pattern, err)
+			return
 		}
 		if err := h(w, r); err != nil {
 			if w.(*statusWriter).wrote {

@@ -24,7 +24,7 @@ func Tables(reg *multitable.Registry) Feature {
 		s.Route("PUT /v1/tables/{table}", res, h.putTable)
 		s.Route("GET /v1/tables/{table}", res, h.getTable)
 		s.Route("DELETE /v1/tables/{table}", res, h.deleteTable)
-		s.Route("GET /v1/tables/{table}/items", res, h.listItems)
+		s.Route("GET /v1/tables/{table}/items", res, h.listItems, "after", "limit", "page_token")
 		s.Route("PUT /v1/tables/{table}/items/{key}", res, h.putItem)
 		s.Route("GET /v1/tables/{table}/items/{key}", res, h.getItem)
 		s.Route("DELETE /v1/tables/{table}/items/{key}", res, h.deleteItem)
@@ -172,13 +172,13 @@ func (h tablesHandler) listItems(w http.ResponseWriter, r *http.Request) error {
 	}
 	lq := multitable.ListQuery{Limit: limit, PageToken: q.Get("page_token")}
 	if q.Has("after") {
-		after, err := ParseTime(q.Get("after"))
+		after, err := ParseQueryTime("after", q.Get("after"))
 		if err != nil {
 			return err
 		}
 		lq.After = &after
 	}
-	page, err := h.reg.List(r.Context(), r.PathValue("table"), lq)
+	page, err := listBounded(r.Context(), h.reg, r.PathValue("table"), lq)
 	if err != nil {
 		return err
 	}
@@ -190,6 +190,39 @@ func (h tablesHandler) listItems(w http.ResponseWriter, r *http.Request) error {
 		out.Items = append(out.Items, sharedItem(it))
 	}
 	return WriteJSON(w, http.StatusOK, out)
+}
+
+// maxSharedItemBytes is the most data one shared-table item holds: its
+// attribute document and its key.
+const maxSharedItemBytes = multitable.MaxAttributesBytes + multitable.MaxKeyBytes
+
+// listBounded reads a page of lq.Limit items, ending it early once the
+// items reach MaxPageBytes. A listing materializes its page, so the page
+// is read in chunks, each of as many items as the bytes left under the
+// bound could hold at their largest, plus one: however large the items,
+// no chunk takes the page more than one item past the bound. Each chunk
+// resumes from the previous one's token, so the page's token is the
+// listing's own.
+func listBounded(ctx context.Context, reg *multitable.Registry, table string, lq multitable.ListQuery) (multitable.ListPage, error) {
+	out := multitable.ListPage{Items: []multitable.Item{}}
+	left, size := lq.Limit, 0
+	for {
+		lq.Limit = min(left, (MaxPageBytes-size)/maxSharedItemBytes+1)
+		page, err := reg.List(ctx, table, lq)
+		if err != nil {
+			return multitable.ListPage{}, err
+		}
+		out.Items = append(out.Items, page.Items...)
+		for _, it := range page.Items {
+			size += len(it.Key) + len(it.Attributes)
+		}
+		left -= len(page.Items)
+		out.NextPageToken = page.NextPageToken
+		if page.NextPageToken == "" || len(page.Items) == 0 || left <= 0 || size >= MaxPageBytes {
+			return out, nil
+		}
+		lq.PageToken = page.NextPageToken
+	}
 }
 
 // sharedTableUsageJSON is one logical table in GET /v1/admin/tables.

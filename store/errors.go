@@ -37,4 +37,16 @@ var (
 	ErrClosed = errors.New("store: closed")
 	// ErrLocked: the data directory is in use by another process.
 	ErrLocked = errors.New("store: data directory locked by another process")
+	// ErrInsufficientStorage: the disk holding the data has less free
+	// space than the configured floor. The write was refused and nothing
+	// was written; deletes and table drops are still accepted, so that
+	// expiry can free the disk.
+	ErrInsufficientStorage = errors.New("store: insufficient storage")
+	// ErrStorageFault: the disk failed a write or a sync of data the
+	// backend cannot vouch for since (a write-ahead log that may have lost
+	// writes). The backend refuses every write until it is restarted,
+	// when it recovers what was made durable; reads go on. A write that
+	// got this error may or may not have been applied, like
+	// ErrUnavailable.
+	ErrStorageFault = errors.New("store: storage fault")
 )

@@ -101,6 +101,14 @@ type Checkpointer interface {
 	Checkpoint(ctx context.Context, dir string) (int64, error)
 }
 
+// HealthReporter is implemented by backends that can tell, without a round
+// trip, that they cannot accept writes any more (the embedded backend after
+// a disk fault). Health returns nil when healthy, otherwise an error
+// wrapping ErrStorageFault that says why.
+type HealthReporter interface {
+	Health() error
+}
+
 // MutationKind says what a Mutation does.
 type MutationKind uint8
 

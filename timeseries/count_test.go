@@ -12,7 +12,7 @@ import (
 	"github.com/ebb-data/ebb/store/storetest"
 )
 
-// countingStore records the partitions queried, in order.
+// countingStore records the partitions queried or scanned, in order.
 type countingStore struct {
 	store.Store
 	mu      sync.Mutex
@@ -24,6 +24,13 @@ func (c *countingStore) Query(ctx context.Context, table string, q store.Query) 
 	c.queried = append(c.queried, fmt.Sprintf("%s/%v", table, q.Partition[1]))
 	c.mu.Unlock()
 	return c.Store.Query(ctx, table, q)
+}
+
+func (c *countingStore) Scan(ctx context.Context, table string, q store.Query, fn func(*store.RawRow) error) ([]byte, error) {
+	c.mu.Lock()
+	c.queried = append(c.queried, fmt.Sprintf("%s/%v", table, q.Partition[1]))
+	c.mu.Unlock()
+	return c.Store.Scan(ctx, table, q, fn)
 }
 
 func (c *countingStore) reset() []string {

@@ -1,6 +1,7 @@
 package timeseries
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -28,6 +29,14 @@ type Query struct {
 	// PageToken resumes after the last event of a previous page of the same
 	// query; nil starts at the beginning.
 	PageToken []byte
+	// MaxBytes, when positive, ends the page early, with a NextPageToken,
+	// once the events read add up to at least MaxBytes (counting each
+	// event's payload, index_id and event_id). A page always holds at
+	// least one event when one is in range, so it may exceed MaxBytes by
+	// at most one event. Events are read one at a time, so that a page of
+	// large events never holds more than that in memory. Zero bounds the
+	// page by Limit alone.
+	MaxBytes int
 }
 
 // Page is one page of events.
@@ -44,7 +53,21 @@ type Page struct {
 // retention window, in order. It visits shards, and partition buckets
 // within them, in the query's order, touching only those the range covers,
 // and stops as soon as it has Limit events.
+//
+// While the index migrates from a legacy table (see SetRouter), the router
+// decides which source answers; QueryShards always reads the shards.
 func (s *Service) Query(ctx context.Context, index string, q Query) (Page, error) {
+	if r := s.router.Load(); r != nil {
+		if p, handled, err := r.RouteQuery(ctx, index, q); handled {
+			return p, err
+		}
+	}
+	return s.QueryShards(ctx, index, q)
+}
+
+// QueryShards is Query on the shards alone, whatever the index's
+// migration phase.
+func (s *Service) QueryShards(ctx context.Context, index string, q Query) (Page, error) {
 	cfg, err := s.config(ctx, index)
 	if err != nil {
 		return Page{}, err
@@ -108,6 +131,7 @@ func (s *Service) Query(ctx context.Context, index string, q Query) (Page, error
 		}
 	}
 	cur := newCursor(cfg, starts, elo, ehi, q.Desc)
+	pageBytes := 0
 	for p, ok := cur.next(); ok; p, ok = cur.next() {
 		want := q.Limit - len(page.Events)
 		sq := store.Query{
@@ -126,18 +150,47 @@ func (s *Service) Query(ctx context.Context, index string, q Query) (Page, error
 				sq.Low = after
 			}
 		}
-		res, err := s.st.Query(ctx, cfg.shardTable(p.shard), sq)
+		// Rows are scanned one at a time rather than read as a page, so
+		// that a byte-bounded page stops reading at its bound.
+		var more, full bool
+		seen := 0
+		next, err := s.st.Scan(ctx, cfg.shardTable(p.shard), sq, func(r *store.RawRow) error {
+			if seen == want {
+				more = true // the row past the page: another page follows
+				return errPageDone
+			}
+			seen++
+			e, err := rawEvent(q.IndexID, r)
+			if err != nil {
+				return err
+			}
+			page.Events = append(page.Events, e)
+			if q.MaxBytes > 0 {
+				pageBytes += len(e.Payload) + len(e.IndexID) + len(e.EventID)
+				if pageBytes >= q.MaxBytes {
+					full = true
+					return errPageDone
+				}
+			}
+			return nil
+		})
 		if errors.Is(err, store.ErrTableNotFound) {
 			// Dropped since it was listed; whatever it held is expired.
 			s.invalidateShards(index)
 			continue
 		}
-		if err != nil {
+		if err != nil && !errors.Is(err, errPageDone) {
 			return Page{}, fmt.Errorf("timeseries: query %s: %w", cfg.shardTable(p.shard), err)
 		}
-		more := len(res.Rows) > want || (len(res.Rows) == want && res.NextPageToken != nil)
-		for _, r := range res.Rows[:min(len(res.Rows), want)] {
-			page.Events = append(page.Events, rowEvent(r))
+		if err == nil && seen == want && next != nil {
+			more = true
+		}
+		if full {
+			// The byte bound ends the page: another may follow, and
+			// finding out would mean reading past the bound.
+			last := page.Events[len(page.Events)-1]
+			page.NextPageToken = encodeToken(cfg, last.Timestamp.UnixMilli(), last.EventID, q.Desc)
+			break
 		}
 		if len(page.Events) < q.Limit {
 			continue
@@ -225,16 +278,23 @@ func (c *cursor) next() (part, bool) {
 	return p, true
 }
 
-func rowEvent(r store.Row) Event {
-	e := Event{}
-	e.IndexID, _ = r.Partition[0].(string)
-	e.Timestamp, _ = r.Clustering[0].(time.Time)
-	e.EventID, _ = r.Clustering[1].(string)
-	e.Payload, _ = r.Values[0].([]byte)
-	if e.Payload == nil {
-		e.Payload = []byte{}
+// errPageDone stops a shard scan once the page has what it needs.
+var errPageDone = errors.New("timeseries: page done")
+
+// rawEvent decodes a scanned shard row of indexID, copying the payload
+// out of the store's buffer.
+func rawEvent(indexID string, r *store.RawRow) (Event, error) {
+	ck, err := store.DecodeClustering(&shardSchema, r.Clustering)
+	if err != nil {
+		return Event{}, fmt.Errorf("timeseries: decode event key: %w", err)
 	}
-	return e
+	e := Event{IndexID: indexID, Payload: []byte{}}
+	e.Timestamp, _ = ck[0].(time.Time)
+	e.EventID, _ = ck[1].(string)
+	if len(r.Values) > 0 && len(r.Values[0]) > 0 {
+		e.Payload = bytes.Clone(r.Values[0])
+	}
+	return e, nil
 }
 
 // floorMs and ceilMs round t to Unix milliseconds.

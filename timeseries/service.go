@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,6 +71,8 @@ type Service struct {
 	shards  map[string]cachedShards
 
 	bufs sync.Pool // of *writeBuf, Put's scratch space
+
+	router atomic.Pointer[routerBox] // set while migrations may run (SetRouter)
 }
 
 type cachedConfig struct {

@@ -50,7 +50,21 @@ const (
 // per shard. Only when the backend fails mid-way (or a shard is dropped
 // concurrently) can part of the batch have been written; the error says so
 // and retrying is safe.
+//
+// While the index migrates from a legacy table (see SetRouter), the router
+// decides where the events go; PutShards always writes the shards.
 func (s *Service) Put(ctx context.Context, index string, events []Event) (int, error) {
+	if r := s.router.Load(); r != nil {
+		if n, handled, err := r.RoutePut(ctx, index, events); handled {
+			return n, err
+		}
+	}
+	return s.PutShards(ctx, index, events)
+}
+
+// PutShards is Put on the shards alone, whatever the index's migration
+// phase.
+func (s *Service) PutShards(ctx context.Context, index string, events []Event) (int, error) {
 	cfg, err := s.config(ctx, index)
 	if err != nil {
 		return 0, err

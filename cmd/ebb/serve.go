@@ -41,6 +41,7 @@ type serveConfig struct {
 	authFile          string
 	logLevel          string
 	shutdownTimeout   time.Duration
+	minFreeBytes      int64
 }
 
 func newServeCmd(*client) *cobra.Command {
@@ -52,6 +53,7 @@ func newServeCmd(*client) *cobra.Command {
 		Long: `Run the HTTP API. With no flags: the embedded Pebble store in ./ebb-data,
 listening on 127.0.0.1:7070, with the shard manager and the expiry sweeper
 running. SIGINT or SIGTERM shuts down gracefully; a second one stops at once.
+A browser pointed at the address (http://127.0.0.1:7070/) gets the dashboard.
 
 --config FILE reads flag values from a YAML mapping keyed by flag name:
 
@@ -94,6 +96,7 @@ Flags given on the command line override the file; a relative path in it
 	f.StringVar(&cfg.authFile, "auth-file", "", "YAML file of bearer tokens and their scopes; required to listen on a non-loopback address")
 	f.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
+	f.Int64Var(&cfg.minFreeBytes, "min-free-bytes", ebb.DefaultMinFreeBytes, "pebble backend: below this many free bytes on the data directory's disk, writes that add data are refused with 507 insufficient_storage (deletes, drops and expiry go on); 0 turns the floor off")
 	return cmd
 }
 
@@ -107,6 +110,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	}
 	if cfg.reconcileInterval <= 0 || cfg.sweepInterval <= 0 || cfg.shutdownTimeout <= 0 {
 		return errors.New("--reconcile-interval, --sweep-interval and --shutdown-timeout must be positive")
+	}
+	if cfg.minFreeBytes < 0 {
+		return fmt.Errorf("--min-free-bytes %d is negative; 0 turns the floor off", cfg.minFreeBytes)
 	}
 	// Auth is settled before anything is opened, so a refusal is instant
 	// and leaves the data directory alone.
@@ -141,6 +147,10 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	opts.Logger, opts.Registerer = log, reg
 	opts.ReconcileInterval, opts.SweepInterval = cfg.reconcileInterval, cfg.sweepInterval
 	opts.LeaseDuration, opts.ReplicaID = cfg.leaseDuration, cfg.replicaID
+	opts.MinFreeBytes = cfg.minFreeBytes
+	if cfg.minFreeBytes == 0 {
+		opts.MinFreeBytes = -1 // off; zero in ebb.Options takes the default
+	}
 	db, err := ebb.Open(ctx, opts)
 	if errors.Is(err, store.ErrLocked) {
 		return fmt.Errorf("data directory %s is locked: another ebb process is using it (stop that process or pass another --data)", cfg.data)

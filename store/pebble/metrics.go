@@ -21,10 +21,14 @@ var (
 	descCacheMisses = prometheus.NewDesc("ebb_pebble_block_cache_misses_total", "Block cache misses.", nil, nil)
 	descWALBytes    = prometheus.NewDesc("ebb_pebble_wal_bytes_written_total", "Bytes written to the write-ahead log.", nil, nil)
 	descTables      = prometheus.NewDesc("ebb_pebble_tables", "Tables in the catalog.", nil, nil)
+	descFree        = prometheus.NewDesc("ebb_pebble_disk_free_bytes", "Bytes available to the embedded store on its data directory's file system.", nil, nil)
+	descMinFree     = prometheus.NewDesc("ebb_pebble_min_free_bytes", "Free-space floor: below it, writes that add data are refused with 507 (0: no floor).", nil, nil)
+	descRefused     = prometheus.NewDesc("ebb_pebble_writes_refused_total", "Writes the embedded store refused, by reason: insufficient_storage (below the free-space floor) or storage_fault (after a disk fault).", []string{"reason"}, nil)
+	descFault       = prometheus.NewDesc("ebb_pebble_storage_fault", "1 while the embedded store refuses writes after a disk fault, else 0.", nil, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDisk, descMemtable, descL0Files, descReadAmp, descCompactions, descFlushes, descCacheHits, descCacheMisses, descWALBytes, descTables} {
+	for _, d := range []*prometheus.Desc{descDisk, descMemtable, descL0Files, descReadAmp, descCompactions, descFlushes, descCacheHits, descCacheMisses, descWALBytes, descTables, descFree, descMinFree, descRefused, descFault} {
 		ch <- d
 	}
 }
@@ -51,4 +55,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descCacheMisses, float64(m.BlockCache.Misses))
 	counter(descWALBytes, float64(m.WAL.BytesWritten))
 	gauge(descTables, float64(tables))
+	if free := c.s.diskFree(); free >= 0 {
+		gauge(descFree, float64(free))
+	}
+	gauge(descMinFree, float64(max(c.s.guard.minFree, 0)))
+	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(c.s.guard.refusedFull.Load()), "insufficient_storage")
+	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(c.s.guard.refusedFault.Load()), "storage_fault")
+	fault := 0.0
+	if c.s.Health() != nil {
+		fault = 1
+	}
+	gauge(descFault, fault)
 }

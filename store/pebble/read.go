@@ -32,7 +32,7 @@ func (s *Store) Get(ctx context.Context, name string, partition, clustering []an
 		return store.Row{}, store.ErrNotFound
 	}
 	if err != nil {
-		return store.Row{}, fmt.Errorf("get from %s: %w", name, err)
+		return store.Row{}, s.readFault("get from", name, err)
 	}
 	defer closer.Close()
 	var f fragment
@@ -142,7 +142,7 @@ func (s *Store) scan(ctx context.Context, name string, q store.Query,
 	}
 	it, err := s.db.NewIterWithContext(ctx, opts)
 	if err != nil {
-		return nil, err
+		return nil, s.readFault("query", name, err)
 	}
 	defer it.Close()
 	now := s.now().UnixMilli()
@@ -156,7 +156,7 @@ func (s *Store) scan(ctx context.Context, name string, q store.Query,
 	for ok := valid(); ok; ok = step() {
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return nil, err
+			return nil, s.readFault("query", name, err)
 		}
 		if err := decodeFragment(v, &f); err != nil {
 			return nil, fmt.Errorf("query %s: %w", name, err)
@@ -166,7 +166,10 @@ func (s *Store) scan(ctx context.Context, name string, q store.Query,
 		}
 		if n == q.Limit {
 			// A live row follows the full page: hand out a token.
-			return last, it.Error()
+			if err := it.Error(); err != nil {
+				return nil, s.readFault("query", name, err)
+			}
+			return last, nil
 		}
 		ck := it.Key()[len(base):]
 		if err := fn(&t.Spec, p, ck, &f, now); err != nil {
@@ -177,7 +180,10 @@ func (s *Store) scan(ctx context.Context, name string, q store.Query,
 			last = append([]byte(nil), ck...)
 		}
 	}
-	return nil, it.Error()
+	if err := it.Error(); err != nil {
+		return nil, s.readFault("query", name, err)
+	}
+	return nil, nil
 }
 
 // QueryIndex looks rows up by an indexed value, verifying each entry
@@ -197,7 +203,7 @@ func (s *Store) QueryIndex(ctx context.Context, name, index string, partition []
 	prefix := indexPrefix(t.prefix, pk, indexOf(spec, col), v)
 	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
-		return nil, err
+		return nil, s.readFault("query index of", name, err)
 	}
 	defer it.Close()
 	now := s.now().UnixMilli()
@@ -212,7 +218,7 @@ func (s *Store) QueryIndex(ctx context.Context, name, index string, partition []
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, s.readFault("query index of", name, err)
 		}
 		err = decodeFragment(rv, &f)
 		match := err == nil && cellEquals(&f, col, v, now)

@@ -55,6 +55,13 @@ type Options struct {
 	MemTableSize int64
 	// Logger receives Pebble's and the backend's log lines; nil discards.
 	Logger *slog.Logger
+	// MinFreeBytes is the free-space floor: while the data directory's
+	// file system has fewer bytes available, writes that add data are
+	// refused with store.ErrInsufficientStorage, before Pebble runs out
+	// of room for its flushes and compactions. Deletes, drops and ebb's
+	// metadata writes pass. Zero means DefaultMinFreeBytes (256 MiB);
+	// negative turns the floor off.
+	MinFreeBytes int64
 }
 
 // MaxRowBytes is the largest row the embedded backend accepts.
@@ -78,6 +85,10 @@ type Store struct {
 	// rows orders the writes that read a row first (conditional mutations,
 	// DeleteIfExpired) against every other write of the same row.
 	rows *rowLocks
+
+	// guard refuses writes after a disk fault and below the free-space
+	// floor (health.go).
+	guard guard
 }
 
 type table struct {
@@ -115,6 +126,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.MemTableSize == 0 {
 		opts.MemTableSize = DefaultMemTableSize
 	}
+	if opts.MinFreeBytes == 0 {
+		opts.MinFreeBytes = DefaultMinFreeBytes
+	}
 	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("pebble: create %s: %w", dir, err)
 	}
@@ -127,6 +141,12 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("pebble: lock %s: %w", dir, err)
 	}
+	s := &Store{now: opts.Now, log: opts.Logger, tables: map[string]*table{}, wo: pebble.Sync, rows: newRowLocks(), lock: lock}
+	s.guard.fs, s.guard.dir, s.guard.minFree = opts.FS, dir, opts.MinFreeBytes
+	s.guard.free.Store(-1)
+	if opts.NoSync {
+		s.wo = pebble.NoSync
+	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
 	popts := &pebble.Options{
@@ -137,16 +157,14 @@ func Open(dir string, opts Options) (*Store, error) {
 		MemTableSize:       uint64(opts.MemTableSize),
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             slogLogger{opts.Logger},
+		EventListener:      s.eventListener(),
 	}
 	db, err := pebble.Open(dir, popts)
 	if err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("pebble: open %s: %w", dir, err)
 	}
-	s := &Store{db: db, lock: lock, now: opts.Now, log: opts.Logger, tables: map[string]*table{}, wo: pebble.Sync, rows: newRowLocks()}
-	if opts.NoSync {
-		s.wo = pebble.NoSync
-	}
+	s.db = db
 	if err := s.loadCatalog(); err != nil {
 		s.Close()
 		return nil, err
@@ -275,7 +293,10 @@ func (s *Store) CreateTable(ctx context.Context, spec store.TableSpec) error {
 	defer b.Close()
 	_ = b.Set(nextIDKey, binary.BigEndian.AppendUint64(nil, s.nextID+1), nil)
 	_ = b.Set(catalogKey(spec.Name), doc, nil)
-	if err := b.Commit(s.wo); err != nil {
+	if err := s.admit(spec.Name, false); err != nil {
+		return err
+	}
+	if err := s.commit(b, s.wo, func() {}); err != nil {
 		return fmt.Errorf("create %s: %w", spec.Name, err)
 	}
 	s.nextID++
@@ -297,9 +318,12 @@ func (s *Store) DropTable(ctx context.Context, name string) error {
 	}
 	// Record the drop first so a crash mid-way is finished at the next Open
 	// rather than leaving an orphaned key range.
+	if err := s.admit(name, false); err != nil {
+		return err
+	}
 	t.Dropping = true
 	doc, _ := json.Marshal(t)
-	if err := s.db.Set(catalogKey(name), doc, s.wo); err != nil {
+	if err := s.set(catalogKey(name), doc, s.wo); err != nil {
 		t.Dropping = false
 		return fmt.Errorf("drop %s: %w", name, err)
 	}
@@ -307,14 +331,29 @@ func (s *Store) DropTable(ctx context.Context, name string) error {
 	return s.excise(t)
 }
 
+// set writes one key through commit, so that a fault of the write-ahead
+// log is returned (and recorded) rather than fatal to Pebble.
+func (s *Store) set(key, value []byte, wo *pebble.WriteOptions) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Set(key, value, nil)
+	return s.commit(b, wo, func() {})
+}
+
 func (s *Store) excise(t *table) error {
 	span := pebble.KeyRange{Start: t.prefix, End: prefixEnd(t.prefix)}
 	if err := s.db.Excise(context.Background(), span); err != nil {
-		return fmt.Errorf("drop %s: excise: %w", t.Spec.Name, err)
+		// The catalog still says Dropping: the next Open finishes the drop.
+		err = fmt.Errorf("drop %s: excise: %w", t.Spec.Name, err)
+		s.fail(err)
+		return fmt.Errorf("%w: %v", store.ErrStorageFault, err)
 	}
 	// Unsynced: if this delete is lost in a crash, the entry still says
 	// Dropping and the next Open excises the (already empty) range again.
-	if err := s.db.Delete(catalogKey(t.Spec.Name), pebble.NoSync); err != nil {
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Delete(catalogKey(t.Spec.Name), nil)
+	if err := s.commit(b, pebble.NoSync, func() {}); err != nil {
 		return fmt.Errorf("drop %s: %w", t.Spec.Name, err)
 	}
 	return nil
@@ -352,7 +391,10 @@ func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) 
 	next := *t
 	next.Capacity = c
 	doc, _ := json.Marshal(&next)
-	if err := s.db.Set(catalogKey(name), doc, s.wo); err != nil {
+	if err := s.admit(name, false); err != nil {
+		return err
+	}
+	if err := s.set(catalogKey(name), doc, s.wo); err != nil {
 		return fmt.Errorf("set capacity %s: %w", name, err)
 	}
 	t.Capacity = c

@@ -71,6 +71,9 @@ func (s *Store) write(ctx context.Context, name string, batch []store.Mutation, 
 	if err != nil {
 		return err
 	}
+	if err := s.admit(name, addsData(rs)); err != nil {
+		return err
+	}
 	// A sweeper's batch deletes only rows with nothing live in them, which
 	// no read can tell apart from absent ones: applying it in chunks is
 	// atomic to every reader, and each chunk holds the locks of only its own
@@ -89,6 +92,17 @@ func (s *Store) write(ctx context.Context, name string, batch []store.Mutation, 
 
 // sweepChunk is how many DeleteIfExpired mutations are applied at once.
 const sweepChunk = 64
+
+// addsData reports whether a batch upserts anything: a batch of deletes
+// only frees space, and is accepted below the free-space floor.
+func addsData(rs []kit.ResolvedMutation) bool {
+	for i := range rs {
+		if rs[i].Kind == store.Upsert {
+			return true
+		}
+	}
+	return false
+}
 
 func onlyDeleteIfExpired(rs []kit.ResolvedMutation) bool {
 	for i := range rs {
@@ -180,15 +194,31 @@ func (s *Store) apply(name string, t *table, rs []kit.ResolvedMutation, wo *pebb
 // the next fsync (group commit) rather than wait for this one. This is no
 // weaker than a plain Commit, under which a batch is also visible before
 // its fsync; and every batch applied later is later in the log.
-func (s *Store) commit(b *pebble.Batch, wo *pebble.WriteOptions, applied func()) error {
+//
+// An error here is a fault of the write-ahead log (the batch itself was
+// built without one): it is recorded, and every later write is refused
+// (health.go). Pebble panics on some of them (a log writer that refuses a
+// record); the panic is turned into the same fault, so that a request
+// gets an error rather than the process a crash, and no later write
+// reaches the broken commit pipeline.
+func (s *Store) commit(b *pebble.Batch, wo *pebble.WriteOptions, applied func()) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("pebble: commit panicked: %v", v)
+		}
+		if err != nil {
+			s.fail(err)
+			err = fmt.Errorf("%w: %v", store.ErrStorageFault, err)
+		}
+	}()
 	if !wo.Sync {
-		err := b.Commit(wo)
+		err = b.Commit(wo)
 		applied()
 		return err
 	}
 	// ApplyNoSyncWait is Pebble's own split of Commit into apply and
 	// SyncWait; a batch it applied must not be closed before SyncWait.
-	err := s.db.ApplyNoSyncWait(b, wo)
+	err = s.db.ApplyNoSyncWait(b, wo)
 	applied()
 	if err != nil {
 		return err
@@ -280,6 +310,9 @@ func (s *Store) DeletePartition(ctx context.Context, name string, partition []an
 	_, pk, err := kit.ResolvePartition(&t.Spec, partition)
 	if err != nil {
 		return err
+	}
+	if err := s.admit(name, false); err != nil {
+		return fmt.Errorf("delete partition in %s: %w", name, err)
 	}
 	// The partition's rows are not known, so every stripe is held shared:
 	// no read-then-write of one of its rows straddles the deletion.

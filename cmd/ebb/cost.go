@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/ebb-data/ebb/cost"
+	"github.com/ebb-data/ebb/internal/durfmt"
+)
+
+func init() { commands = append(commands, newCostCmd) }
+
+func newCostCmd(c *client) *cobra.Command {
+	var (
+		w                          cost.Workload
+		retention, ownTTL, period  time.Duration
+		dynamoLag, keyspacesLag    time.Duration
+		workloadFile, pricesFile   string
+		chartFile, from, providers string
+		out                        *output
+	)
+	cmd := &cobra.Command{
+		Use:   "cost",
+		Short: "Estimate what expiry costs on DynamoDB and Keyspaces, or project a running server's bill",
+		Long: `Estimate a workload's monthly cost on DynamoDB and Amazon Keyspaces under
+each way of expiring data: native per-row TTL, ebb's time shards dropped
+whole, ebb's shards with the sweeper for rows with their own TTL, and ebb's
+sweeper over native TTL. Each is split into writes, reads, storage and
+expiry; a second table shows how the sharded strategies change with the
+shard period, since storage is held until a shard is dropped.
+
+The workload comes from the flags or from a JSON or YAML file (--workload)
+whose keys are the flag names; flags given override the file. Prices come
+from the built-in sheet (us-east-1, with its sources and the date it was
+checked: "ebb cost --show-prices"), figure by figure replaceable with
+--prices FILE (JSON or YAML, same keys). docs/cost.md explains the model.
+
+With --from URL it reads a running server's metered usage instead
+(GET /v1/admin/usage; admin scope, --token) and projects its monthly bill on
+each provider, beside what the same traffic would cost with native TTL.`,
+		Example: `  ebb cost --rows-per-second 25000 --row-bytes 1024 --retention 1008h
+  ebb cost --workload lists.yaml --json
+  ebb cost --rows-per-second 100 --row-bytes 500 --retention 720h --own-ttl-share 0.25 --own-ttl 1h --chart cost.svg
+  ebb cost --from http://127.0.0.1:7070`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			prices := cost.DefaultPrices()
+			if pricesFile != "" {
+				p, err := cost.LoadPrices(pricesFile)
+				if err != nil {
+					return fmt.Errorf("--prices: %w", err)
+				}
+				prices = p
+			}
+			if show, _ := cmd.Flags().GetBool("show-prices"); show {
+				return printJSON(cmd.OutOrStdout(), prices)
+			}
+			if from != "" {
+				return costFrom(cmd, c, from, prices, out)
+			}
+			if workloadFile != "" {
+				fw, err := readWorkload(workloadFile)
+				if err != nil {
+					return err
+				}
+				// Flags given on the command line win over the file.
+				merged := fw
+				f := cmd.Flags()
+				set := func(name string, apply func()) {
+					if f.Changed(name) {
+						apply()
+					}
+				}
+				set("rows-per-second", func() { merged.RowsPerSecond = w.RowsPerSecond })
+				set("row-bytes", func() { merged.RowBytes = w.RowBytes })
+				set("reads-per-second", func() { merged.ReadsPerSecond = w.ReadsPerSecond })
+				set("rows-per-read", func() { merged.RowsPerRead = w.RowsPerRead })
+				set("own-ttl-share", func() { merged.OwnTTLShare = w.OwnTTLShare })
+				set("capacity", func() { merged.Capacity = w.Capacity })
+				set("utilization", func() { merged.Utilization = w.Utilization })
+				set("retention", func() { merged.Retention = cost.Duration(retention) })
+				set("own-ttl", func() { merged.OwnTTL = cost.Duration(ownTTL) })
+				set("shard-period", func() { merged.ShardPeriod = cost.Duration(period) })
+				set("dynamodb-ttl-lag", func() { merged.DynamoDBTTLLag = cost.Duration(dynamoLag) })
+				set("keyspaces-ttl-lag", func() { merged.KeyspacesTTLLag = cost.Duration(keyspacesLag) })
+				set("provider", func() { merged.Providers = splitList(providers) })
+				w = merged
+			} else {
+				if !cmd.Flags().Changed("rows-per-second") || !cmd.Flags().Changed("row-bytes") || !cmd.Flags().Changed("retention") {
+					return errors.New("give the workload: --rows-per-second, --row-bytes and --retention at least (or --workload FILE, or --from URL)")
+				}
+				w.Retention, w.OwnTTL, w.ShardPeriod = cost.Duration(retention), cost.Duration(ownTTL), cost.Duration(period)
+				w.DynamoDBTTLLag, w.KeyspacesTTLLag = cost.Duration(dynamoLag), cost.Duration(keyspacesLag)
+				w.Providers = splitList(providers)
+			}
+			est, err := cost.Run(w, prices)
+			if err != nil {
+				return flagError(err)
+			}
+			if chartFile != "" {
+				svg, err := cost.Chart(w, prices)
+				if err != nil {
+					return flagError(err)
+				}
+				if err := os.WriteFile(chartFile, svg, 0o644); err != nil {
+					return fmt.Errorf("--chart: %w", err)
+				}
+			}
+			if out.json {
+				return printJSON(cmd.OutOrStdout(), est)
+			}
+			return printEstimate(cmd.OutOrStdout(), est)
+		},
+	}
+	f := cmd.Flags()
+	f.Float64Var(&w.RowsPerSecond, "rows-per-second", 0, "rows written per second, on average")
+	f.IntVar(&w.RowBytes, "row-bytes", 0, "a row's size in bytes, as the provider bills it")
+	f.DurationVar(&retention, "retention", 0, "how long a row is kept (1008h is six weeks)")
+	f.Float64Var(&w.ReadsPerSecond, "reads-per-second", 0, "queries per second")
+	f.IntVar(&w.RowsPerRead, "rows-per-read", 0, "rows one query returns (default 1)")
+	f.Float64Var(&w.OwnTTLShare, "own-ttl-share", 0, "share of rows (0 to 1) written with their own, shorter TTL")
+	f.DurationVar(&ownTTL, "own-ttl", 0, "how long rows with their own TTL live (default 24h, at most the retention)")
+	f.DurationVar(&period, "shard-period", 0, "width of one time shard, the index's table_bucket (default 168h)")
+	f.DurationVar(&dynamoLag, "dynamodb-ttl-lag", 0, "how long after expiry DynamoDB's TTL deletes a row (default 48h)")
+	f.DurationVar(&keyspacesLag, "keyspaces-ttl-lag", 0, "how long after expiry Keyspaces' TTL deletes a row (default 240h)")
+	f.StringVar(&w.Capacity, "capacity", "", "on_demand (default) or provisioned")
+	f.Float64Var(&w.Utilization, "utilization", 0, "with provisioned capacity, the share of it used on average (default 0.7)")
+	f.StringVar(&providers, "provider", "", "dynamodb, keyspaces, or both comma-separated (default both)")
+	f.StringVar(&workloadFile, "workload", "", "JSON or YAML file holding the workload, keyed by flag name")
+	f.StringVar(&pricesFile, "prices", "", "JSON or YAML price sheet replacing built-in figures")
+	f.Bool("show-prices", false, "print the price sheet in use, with its sources and date, and exit")
+	f.StringVar(&chartFile, "chart", "", "write an SVG chart of cumulative cost over twice the retention to this file")
+	f.StringVar(&from, "from", "", "URL of a running server whose metered usage to project (admin scope)")
+	out = addOutput(cmd)
+	return cmd
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// flagError names the flag an input error is about, as the user typed it.
+func flagError(err error) error {
+	var ie *cost.InputError
+	if errors.As(err, &ie) {
+		if strings.HasPrefix(ie.Field, "prices.") {
+			return fmt.Errorf("--prices: %w", err)
+		}
+		return fmt.Errorf("--%s", err)
+	}
+	return err
+}
+
+// readWorkload reads a workload file, JSON or YAML by extension, refusing
+// unknown keys.
+func readWorkload(path string) (cost.Workload, error) {
+	var w cost.Workload
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return w, fmt.Errorf("--workload: %w", err)
+	}
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".json":
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(&w)
+	case ".yaml", ".yml":
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		err = dec.Decode(&w)
+	default:
+		err = fmt.Errorf("want a .json, .yaml or .yml file, not %q", ext)
+	}
+	if err != nil {
+		return w, fmt.Errorf("--workload %s: %w", path, err)
+	}
+	return w, nil
+}
+
+func printEstimate(out io.Writer, e *cost.Estimate) error {
+	w := e.Workload
+	fmt.Fprintf(out, "Workload: %s rows/s of %d bytes, retention %s, %s reads/s of %d rows, own-TTL share %g (own TTL %s), shard period %s.\n",
+		num(w.RowsPerSecond), w.RowBytes, durfmt.Format(time.Duration(w.Retention)), num(w.ReadsPerSecond), w.RowsPerRead,
+		w.OwnTTLShare, durfmt.Format(time.Duration(w.OwnTTL)), durfmt.Format(time.Duration(w.ShardPeriod)))
+	fmt.Fprintf(out, "Monthly cost in %s, %s capacity, %s prices checked %s.\n", e.Currency, strings.ReplaceAll(w.Capacity, "_", "-"), e.Region, e.Checked)
+	for _, p := range e.Providers {
+		fmt.Fprintf(out, "\n%s\n", p.Provider)
+		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "strategy\twrites\treads\tstorage\texpiry\ttotal\tstored GB\t")
+		for _, b := range p.Strategies {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", cost.StrategyTitles[b.Strategy],
+				cost.Money(b.Writes), cost.Money(b.Reads), cost.Money(b.Storage), cost.Money(b.Expiry), cost.Money(b.Total), num(b.StoredGB))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\n%s by shard period (storage is held until a shard is dropped)\n", p.Provider)
+		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "shard period\tstored GB\tstorage\tshards total\tshards + sweeper total\t")
+		for _, r := range p.ShardPeriods {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", durfmt.Format(time.Duration(r.ShardPeriod)),
+				num(r.Strategies[0].StoredGB), cost.Money(r.Strategies[0].Storage), cost.Money(r.Strategies[0].Total), cost.Money(r.Strategies[1].Total))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// num prints a figure with thousands separators and up to one decimal.
+func num(v float64) string {
+	s := cost.Money(math.Round(v*10) / 10)
+	s = strings.TrimSuffix(s[:len(s)-1], ".")
+	return strings.TrimSuffix(s, ".0")
+}
+
+// costFrom projects a running server's usage.
+func costFrom(cmd *cobra.Command, c *client, from string, prices cost.Prices, out *output) error {
+	cc := *c
+	cc.server = from
+	api, err := cc.api()
+	if err != nil {
+		return fmt.Errorf("--from: %w", err)
+	}
+	u, err := api.Usage(cmd.Context(), true)
+	if err != nil {
+		return explain(err)
+	}
+	live, err := cost.Project(u, prices)
+	if err != nil {
+		return err
+	}
+	if out.json {
+		return printJSON(cmd.OutOrStdout(), live)
+	}
+	o := cmd.OutOrStdout()
+	fmt.Fprintf(o, "%s: usage over %s (since %s), projected to a month in %s at %s on-demand prices checked %s.\n",
+		from, durfmt.Format(time.Duration(live.Seconds)*time.Second), live.Since, live.Currency, live.Region, live.Checked)
+	tw := tabwriter.NewWriter(o, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "provider\twrites\treads\tof which expiry\tstorage\ttotal\twith native TTL\tsaved\t")
+	for _, p := range live.Projections {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Provider, cost.Money(p.Writes), cost.Money(p.Reads),
+			cost.Money(p.Expiry), cost.Money(p.Storage), cost.Money(p.Total), cost.Money(p.NativeTTL), cost.Money(p.Saved))
+	}
+	return tw.Flush()
+}

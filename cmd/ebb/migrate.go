@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	ebbclient "github.com/ebb-data/ebb/client"
+)
+
+// indexMigrateCmd is `ebb index migrate`: start a migration off a legacy
+// table, import rows into it, change phase, backfill, and show status.
+func indexMigrateCmd(c *client) *cobra.Command {
+	var (
+		phase, legacyTable, dynamoTable, importFile   string
+		mapPK, mapSK, mapSKFormat, mapEvent, mapBody  string
+		mapTTL, legacyTTL, endpoint, region           string
+		writeLegacy, force, backfill, dryRun, restart bool
+		noWait, stop, end                             bool
+		sample, rowsPerSecond, unitsPerSecond         float64
+		batch                                         int
+	)
+	var out *output
+	cmd := &cobra.Command{
+		Use:   "migrate NAME [--legacy-table T | --legacy-dynamodb-table T ...] [--import FILE] [--phase P] [--backfill]",
+		Short: "Migrate an index off a legacy table: phases, import, backfill, status",
+		Long: `Migrate an index off a legacy table with zero downtime (docs/migration.md).
+
+With --legacy-table (an ebb table, created empty if missing) or
+--legacy-dynamodb-table and its --map-* flags, the migration starts in phase
+shadow-write. --import writes a JSON Lines file of
+{"index_id","event_id","timestamp","payload"(base64),"expires_at"} rows into
+the legacy table. --phase moves to shadow-write, shadow-read, merged-read or
+cutover; the server refuses a change its rules forbid, saying why, unless
+--force. --backfill copies live legacy rows into the shards, resumably, and
+shows a progress bar until it is done. With no action, it shows the status.`,
+		Example: `  ebb index migrate events --legacy-table events_legacy --write-legacy --sample-percent 10
+  ebb index migrate events --import legacy.jsonl
+  ebb index migrate events --phase shadow-read
+  ebb index migrate events --backfill --rows-per-second 5000
+  ebb index migrate events --phase merged-read
+  ebb index migrate events --phase cutover
+  ebb index migrate events`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeIndexNames(c),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api, err := c.api()
+			if err != nil {
+				return err
+			}
+			ctx, name := cmd.Context(), args[0]
+			w := cmd.OutOrStdout()
+			if legacyTable != "" && dynamoTable != "" {
+				return errors.New("give --legacy-table or --legacy-dynamodb-table, not both")
+			}
+			if legacyTable != "" || dynamoTable != "" {
+				s := ebbclient.MigrationSettings{WriteLegacy: writeLegacy, SamplePercent: sample,
+					Legacy: ebbclient.LegacyTable{Kind: "table", Table: legacyTable, TTL: legacyTTL}}
+				if dynamoTable != "" {
+					s.Legacy = ebbclient.LegacyTable{Kind: "dynamodb", Table: dynamoTable, TTL: legacyTTL, Endpoint: endpoint, Region: region,
+						Mapping: &ebbclient.LegacyMapping{IndexID: mapPK, SortKey: mapSK, SortKeyFormat: mapSKFormat, EventID: mapEvent, Payload: mapBody, TTL: mapTTL}}
+				}
+				_, created, err := api.StartMigration(ctx, name, s)
+				if err != nil {
+					return err
+				}
+				if !out.json {
+					verb := "started"
+					if !created {
+						verb = "already migrating; settings updated"
+					}
+					fmt.Fprintf(w, "%s: migration %s (legacy %s table %s), phase shadow-write\n", name, verb, s.Legacy.Kind, s.Legacy.Table)
+				}
+			}
+			if importFile != "" {
+				n, err := importLegacy(cmd, api, name, importFile)
+				if err != nil {
+					return err
+				}
+				if !out.json {
+					fmt.Fprintf(w, "%s: imported %d legacy row(s) from %s\n", name, n, importFile)
+				}
+			}
+			if phase != "" {
+				m, err := api.SetMigrationPhase(ctx, name, phase, force)
+				if err != nil {
+					return err
+				}
+				if !out.json {
+					fmt.Fprintf(w, "%s: phase %s\n", name, m.Phase)
+				}
+			}
+			if stop {
+				if err := api.StopBackfill(ctx, name); err != nil {
+					return err
+				}
+			}
+			if backfill {
+				if _, err := api.StartBackfill(ctx, name, ebbclient.BackfillOptions{
+					RowsPerSecond: rowsPerSecond, UnitsPerSecond: unitsPerSecond, BatchSize: batch, DryRun: dryRun, Restart: restart,
+				}); err != nil {
+					return err
+				}
+				if !noWait {
+					if err := watchBackfill(cmd, api, name); err != nil {
+						return err
+					}
+				}
+			}
+			if end {
+				if err := api.EndMigration(ctx, name, force); err != nil {
+					return err
+				}
+				if !out.json {
+					fmt.Fprintf(w, "%s: migration ended; the shards serve alone and the legacy table is left as it is\n", name)
+				}
+				return nil
+			}
+			acted := legacyTable != "" || dynamoTable != "" || importFile != "" || phase != "" || stop
+			if acted && !backfill && !out.json {
+				return nil
+			}
+			m, err := api.Migration(ctx, name)
+			if err != nil {
+				return err
+			}
+			if out.json {
+				return printJSON(w, m)
+			}
+			printMigration(w, m)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&phase, "phase", "", "move to this phase: shadow-write, shadow-read, merged-read or cutover")
+	f.BoolVar(&force, "force", false, "override the phase rules (with --phase or --end)")
+	f.StringVar(&legacyTable, "legacy-table", "", "start migrating from this ebb table (embedded layout; created empty if missing)")
+	f.StringVar(&dynamoTable, "legacy-dynamodb-table", "", "start migrating from this existing DynamoDB table (with the --map-* flags)")
+	f.StringVar(&mapPK, "map-index-id", "", "DynamoDB: the partition key attribute holding the index id")
+	f.StringVar(&mapSK, "map-sort-key", "", "DynamoDB: the sort key attribute")
+	f.StringVar(&mapSKFormat, "map-sort-key-format", "timestamp_event_id", "DynamoDB: timestamp_event_id (\"<13-digit ms>#<event id>\") or timestamp_ms (a number)")
+	f.StringVar(&mapEvent, "map-event-id", "", "DynamoDB: the event id attribute (with timestamp_ms)")
+	f.StringVar(&mapBody, "map-payload", "payload", "DynamoDB: the payload attribute")
+	f.StringVar(&mapTTL, "map-ttl", "ttl", "DynamoDB: the native TTL attribute (Unix seconds)")
+	f.StringVar(&endpoint, "legacy-endpoint", "", "DynamoDB endpoint of the legacy table (default: the server's backend)")
+	f.StringVar(&region, "legacy-region", "", "AWS region of the legacy table")
+	f.StringVar(&legacyTTL, "legacy-ttl", "", "expiry of rows ebb writes to the legacy table (default the index's retention)")
+	f.BoolVar(&writeLegacy, "write-legacy", false, "ebb writes every event to the legacy table too, until cutover")
+	f.Float64Var(&sample, "sample-percent", 0, "share of shadow-read queries also read from the shards and compared (0-100)")
+	f.StringVar(&importFile, "import", "", "JSON Lines file of legacy rows to write into the legacy table (- for standard input)")
+	f.BoolVar(&backfill, "backfill", false, "copy live legacy rows into the shards, resuming the last pass")
+	f.BoolVar(&dryRun, "dry-run", false, "with --backfill: scan and count only (a census of live legacy rows)")
+	f.BoolVar(&restart, "restart", false, "with --backfill: start a new pass from the beginning")
+	f.BoolVar(&noWait, "no-wait", false, "with --backfill: return at once instead of showing progress")
+	f.BoolVar(&stop, "stop-backfill", false, "stop a running backfill (its checkpoint keeps its progress)")
+	f.BoolVar(&end, "end", false, "end the migration (in cutover, or with --force)")
+	f.Float64Var(&rowsPerSecond, "rows-per-second", 0, "with --backfill: legacy rows scanned per second at most (0: unbounded)")
+	f.Float64Var(&unitsPerSecond, "units-per-second", 0, "with --backfill: request units per second at most (0: unbounded)")
+	f.IntVar(&batch, "batch-size", 0, "with --backfill: rows per step (default 500)")
+	out = addOutput(cmd)
+	return cmd
+}
+
+// importLegacy sends a JSON Lines file of legacy rows in batches.
+func importLegacy(cmd *cobra.Command, api *ebbclient.Client, name, file string) (int, error) {
+	data, err := readInput(cmd, file)
+	if err != nil {
+		return 0, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	written, line := 0, 0
+	var batch []ebbclient.LegacyRow
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		n, err := api.WriteLegacyRows(cmd.Context(), name, batch)
+		if err != nil {
+			return fmt.Errorf("%s: rows %d..%d: %w (the %d before were written)", file, line-len(batch), line-1, err, written)
+		}
+		written += n
+		batch = batch[:0]
+		return nil
+	}
+	for {
+		var r ebbclient.LegacyRow
+		if err := dec.Decode(&r); err == io.EOF {
+			break
+		} else if err != nil {
+			return written, fmt.Errorf("%s: row %d: %w", file, line, err)
+		}
+		batch = append(batch, r)
+		line++
+		if len(batch) == maxEventBatch {
+			if err := flush(); err != nil {
+				return written, err
+			}
+		}
+	}
+	return written, flush()
+}
+
+// watchBackfill polls the migration and shows the backfill's progress
+// until it stops.
+func watchBackfill(cmd *cobra.Command, api *ebbclient.Client, name string) error {
+	w := cmd.ErrOrStderr()
+	f, ok := w.(*os.File)
+	tty := ok && term.IsTerminal(int(f.Fd()))
+	var bar *progressbar.ProgressBar
+	last := time.Time{}
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		m, err := api.Migration(cmd.Context(), name)
+		if err != nil {
+			return err
+		}
+		b := m.Backfill
+		if b != nil {
+			total := max(b.TotalEstimate, b.Scanned)
+			if tty {
+				if bar == nil {
+					bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("backfill"),
+						progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(30),
+						progressbar.OptionThrottle(100*time.Millisecond))
+				}
+				bar.ChangeMax64(total)
+				_ = bar.Set64(b.Scanned)
+			} else if time.Since(last) >= 5*time.Second || !m.BackfillRunning {
+				last = time.Now()
+				fmt.Fprintf(w, "backfill: %d/%d rows scanned, %d copied, %.0f rows/s, ETA %s\n", b.Scanned, total, b.Copied, b.RowsPerSecond, b.ETA)
+			}
+		}
+		if !m.BackfillRunning {
+			if bar != nil {
+				_ = bar.Finish()
+				fmt.Fprintln(w)
+			}
+			if b != nil && b.Error != "" {
+				return fmt.Errorf("backfill failed: %s (run it again to resume)", b.Error)
+			}
+			return nil
+		}
+		select {
+		case <-cmd.Context().Done():
+			return cmd.Context().Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func printMigration(w io.Writer, m ebbclient.Migration) {
+	fmt.Fprintf(w, "index %s: phase %s since %s\n", m.Index, m.Phase, m.PhaseSince.Format(time.RFC3339))
+	fmt.Fprintf(w, "legacy: %s (%s); ebb writes it: %v; shadow-read sample %g%%\n", m.Legacy.Table, m.Legacy.Kind, m.WriteLegacy, m.SamplePercent)
+	cn := m.Counters
+	fmt.Fprintf(w, "shadow failures: %d write, %d read; reads compared %d; mismatches: %d missing, %d extra, %d different\n",
+		cn.ShadowWriteFailures, cn.ShadowReadFailures, cn.ReadsCompared, cn.Mismatches["missing"], cn.Mismatches["extra"], cn.Mismatches["different"])
+	for _, s := range cn.MismatchSample {
+		fmt.Fprintf(w, "  %s: index_id %q event_id %q at %s\n", s.Kind, s.IndexID, s.EventID, s.Timestamp.Format(time.RFC3339Nano))
+	}
+	if b := m.Backfill; b != nil {
+		state := "stopped"
+		switch {
+		case m.BackfillRunning:
+			state = "running"
+		case b.Done:
+			state = "done"
+		}
+		kind := "copy"
+		if b.DryRun {
+			kind = "dry run"
+		}
+		fmt.Fprintf(w, "backfill pass %d (%s) %s: %d scanned, %d copied, skipped %d expired, %d past retention, %d without shard\n",
+			b.Pass, kind, state, b.Scanned, b.Copied, b.SkippedExpired, b.SkippedRetention, b.SkippedNoShard)
+		if b.Error != "" {
+			fmt.Fprintf(w, "  last error: %s\n", b.Error)
+		}
+	}
+	if m.LegacyLiveRows != nil {
+		fmt.Fprintf(w, "legacy rows still live: about %d\n", *m.LegacyLiveRows)
+	}
+	if m.CutoverReady {
+		fmt.Fprintln(w, "cutover: ready")
+	} else {
+		fmt.Fprintf(w, "cutover: blocked: %s\n", m.CutoverBlockedBy)
+	}
+	if m.LegacyNewestExpiry != nil {
+		fmt.Fprintf(w, "legacy table's newest row expires %s; deletable by its owner: %v\n", m.LegacyNewestExpiry.Format(time.RFC3339), m.LegacyDeletable)
+	}
+}

@@ -1,0 +1,135 @@
+package cost
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// defaultSheet is the price sheet: the only place a price appears.
+//
+//go:embed prices.json
+var defaultSheet []byte
+
+// Prices is a price sheet: what each provider charges, in one region and
+// currency, with where the figures come from and when they were checked.
+type Prices struct {
+	Region    string        `json:"region" yaml:"region"`
+	Currency  string        `json:"currency" yaml:"currency"`
+	Checked   string        `json:"checked" yaml:"checked"`
+	Sources   []string      `json:"sources" yaml:"sources"`
+	DynamoDB  ProviderPrice `json:"dynamodb" yaml:"dynamodb"`
+	Keyspaces ProviderPrice `json:"keyspaces" yaml:"keyspaces"`
+}
+
+// ProviderPrice is one provider's prices.
+type ProviderPrice struct {
+	OnDemand struct {
+		// WritePerMillion and ReadPerMillion price a million request
+		// units.
+		WritePerMillion float64 `json:"write_per_million" yaml:"write_per_million"`
+		ReadPerMillion  float64 `json:"read_per_million" yaml:"read_per_million"`
+	} `json:"on_demand" yaml:"on_demand"`
+	Provisioned struct {
+		// WritePerHour and ReadPerHour price one capacity unit for an
+		// hour.
+		WritePerHour float64 `json:"write_per_hour" yaml:"write_per_hour"`
+		ReadPerHour  float64 `json:"read_per_hour" yaml:"read_per_hour"`
+	} `json:"provisioned" yaml:"provisioned"`
+	StorageGBMonth      float64 `json:"storage_gb_month" yaml:"storage_gb_month"`
+	PITRGBMonth         float64 `json:"pitr_gb_month" yaml:"pitr_gb_month"`
+	TTLDeletePerMillion float64 `json:"ttl_delete_per_million" yaml:"ttl_delete_per_million"`
+}
+
+// maxPrice bounds every figure: no unit of these services costs anywhere
+// near 1,000 a month or a million requests, so a larger figure is a typo.
+const maxPrice = 1000
+
+// DefaultPrices returns the built-in sheet (cost/prices.json).
+func DefaultPrices() Prices {
+	var p Prices
+	if err := json.Unmarshal(defaultSheet, &p); err != nil {
+		panic("cost: the built-in price sheet is malformed: " + err.Error())
+	}
+	return p
+}
+
+// LoadPrices reads a price sheet in JSON or YAML (by extension: .json,
+// .yaml or .yml) over the built-in one: the figures it gives replace the
+// built-in ones, the others stay. Unknown fields, negative, absurd or
+// missing figures are refused with an error naming the field.
+func LoadPrices(path string) (Prices, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Prices{}, fmt.Errorf("prices: %w", err)
+	}
+	p := DefaultPrices()
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".json":
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			return Prices{}, fmt.Errorf("prices: %s: %w", path, err)
+		}
+	case ".yaml", ".yml":
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&p); err != nil {
+			return Prices{}, fmt.Errorf("prices: %s: %w", path, err)
+		}
+	default:
+		return Prices{}, fmt.Errorf("prices: %s: want a .json, .yaml or .yml file, not %q", path, ext)
+	}
+	if err := p.Validate(); err != nil {
+		return Prices{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// Validate reports the first figure that is negative, not a number or
+// absurdly large, as an *InputError naming it.
+func (p Prices) Validate() error {
+	for _, pr := range []struct {
+		name string
+		pp   ProviderPrice
+	}{{"dynamodb", p.DynamoDB}, {"keyspaces", p.Keyspaces}} {
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{
+			{"on_demand.write_per_million", pr.pp.OnDemand.WritePerMillion},
+			{"on_demand.read_per_million", pr.pp.OnDemand.ReadPerMillion},
+			{"provisioned.write_per_hour", pr.pp.Provisioned.WritePerHour},
+			{"provisioned.read_per_hour", pr.pp.Provisioned.ReadPerHour},
+			{"storage_gb_month", pr.pp.StorageGBMonth},
+			{"pitr_gb_month", pr.pp.PITRGBMonth},
+			{"ttl_delete_per_million", pr.pp.TTLDeletePerMillion},
+		} {
+			field := "prices." + pr.name + "." + f.name
+			switch {
+			case math.IsNaN(f.v) || math.IsInf(f.v, 0):
+				return &InputError{Field: field, Msg: "is not a number"}
+			case f.v < 0:
+				return &InputError{Field: field, Msg: fmt.Sprintf("%g is negative", f.v)}
+			case f.v > maxPrice:
+				return &InputError{Field: field, Msg: fmt.Sprintf("%g is absurd (at most %d)", f.v, maxPrice)}
+			}
+		}
+	}
+	return nil
+}
+
+// provider returns the prices of a provider by name.
+func (p Prices) provider(name string) ProviderPrice {
+	if name == Keyspaces {
+		return p.Keyspaces
+	}
+	return p.DynamoDB
+}

@@ -1,0 +1,508 @@
+package meter
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// Options configure Wrap. The zero value is valid.
+type Options struct {
+	// Now stamps Usage snapshots. Nil means time.Now.
+	Now func() time.Time
+	// Registerer receives ebb_request_units_total and
+	// ebb_metered_requests_total. Nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+// Store is a store.Store that counts what every operation would bill on
+// each provider model (see the package comment) and otherwise passes every
+// call to the store it wraps. It is safe for concurrent use.
+type Store struct {
+	inner store.Store
+	now   func() time.Time
+	since time.Time
+	c     *counters
+
+	// tables maps a table name to its *tableMeta: a sync.Map, since it is
+	// read on every call and written once per table.
+	tables sync.Map
+}
+
+var (
+	_ store.Store          = (*Store)(nil)
+	_ store.DeferredWriter = (*Store)(nil)
+	_ store.Checkpointer   = (*Store)(nil)
+	_ store.HealthReporter = (*Store)(nil)
+)
+
+// Wrap returns a metering decorator over inner. Closing it closes inner.
+func Wrap(inner store.Store, opts Options) (*Store, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Store{inner: inner, now: opts.Now, since: opts.Now(), c: &counters{}}
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(newCollector(s.c)); err != nil {
+			return nil, fmt.Errorf("meter: register metrics: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Inner returns the wrapped Store.
+func (s *Store) Inner() store.Store { return s.inner }
+
+// Usage returns what has been counted so far.
+func (s *Store) Usage() Usage { return s.c.snapshot(s.since, s.now()) }
+
+// meta returns what the meter knows of a table, reading its spec from the
+// wrapped store the first time. A table whose spec cannot be read is
+// measured without it, and looked up again next time.
+func (s *Store) meta(ctx context.Context, table string) *tableMeta {
+	if t, ok := s.tables.Load(table); ok {
+		return t.(*tableMeta)
+	}
+	infos, err := s.inner.Tables(ctx, table)
+	if err != nil {
+		return newTableMeta(table, nil)
+	}
+	for i := range infos {
+		if infos[i].Spec.Name == table {
+			spec := infos[i].Spec
+			t := newTableMeta(table, &spec)
+			s.tables.Store(table, t)
+			return t
+		}
+	}
+	return newTableMeta(table, nil)
+}
+
+func (s *Store) forget(table string) { s.tables.Delete(table) }
+
+func (s *Store) add(m Model, cl Class, op Op, u Unit, n int64) {
+	s.c.units[m][cl][op][u].Add(n)
+}
+
+// request counts one store call of op with rows rows of bytes bytes.
+func (s *Store) request(cl Class, op Op, rows, bytes int64) {
+	s.c.requests[cl][op].Add(1)
+	if rows != 0 {
+		s.c.rows[cl][op].Add(rows)
+	}
+	if bytes != 0 {
+		s.c.bytes[cl][op].Add(bytes)
+	}
+}
+
+func opOf(m *store.Mutation) Op {
+	switch {
+	case m.If != nil:
+		return OpConditional
+	case m.Kind == store.Upsert:
+		return OpUpsert
+	case m.Kind == store.DeleteIfExpired:
+		return OpSweepDelete
+	}
+	return OpDelete
+}
+
+// Write applies the batch to the wrapped Store and, when it succeeds,
+// counts it.
+func (s *Store) Write(ctx context.Context, table string, batch []store.Mutation) error {
+	if err := s.inner.Write(ctx, table, batch); err != nil {
+		return err
+	}
+	s.countWrite(ctx, table, batch)
+	return nil
+}
+
+// WriteDeferred is the wrapped Store's WriteDeferred when it has one (see
+// store.DeferredWriter), otherwise Write.
+func (s *Store) WriteDeferred(ctx context.Context, table string, batch []store.Mutation) error {
+	dw, ok := s.inner.(store.DeferredWriter)
+	if !ok {
+		return s.Write(ctx, table, batch)
+	}
+	if err := dw.WriteDeferred(ctx, table, batch); err != nil {
+		return err
+	}
+	s.countWrite(ctx, table, batch)
+	return nil
+}
+
+// countWrite counts a batch as the providers would bill it: on DynamoDB a
+// single-partition batch of 2 to 100 mutations is one transaction, every
+// unit doubled; on Keyspaces two or more statements of one partition go out
+// as a LOGGED batch, every row written twice.
+func (s *Store) countWrite(ctx context.Context, table string, batch []store.Mutation) {
+	if len(batch) == 0 {
+		return
+	}
+	t := s.meta(ctx, table)
+	single := true
+	for i := 1; i < len(batch) && single; i++ {
+		single = sameTuple(batch[0].Partition, batch[i].Partition)
+	}
+	txn := single && len(batch) >= 2 && len(batch) <= 100
+	var groups map[string]int
+	if !single {
+		groups = make(map[string]int)
+		var buf []byte
+		for i := range batch {
+			buf = appendTuple(buf[:0], batch[i].Partition)
+			groups[string(buf)]++
+		}
+	}
+	// Units are summed per run of mutations of one kind and added once per
+	// run: most batches are of one kind, so a write costs a handful of
+	// atomic adds, not a handful per row.
+	var buf []byte
+	var run tally
+	run.op = opOf(&batch[0])
+	var total int64
+	for i := range batch {
+		m := &batch[i]
+		if op := opOf(m); op != run.op {
+			s.flush(t.class, &run)
+			run = tally{op: op}
+		}
+		pk, pkKs := keySizes(m.Partition)
+		ck, ckKs := keySizes(m.Clustering)
+		ksKeys := pkKs + 3*len(m.Partition) + ckKs + (ckKs+4)/5
+		var d, k int
+		if m.Kind == store.Upsert {
+			d = t.dynamoUpsertBytes(m, pk, ck)
+			k = t.keyspacesUpsertBytes(m, ksKeys)
+		} else {
+			d = dynamoKeyBytes(pk, ck)
+			k = ksKeys + keyspacesRowMetadata
+		}
+		logged := len(batch) >= 2 && single
+		if groups != nil {
+			buf = appendTuple(buf[:0], m.Partition)
+			logged = groups[string(buf)] >= 2
+		}
+		wd, wk := WriteUnits(d), WriteUnits(k)
+		if txn {
+			wd *= 2
+		}
+		if logged {
+			wk *= 2
+		}
+		run.wd += wd
+		run.wk += wk
+		if m.Kind == store.Upsert && t.nativeTTL(m) {
+			run.td++
+			run.tk += WriteUnits(k)
+		}
+		run.rows++
+		total += int64(d)
+	}
+	s.flush(t.class, &run)
+	op := opOf(&batch[0])
+	s.c.requests[t.class][op].Add(1)
+	s.c.bytes[t.class][op].Add(total)
+}
+
+// tally is what a run of mutations of one kind cost.
+type tally struct {
+	op                   Op
+	wd, wk, td, tk, rows int64
+}
+
+func (s *Store) flush(cl Class, r *tally) {
+	s.add(ModelDynamoDB, cl, r.op, UnitWrite, r.wd)
+	s.add(ModelKeyspaces, cl, r.op, UnitWrite, r.wk)
+	if r.td != 0 {
+		s.add(ModelDynamoDB, cl, r.op, UnitNativeTTLDelete, r.td)
+		s.add(ModelKeyspaces, cl, r.op, UnitNativeTTLDelete, r.tk)
+	}
+	s.c.rows[cl][r.op].Add(r.rows)
+}
+
+// nativeTTL reports whether native TTL would, in the end, delete the row
+// an upsert writes: a row with an expiry, or any row of an index shard,
+// whose rows native TTL would expire one by one where ebb drops the shard.
+func (t *tableMeta) nativeTTL(m *store.Mutation) bool {
+	switch t.class {
+	case ClassIndexShard:
+		return true
+	case ClassExpiryIndex, ClassCatalog:
+		return false // ebb's own bookkeeping, which native TTL would not need
+	}
+	if !m.ExpiresAt.IsZero() {
+		return true
+	}
+	if !m.NoExpiry && t.spec != nil && t.spec.DefaultTTL > 0 {
+		return true
+	}
+	for i := range m.Cells {
+		if !m.Cells[i].ExpiresAt.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// countRead counts one read returning rows rows whose sizes sum to d bytes
+// on DynamoDB and k on Keyspaces.
+func (s *Store) countRead(cl Class, op Op, rows int64, d, k int) {
+	s.add(ModelDynamoDB, cl, op, UnitRead, ReadUnits(d))
+	s.add(ModelKeyspaces, cl, op, UnitRead, ReadUnits(k))
+	s.request(cl, op, rows, int64(d))
+}
+
+// Get reads one row from the wrapped Store. A missing row still costs a
+// read.
+func (s *Store) Get(ctx context.Context, table string, partition, clustering []any) (store.Row, error) {
+	row, err := s.inner.Get(ctx, table, partition, clustering)
+	switch {
+	case err == nil:
+		t := s.meta(ctx, table)
+		pk, pkKs := keySizes(partition)
+		ck, ckKs := keySizes(clustering)
+		s.countRead(t.class, OpGet, 1, t.dynamoRowBytes(&row, pk, ck),
+			t.keyspacesRowBytes(&row, pkKs+3*len(partition)+ckKs+(ckKs+4)/5))
+	case errors.Is(err, store.ErrNotFound):
+		s.countRead(Classify(table), OpGet, 0, 0, 0)
+	}
+	return row, err
+}
+
+// Query reads rows from the wrapped Store.
+func (s *Store) Query(ctx context.Context, table string, q store.Query) (store.Page, error) {
+	page, err := s.inner.Query(ctx, table, q)
+	if err != nil {
+		return page, err
+	}
+	t := s.meta(ctx, table)
+	pk := tupleLen(q.Partition)
+	var pkKs int
+	for _, v := range q.Partition {
+		pkKs += keyspacesValueBytes(v) + 3
+	}
+	var d, k int
+	for i := range page.Rows {
+		r := &page.Rows[i]
+		d += t.dynamoRowBytes(r, pk, tupleLen(r.Clustering))
+		k += t.keyspacesRowBytes(r, keyspacesKeyBytes(nil, r.Clustering)+pkKs)
+	}
+	s.countRead(t.class, OpQuery, int64(len(page.Rows)), d, k)
+	return page, nil
+}
+
+// scanCount tallies the rows a Scan hands out. The callback only adds up
+// lengths; the sizes on each model are worked out once, at the end, with
+// every present value's attribute name taken as two bytes and numbers at
+// their 8 stored bytes.
+type scanCount struct {
+	fn                      func(*store.RawRow) error
+	rows, ck, vals, present int
+}
+
+func (c *scanCount) row(r *store.RawRow) error {
+	c.rows++
+	c.ck += len(r.Clustering)
+	for _, v := range r.Values {
+		if v != nil {
+			c.present++
+			c.vals += len(v)
+		}
+	}
+	return c.fn(r)
+}
+
+// sizes returns the bytes the rows scanned amount to on DynamoDB and on
+// Keyspaces.
+func (c *scanCount) sizes(t *tableMeta, partition []any) (d, k int) {
+	indexed := 0
+	for _, ix := range t.indexed {
+		if ix {
+			indexed++
+		}
+	}
+	pkKs := 0
+	for _, v := range partition {
+		pkKs += keyspacesValueBytes(v) + 3
+	}
+	d = c.rows*(dynamoKeyBytes(tupleLen(partition), 0)+1+msBytes+indexed*(2+16)) + c.ck + c.vals + c.present*(2+2+msBytes)
+	k = c.rows*(pkKs+keyspacesRowMetadata) + c.ck + (c.ck+4)/5 + c.vals + c.present*t.colID
+	return d, k
+}
+
+// Scan reads through the wrapped Store's Scan, counting the rows handed
+// out.
+func (s *Store) Scan(ctx context.Context, table string, q store.Query, fn func(*store.RawRow) error) ([]byte, error) {
+	c := scanCount{fn: fn}
+	next, err := s.inner.Scan(ctx, table, q, c.row)
+	if err == nil || c.rows > 0 {
+		t := s.meta(ctx, table)
+		d, k := c.sizes(t, q.Partition)
+		s.countRead(t.class, OpQuery, int64(c.rows), d, k)
+	}
+	return next, err
+}
+
+// QueryIndex reads a local index of the wrapped Store.
+func (s *Store) QueryIndex(ctx context.Context, table, index string, partition []any, value any) ([][]any, error) {
+	keys, err := s.inner.QueryIndex(ctx, table, index, partition, value)
+	if err != nil {
+		return keys, err
+	}
+	pk := tupleLen(partition)
+	var d, k int
+	for _, ck := range keys {
+		d += dynamoKeyBytes(pk, tupleLen(ck)) + 2 + 16 // and the index's sort key
+		k += keyspacesKeyBytes(partition, ck) + keyspacesRowMetadata
+	}
+	s.countRead(Classify(table), OpQueryIndex, int64(len(keys)), d, k)
+	return keys, nil
+}
+
+// DeletePartition deletes a partition in the wrapped Store. It is counted
+// as one read and one write unit: the rows it removes are not seen.
+func (s *Store) DeletePartition(ctx context.Context, table string, partition []any) error {
+	if err := s.inner.DeletePartition(ctx, table, partition); err != nil {
+		return err
+	}
+	cl := Classify(table)
+	for _, m := range Models() {
+		s.add(m, cl, OpDeletePartition, UnitRead, 1)
+		s.add(m, cl, OpDeletePartition, UnitWrite, 1)
+	}
+	s.request(cl, OpDeletePartition, 0, 0)
+	return nil
+}
+
+// CreateTable creates a table in the wrapped Store.
+func (s *Store) CreateTable(ctx context.Context, spec store.TableSpec) error {
+	s.forget(spec.Name)
+	if err := s.inner.CreateTable(ctx, spec); err != nil {
+		return err
+	}
+	s.request(Classify(spec.Name), OpCreateTable, 0, 0)
+	return nil
+}
+
+// DropTable drops a table in the wrapped Store: free on both providers,
+// and counted as a request.
+func (s *Store) DropTable(ctx context.Context, name string) error {
+	s.forget(name)
+	err := s.inner.DropTable(ctx, name)
+	if err == nil {
+		s.request(Classify(name), OpDropTable, 0, 0)
+	}
+	return err
+}
+
+// Tables lists tables of the wrapped Store.
+func (s *Store) Tables(ctx context.Context, prefix string) ([]store.TableInfo, error) {
+	return s.inner.Tables(ctx, prefix)
+}
+
+// SetCapacity changes a table's capacity in the wrapped Store.
+func (s *Store) SetCapacity(ctx context.Context, table string, c store.Capacity) error {
+	return s.inner.SetCapacity(ctx, table, c)
+}
+
+// Stats reports what the wrapped Store physically holds.
+func (s *Store) Stats(ctx context.Context, table string) (store.TableStats, error) {
+	return s.inner.Stats(ctx, table)
+}
+
+// Capabilities reports the wrapped Store's capabilities.
+func (s *Store) Capabilities() store.Capabilities { return s.inner.Capabilities() }
+
+// ErrNoCheckpoint is returned by Checkpoint when the wrapped Store cannot
+// take one.
+var ErrNoCheckpoint = fmt.Errorf("%w: meter: the backend cannot take a checkpoint", store.ErrInvalid)
+
+// Checkpoint is the wrapped Store's Checkpoint (see store.Checkpointer);
+// ErrNoCheckpoint when it has none.
+func (s *Store) Checkpoint(ctx context.Context, dir string) (int64, error) {
+	cp, ok := s.inner.(store.Checkpointer)
+	if !ok {
+		return 0, ErrNoCheckpoint
+	}
+	return cp.Checkpoint(ctx, dir)
+}
+
+// Health is the wrapped Store's Health (see store.HealthReporter); nil
+// when it reports none.
+func (s *Store) Health() error {
+	if h, ok := s.inner.(store.HealthReporter); ok {
+		return h.Health()
+	}
+	return nil
+}
+
+// Close closes the wrapped Store.
+func (s *Store) Close() error { return s.inner.Close() }
+
+// sameTuple reports whether two key tuples hold equal values.
+func sameTuple(a, b []any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		switch x := a[i].(type) {
+		case string:
+			if y, ok := b[i].(string); !ok || x != y {
+				return false
+			}
+		case []byte:
+			if y, ok := b[i].([]byte); !ok || !bytes.Equal(x, y) {
+				return false
+			}
+		case int64:
+			if y, ok := b[i].(int64); !ok || x != y {
+				return false
+			}
+		case time.Time:
+			if y, ok := b[i].(time.Time); !ok || !x.Equal(y) {
+				return false
+			}
+		default:
+			if fmt.Sprint(a[i]) != fmt.Sprint(b[i]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// appendTuple appends an unambiguous encoding of a key tuple: a type tag,
+// then a length-prefixed or fixed-size value.
+func appendTuple(dst []byte, vals []any) []byte {
+	for _, v := range vals {
+		switch x := v.(type) {
+		case string:
+			dst = append(dst, 's')
+			dst = binary.AppendUvarint(dst, uint64(len(x)))
+			dst = append(dst, x...)
+		case []byte:
+			dst = append(dst, 'b')
+			dst = binary.AppendUvarint(dst, uint64(len(x)))
+			dst = append(dst, x...)
+		case int64:
+			dst = binary.BigEndian.AppendUint64(append(dst, 'i'), uint64(x))
+		case time.Time:
+			dst = binary.BigEndian.AppendUint64(append(dst, 't'), uint64(x.UnixMilli()))
+		default:
+			s := fmt.Sprint(v)
+			dst = append(dst, '?')
+			dst = binary.AppendUvarint(dst, uint64(len(s)))
+			dst = append(dst, s...)
+		}
+	}
+	return dst
+}

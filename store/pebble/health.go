@@ -1,0 +1,143 @@
+package pebble
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// DefaultMinFreeBytes is the free-space floor Open uses when
+// Options.MinFreeBytes is zero: room for Pebble to flush two full
+// memtables and to compact, with a margin.
+const DefaultMinFreeBytes = 256 << 20
+
+var _ store.HealthReporter = (*Store)(nil)
+
+// guard decides which writes the store still accepts: none after a fault
+// of the write-ahead log (sticky until a restart), none while flushes to
+// sstables fail (until one succeeds), and no upserts while the disk has
+// less free space than the floor. Its fields are atomics: writes consult
+// it without a lock.
+type guard struct {
+	fs      vfs.FS
+	dir     string
+	minFree int64 // <= 0: no floor
+
+	fault      atomic.Pointer[error] // first write fault; never cleared
+	flushFault atomic.Pointer[error] // last flush failure; cleared by a flush that succeeds
+
+	free           atomic.Int64 // free bytes last seen; -1 when unknown
+	refusedFull    atomic.Uint64
+	refusedFault   atomic.Uint64
+	usageUnknown   atomic.Bool // GetDiskUsage failed once, logged
+	insufficientAt atomic.Bool // below the floor at the last check, for logging transitions
+}
+
+// Health reports whether the store accepts writes; see
+// store.HealthReporter.
+func (s *Store) Health() error {
+	if p := s.guard.fault.Load(); p != nil {
+		return fmt.Errorf("%w: the disk failed a write or a sync (%v): writes are refused until the server restarts and recovers what was made durable", store.ErrStorageFault, *p)
+	}
+	if p := s.guard.flushFault.Load(); p != nil {
+		return fmt.Errorf("%w: the disk refuses to take memtables flushed to sstables (%v): writes are refused until a flush succeeds", store.ErrStorageFault, *p)
+	}
+	return nil
+}
+
+// admit refuses a write the store must not take now: any write after a
+// fault, and a write that adds data (upserts is true) to a table other
+// than ebb's metadata while the disk is below the free-space floor.
+// Deletes and drops pass the floor, since they are how expiry frees the
+// disk; so do the metadata table's small writes (leases, the sweeper's
+// watermark), which keep the background roles running.
+func (s *Store) admit(table string, upserts bool) error {
+	if err := s.Health(); err != nil {
+		s.guard.refusedFault.Add(1)
+		return err
+	}
+	if !upserts || table == store.MetaTable || s.guard.minFree <= 0 {
+		return nil
+	}
+	free := s.diskFree()
+	if free < 0 || free >= s.guard.minFree {
+		if s.guard.insufficientAt.CompareAndSwap(true, false) {
+			s.log.Info("free disk space back above the floor: writes accepted again", "component", "pebble", "free_bytes", free, "min_free_bytes", s.guard.minFree)
+		}
+		return nil
+	}
+	s.guard.refusedFull.Add(1)
+	if s.guard.insufficientAt.CompareAndSwap(false, true) {
+		s.log.Error("free disk space below the floor: refusing writes that add data until expiry, deletes or drops free space", "component", "pebble", "free_bytes", free, "min_free_bytes", s.guard.minFree)
+	}
+	return fmt.Errorf("%w: %d bytes free on the data directory's disk, below the floor of %d bytes (--min-free-bytes); deletes and drops are still accepted", store.ErrInsufficientStorage, free, s.guard.minFree)
+}
+
+// diskFree returns the bytes available on the data directory's file
+// system, or -1 when the file system cannot tell (then no floor applies).
+func (s *Store) diskFree() int64 {
+	u, err := s.guard.fs.GetDiskUsage(s.guard.dir)
+	if err != nil {
+		if s.guard.usageUnknown.CompareAndSwap(false, true) {
+			s.log.Warn("cannot read the free disk space; the free-space floor is not enforced", "component", "pebble", "err", err)
+		}
+		s.guard.free.Store(-1)
+		return -1
+	}
+	free := int64(min(u.AvailBytes, uint64(1<<63-1)))
+	s.guard.free.Store(free)
+	return free
+}
+
+// fail records a fault of a write the store cannot retry: a commit to the
+// write-ahead log, or a drop. Pebble keeps a log writer's error for good,
+// and after a failed fsync the page cache can no longer be trusted to hold
+// what was written (PostgreSQL's "fsyncgate"), so the store refuses every
+// later write until a restart replays what the log durably holds.
+func (s *Store) fail(err error) {
+	if s.guard.fault.CompareAndSwap(nil, &err) {
+		s.log.Error("embedded store: disk fault; refusing every write until the server restarts (reads go on)", "component", "pebble", "err", err)
+	}
+}
+
+// eventListener turns Pebble's flush outcomes into the flush fault and
+// logs its background errors and slow disks.
+func (s *Store) eventListener() *pebble.EventListener {
+	return &pebble.EventListener{
+		FlushEnd: func(info pebble.FlushInfo) {
+			if info.Err != nil {
+				err := info.Err
+				if s.guard.flushFault.Swap(&err) == nil {
+					s.log.Error("embedded store: flushing a memtable to an sstable failed; refusing writes until a flush succeeds", "component", "pebble", "err", err)
+				}
+				return
+			}
+			if s.guard.flushFault.Swap(nil) != nil {
+				s.log.Info("embedded store: a flush succeeded: writes accepted again", "component", "pebble")
+			}
+		},
+		BackgroundError: func(err error) {
+			s.log.Error("embedded store: background error", "component", "pebble", "err", err)
+		},
+		DiskSlow: func(info pebble.DiskSlowInfo) {
+			s.log.Warn("embedded store: slow disk", "component", "pebble", "info", info.String())
+		},
+	}
+}
+
+// readFault turns an error of Pebble on a read into the store's terms: an
+// I/O error is unavailable (a retry may succeed; the disk may be failing)
+// and logged, since no client error explains it.
+func (s *Store) readFault(op, table string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	s.log.Error("embedded store: read failed", "component", "pebble", "op", op, "table", table, "err", err)
+	return fmt.Errorf("%w: %s %s: reading the disk failed: %v", store.ErrUnavailable, op, table, err)
+}
