@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ebb-data/ebb/internal/faultfs"
@@ -90,5 +91,40 @@ func TestWALFaultLosesNothingAcknowledged(t *testing.T) {
 			t.Logf("%d writes acknowledged, %d refused, none lost", total, len(refusals))
 			_ = s.Close()
 		})
+	}
+}
+
+// TestEmptyFlushIsNoFault: a flush that installs no sstable (every key in
+// its memtables elided, as after an excise) ends with Pebble's "empty
+// table" error in FlushInfo.Err. That is a successful flush: it neither
+// refuses writes nor keeps an earlier flush fault; a real flush error
+// does refuse them.
+func TestEmptyFlushIsNoFault(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open("db", Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CreateTable(ctx, eventsSpec); err != nil {
+		t.Fatal(err)
+	}
+	write := func() error {
+		return s.Write(ctx, "events", []store.Mutation{{Partition: []any{"p"}, Clustering: []any{int64(1)},
+			Cells: []store.Cell{{Column: "payload", Value: []byte("x")}}}})
+	}
+	l := s.eventListener()
+	empty := pebble.FlushInfo{Err: errors.New("pebble: empty table")}
+	l.FlushEnd(empty)
+	if err := write(); err != nil {
+		t.Fatalf("write after an empty flush: %v", err)
+	}
+	l.FlushEnd(pebble.FlushInfo{Err: errors.New("open 000042.sst: input/output error")})
+	if err := write(); !errors.Is(err, store.ErrStorageFault) {
+		t.Fatalf("write after a failed flush: %v, want ErrStorageFault", err)
+	}
+	l.FlushEnd(empty)
+	if err := write(); err != nil {
+		t.Fatalf("write after an empty flush that followed a failed one: %v", err)
 	}
 }
