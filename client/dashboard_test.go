@@ -39,8 +39,10 @@ func TestDashboardFiles(t *testing.T) {
 		return resp, string(body)
 	}
 
-	if resp, _ := get("/", nil); resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/ui/" {
-		t.Fatalf("GET /: %d, Location %q; want 302 to /ui/", resp.StatusCode, resp.Header.Get("Location"))
+	for _, path := range []string{"/", "/ui"} {
+		if resp, _ := get(path, nil); resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/ui/" {
+			t.Fatalf("GET %s: %d, Location %q; want 302 to /ui/", path, resp.StatusCode, resp.Header.Get("Location"))
+		}
 	}
 	for _, c := range []struct{ path, ctype, contains string }{
 		{"/ui/", "text/html", `<script src="app.js"`},
