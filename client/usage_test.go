@@ -26,6 +26,15 @@ func TestUsage(t *testing.T) {
 	if u.Total("dynamodb", "write", "shared_table") < 1 || u.Total("keyspaces", "write", "catalog") < 1 || len(u.Storage) == 0 {
 		t.Errorf("usage after a shared-table put: %+v", u)
 	}
+	u, live, err := c.UsageCost(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live == nil || len(live.Projections) != 2 || live.Projections[0].Writes <= 0 || !live.StorageKnown {
+		t.Errorf("usage with cost after a shared-table put: %+v", live)
+	} else if u.Total("dynamodb", "write", "shared_table") < 1 {
+		t.Errorf("usage with cost: %+v", u)
+	}
 	if _, err := e.client(t, eventsToken).Usage(ctx, false); !errors.Is(err, client.ErrPermissionDenied) {
 		t.Errorf("usage without the admin scope: %v", err)
 	}

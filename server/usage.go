@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/ebb-data/ebb"
+	"github.com/ebb-data/ebb/cost"
 	"github.com/ebb-data/ebb/meter"
 )
 
@@ -20,17 +21,26 @@ type UsageReporter interface {
 
 var _ UsageReporter = (*ebb.DB)(nil)
 
+// usageAnswer is GET /v1/admin/usage's answer: the metered usage and, with
+// cost=true, its projection onto a month of each provider's prices.
+type usageAnswer struct {
+	meter.Usage
+	Cost *cost.Live `json:"cost,omitempty"`
+}
+
 // adminUsage answers the metered request units per table class, operation
 // and provider model; with storage=true, also what each class of table
-// physically holds.
+// physically holds; with cost=true, what that rate of use costs a month on
+// the price sheet built into ebb (package cost), as `ebb cost --from`
+// projects it.
 func (s *Server) adminUsage(w http.ResponseWriter, r *http.Request) error {
-	var storage bool
-	switch v := r.URL.Query().Get("storage"); v {
-	case "", "false":
-	case "true":
-		storage = true
-	default:
-		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "storage %q: want true or false", v)
+	storage, err := boolParam(r, "storage")
+	if err != nil {
+		return err
+	}
+	withCost, err := boolParam(r, "cost")
+	if err != nil {
+		return err
 	}
 	u, err := s.admin.(UsageReporter).Usage(r.Context(), storage)
 	if errors.Is(err, ebb.ErrNoMetering) {
@@ -39,5 +49,23 @@ func (s *Server) adminUsage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, u)
+	answer := usageAnswer{Usage: u}
+	if withCost && u.At.After(u.Since) {
+		if answer.Cost, err = cost.Project(u, cost.DefaultPrices()); err != nil {
+			return err
+		}
+	}
+	return WriteJSON(w, http.StatusOK, answer)
+}
+
+// boolParam reads an optional query parameter that is "true" or "false".
+func boolParam(r *http.Request, name string) (bool, error) {
+	switch v := r.URL.Query().Get(name); v {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	default:
+		return false, Errorf(http.StatusBadRequest, CodeInvalidArgument, "%s %q: want true or false", name, v)
+	}
 }

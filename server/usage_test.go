@@ -1,11 +1,14 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/ebb-data/ebb"
+	"github.com/ebb-data/ebb/cost"
 	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/meter"
 	"github.com/ebb-data/ebb/multitable"
@@ -52,6 +55,39 @@ func TestAdminUsage(t *testing.T) {
 
 	if r := call(t, "GET", ts.URL+"/v1/admin/usage?storage=maybe", "root", nil); r.status != 400 || r.errorCode(t) != "invalid_argument" {
 		t.Errorf("storage=maybe: %d %s", r.status, r.body)
+	}
+
+	// cost=true adds the month's projection on the built-in prices, as
+	// `ebb cost --from` computes it from the same usage.
+	r = call(t, "GET", ts.URL+"/v1/admin/usage?cost=true&storage=true", "root", nil)
+	if r.status != 200 {
+		t.Fatalf("usage with cost: %d %s", r.status, r.body)
+	}
+	var withCost struct {
+		meter.Usage
+		Cost *cost.Live `json:"cost"`
+	}
+	if err := json.Unmarshal(r.body, &withCost); err != nil {
+		t.Fatal(err)
+	}
+	if withCost.Cost == nil {
+		t.Fatalf("cost=true: no cost in %s", r.body)
+	}
+	want, err := cost.Project(withCost.Usage, cost.DefaultPrices())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(withCost.Cost.Projections) != 2 || !reflect.DeepEqual(withCost.Cost, want) {
+		t.Errorf("cost=true: %+v, want the projection of the same usage %+v", withCost.Cost, want)
+	}
+	if p := withCost.Cost.Projections[0]; p.Writes <= 0 || p.Total <= 0 {
+		t.Errorf("cost=true: %s projection %+v: writes and total should be above zero", p.Provider, p)
+	}
+	if r := call(t, "GET", ts.URL+"/v1/admin/usage", "root", nil); bytes.Contains(r.body, []byte(`"cost"`)) {
+		t.Errorf("no cost asked, cost given: %s", r.body)
+	}
+	if r := call(t, "GET", ts.URL+"/v1/admin/usage?cost=1", "root", nil); r.status != 400 || r.errorCode(t) != "invalid_argument" {
+		t.Errorf("cost=1: %d %s", r.status, r.body)
 	}
 	if r := call(t, "GET", ts.URL+"/v1/admin/usage", "any", nil); r.status != 403 {
 		t.Errorf("without the admin scope: %d %s", r.status, r.body)

@@ -150,6 +150,17 @@ func TestDashboard(t *testing.T) {
 		t.Fatalf("runway an hour later: %s, want 1h30m", idx.RunwayRemaining)
 	}
 	b.waitFor("the runway follows the clock", fmt.Sprintf(`document.querySelector('[data-index="events"] [data-runway]')?.textContent === %s`, js(idx.RunwayRemaining)))
+	// Cost: the server's projection of the usage onto a month, per
+	// provider, once the usage covers some time (the clock moved).
+	b.waitFor("the cost table", `document.querySelectorAll('[data-cost]').length === 2`)
+	for _, provider := range []string{"dynamodb", "keyspaces"} {
+		if total := eval[float64](b, `Number(document.querySelector('[data-cost="`+provider+`"]').dataset.total)`); !(total > 0) {
+			t.Errorf("%s: monthly cost shown as %v, want above zero after the seed's writes", provider, total)
+		}
+		if text := eval[string](b, `document.querySelector('[data-cost="`+provider+`"]').textContent`); !strings.Contains(text, "$") {
+			t.Errorf("%s: cost row %q shows no money", provider, text)
+		}
+	}
 	want = wantStates(idx, e.clock.Now())
 	if !slices.Contains(slices.Collect(maps.Values(want)), "expired-awaiting-drop | expired · awaiting drop") {
 		t.Fatalf("no shard expired an hour later: %v", want)

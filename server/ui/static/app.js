@@ -304,7 +304,7 @@
       api('GET', '/metrics'),
       api('GET', '/healthz'),
       api('GET', '/readyz'),
-      api('GET', '/v1/admin/usage'),
+      api('GET', '/v1/admin/usage?cost=true'),
     ]);
     indexes.forEach((x, i) => { x.plan = plans[i]; });
     return {
@@ -884,7 +884,7 @@
     // Rates are over the browser's time between two answers, as the
     // expiry chart's are.
     state.usage = u.ok ? { at: Date.now(), totals } : null;
-    replace($('usage'), JSON.stringify([u.status, u.error, totals, prev && prev.totals]), () => {
+    replace($('usage'), JSON.stringify([u.status, u.error, totals, prev && prev.totals, u.ok && u.body.cost]), () => {
       if (u.status === 401 || u.status === 403) {
         return h('p', { class: 'notice', dataset: { needs: 'admin' } }, 'Usage needs the admin scope.');
       }
@@ -915,8 +915,28 @@
                 h('span', { class: 'reason' }, r === null ? 'measuring…' : `${compact.format(r * 30 * 86400)} / 30 d`));
             }));
         })),
-      ), h('p', { class: 'help' }, 'Prices differ by provider and region: ', code('ebb cost --from URL'), ' turns these units into money.'));
+      ), costTable(u.body.cost));
     });
+  }
+
+  // costTable shows the server's projection of its metered rate onto a
+  // month of each provider's on-demand prices (GET
+  // /v1/admin/usage?cost=true), beside what native TTL would cost.
+  function costTable(c) {
+    const help = h('p', { class: 'help' }, 'Prices differ by provider and region: ', code('ebb cost --from URL --prices FILE'),
+      ' projects these units on other prices.');
+    if (!c || !(c.projections || []).length) return h('div', {}, h('p', { class: 'empty' }, 'No cost yet: the usage covers no time.'), help);
+    const money = new Intl.NumberFormat('en-US', { style: 'currency', currency: c.currency || 'USD', maximumFractionDigits: 2 });
+    const names = { dynamodb: 'DynamoDB on demand', keyspaces: 'Amazon Keyspaces on demand' };
+    return h('div', { class: 'scroll' }, h('table', { class: 'data' },
+      h('caption', {}, `A month at the rate metered since ${formatTime(Date.parse(c.since))}, on ${c.region} prices checked ${c.prices_checked}`,
+        c.storage_known ? '' : ' (storage not measured)'),
+      h('thead', {}, h('tr', {}, h('th', {}, 'provider'), ['writes', 'reads', 'of which expiry', 'storage', 'total', 'with native TTL', 'saved']
+        .map((x) => h('th', { class: 'num' }, x)))),
+      h('tbody', {}, c.projections.map((p) => h('tr', { dataset: { cost: p.provider, total: String(p.total) } },
+        h('td', {}, names[p.provider] || p.provider),
+        [p.writes, p.reads, p.expiry, p.storage, p.total, p.native_ttl, p.saved].map((v) => h('td', { class: 'num' }, money.format(v))))))),
+    help);
   }
 
   // ---- Start -----------------------------------------------------------------------
