@@ -3,14 +3,17 @@ package ebb
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ebb-data/ebb/migrate"
+	"github.com/ebb-data/ebb/migrate/cqllegacy"
 	"github.com/ebb-data/ebb/migrate/dynamolegacy"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/cql"
 	"github.com/ebb-data/ebb/store/dynamo"
 )
 
@@ -20,8 +23,14 @@ func (db *DB) Migrations() *migrate.Service { return db.migrations }
 // openLegacy opens legacy sources of kinds other than the embedded table:
 // a DynamoDB table through the backend's own client when the backend is
 // DynamoDB and the config names no endpoint or region, otherwise through
-// a client of the AWS SDK's defaults and the config's endpoint and region.
+// a client of the AWS SDK's defaults and the config's endpoint and region;
+// a CQL table on the backend's own session when the backend is CQL and the
+// config names no endpoint, otherwise on a session of its own to the
+// endpoint's hosts.
 func (db *DB) openLegacy(ctx context.Context, cfg migrate.LegacyConfig) (migrate.Source, error) {
+	if cfg.Kind == migrate.KindCQL {
+		return db.openLegacyCQL(ctx, cfg)
+	}
 	if cfg.Kind != migrate.KindDynamoDB {
 		return nil, fmt.Errorf("%w: ebb: legacy sources of kind %q are not supported", store.ErrInvalid, cfg.Kind)
 	}
@@ -45,4 +54,26 @@ func (db *DB) openLegacy(ctx context.Context, cfg migrate.LegacyConfig) (migrate
 		}
 	})
 	return dynamolegacy.Open(ctx, client, cfg)
+}
+
+// openLegacyCQL opens a CQL legacy table. A session of its own (to another
+// cluster, or from a server on another backend) uses the CQL driver's
+// defaults: no authentication, no TLS, LOCAL_QUORUM.
+func (db *DB) openLegacyCQL(ctx context.Context, cfg migrate.LegacyConfig) (migrate.Source, error) {
+	if cs, ok := db.raw.(*cql.Store); ok && cfg.Endpoint == "" {
+		return cqllegacy.Open(ctx, cs.Client(), cfg, cqllegacy.Options{})
+	}
+	if cfg.Endpoint == "" {
+		return nil, fmt.Errorf("%w: ebb: legacy CQL table %s: the backend is not CQL; give the cluster's hosts as the endpoint", store.ErrInvalid, cfg.Table)
+	}
+	o := cql.DefaultOptions()
+	for _, h := range strings.Split(cfg.Endpoint, ",") {
+		o.Hosts = append(o.Hosts, strings.TrimSpace(h))
+	}
+	o.Logger = db.o.Logger
+	c, err := cql.Dial(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("ebb: legacy CQL table %s: %w", cfg.Table, err)
+	}
+	return cqllegacy.Open(ctx, c, cfg, cqllegacy.Options{})
 }

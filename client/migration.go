@@ -16,8 +16,10 @@ const (
 )
 
 // LegacyTable names an index's legacy table: kind "table" (an ebb table
-// in the embedded layout, created empty if missing) or "dynamodb" (an
-// existing DynamoDB table, with Mapping).
+// in the embedded layout, created empty if missing), "dynamodb" (an
+// existing DynamoDB table, with Mapping) or "cql" (an existing Cassandra,
+// ScyllaDB or Keyspaces table, "keyspace.table", with Mapping; Endpoint
+// is then the cluster's contact points when it is not the server's).
 type LegacyTable struct {
 	Kind  string `json:"kind"`
 	Table string `json:"table"`
@@ -29,17 +31,19 @@ type LegacyTable struct {
 	Mapping  *LegacyMapping `json:"mapping,omitempty"`
 }
 
-// LegacyMapping maps a DynamoDB table's attributes onto the index's
-// fields. SortKeyFormat is "timestamp_event_id" (a string
-// "<13-digit Unix ms>#<event id>") or "timestamp_ms" (a number, with the
-// event id in EventID).
+// LegacyMapping maps a DynamoDB table's attributes, or a CQL table's
+// columns, onto the index's fields. SortKeyFormat is "timestamp_event_id"
+// (a string "<13-digit Unix ms>#<event id>") or "timestamp_ms" (a number,
+// with the event id in EventID); on CQL, empty follows the sort key
+// column's type. TTL is DynamoDB's TTL attribute; on CQL, optionally the
+// column whose TTL() is the row's (default Payload's).
 type LegacyMapping struct {
 	IndexID       string `json:"index_id"`
 	SortKey       string `json:"sort_key"`
-	SortKeyFormat string `json:"sort_key_format"`
+	SortKeyFormat string `json:"sort_key_format,omitempty"`
 	EventID       string `json:"event_id,omitempty"`
 	Payload       string `json:"payload"`
-	TTL           string `json:"ttl"`
+	TTL           string `json:"ttl,omitempty"`
 }
 
 // MigrationSettings start a migration (PUT /v1/indexes/{name}/migration).

@@ -325,8 +325,12 @@ func (s *Service) saveCheckpoint(ctx context.Context, index string, prev []byte,
 	return doc, nil
 }
 
-// run is a backfill running in the background here.
-type run struct{ cancel context.CancelFunc }
+// run is a backfill running in the background here; done is closed when
+// it has returned.
+type run struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
 
 // StartBackfill runs Backfill in the background, owned by the Service:
 // StopBackfill or Close stops it, leaving its checkpoint to resume from.
@@ -335,17 +339,18 @@ func (s *Service) StartBackfill(index string, opts BackfillOptions) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return errors.New("migrate: service closed")
+		return fmt.Errorf("migrate: service closed: %w", store.ErrClosed)
 	}
 	if _, ok := s.runs[index]; ok {
 		return fmt.Errorf("%w: a backfill of %s is already running", store.ErrConflict, index)
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
-	r := &run{cancel: cancel}
+	r := &run{cancel: cancel, done: make(chan struct{})}
 	s.runs[index] = r
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer close(r.done)
 		defer cancel()
 		cp, err := s.Backfill(ctx, index, opts)
 		s.mu.Lock()
@@ -366,7 +371,9 @@ func (s *Service) StartBackfill(index string, opts BackfillOptions) error {
 }
 
 // StopBackfill stops index's background backfill, if one runs here, and
-// reports whether one did. Its checkpoint keeps its progress.
+// reports whether one did. It returns once the backfill has (after the
+// step in flight), so that a backfill started next does not meet it at
+// the checkpoint. Its checkpoint keeps its progress.
 func (s *Service) StopBackfill(index string) bool { return s.stopRun(index) }
 
 func (s *Service) stopRun(index string) bool {
@@ -376,6 +383,7 @@ func (s *Service) stopRun(index string) bool {
 	s.mu.Unlock()
 	if ok {
 		r.cancel()
+		<-r.done
 	}
 	return ok
 }

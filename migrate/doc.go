@@ -4,10 +4,11 @@
 //
 // A legacy source is one table that already holds the index's events and
 // expires them by native TTL: an ebb table in the embedded layout (see
-// TableSource, which a JSONL import fills), or an existing DynamoDB table
-// mapped onto the index's fields (package migrate/dynamolegacy). ebb writes
-// to a legacy table only when Settings.WriteLegacy asks it to, and never
-// drops it.
+// TableSource, which a JSONL import fills), or an existing DynamoDB or CQL
+// (Cassandra, ScyllaDB, Keyspaces) table mapped onto the index's fields
+// (packages migrate/dynamolegacy and migrate/cqllegacy). ebb writes to a
+// legacy table only when Settings.WriteLegacy asks it to, and never drops
+// it.
 //
 // A migrating index is in one phase at a time (see Phase): shadow-write,
 // shadow-read, merged-read, cutover. The Service installs itself as the

@@ -1,6 +1,7 @@
 package migrate_test
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -12,7 +13,13 @@ import (
 	"github.com/ebb-data/ebb/store/storetest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(envChildDir); dir != "" {
+		// A backfill child of TestBackfillKilled.
+		os.Exit(backfillChild(dir))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // TestEndToEndTable migrates an index off an embedded legacy table of
 // 100,000 events.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -189,7 +190,8 @@ func New(ctx context.Context, st store.Store, idx *timeseries.Service, opts Opti
 }
 
 // Close stops the backfills running here (their checkpoints keep their
-// progress) and uninstalls the Router. It is safe to call twice.
+// progress), uninstalls the Router and closes the legacy sources that
+// hold connections of their own. It is safe to call twice.
 func (s *Service) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -201,6 +203,13 @@ func (s *Service) Close() error {
 	s.cancel()
 	s.wg.Wait()
 	s.idx.SetRouter(nil)
+	s.mu.Lock()
+	sources := s.sources
+	s.sources = map[string]cachedSource{}
+	s.mu.Unlock()
+	for _, c := range sources {
+		closeSource(c.src)
+	}
 	return nil
 }
 
@@ -236,15 +245,22 @@ func (s *Service) Start(ctx context.Context, index string, set Settings) (State,
 	if set.SamplePercent < 0 || set.SamplePercent > 100 {
 		return State{}, false, fmt.Errorf("%w: sample_percent %v must be within 0..100", store.ErrInvalid, set.SamplePercent)
 	}
-	// The source must open (the table exist, the mapping hold) before
-	// anything routes to it.
-	if _, err := s.openSource(ctx, index, set.Legacy); err != nil {
-		return State{}, false, err
-	}
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
 	old, prev, err := s.load(ctx, index)
 	if err != nil {
+		return State{}, false, err
+	}
+	if old != nil {
+		a, _ := json.Marshal(old.Legacy)
+		b, _ := json.Marshal(set.Legacy)
+		if string(a) != string(b) {
+			return State{}, false, fmt.Errorf("%w: index %q already migrates from %s table %q; end that migration first", store.ErrConflict, index, old.Legacy.Kind, old.Legacy.Table)
+		}
+	}
+	// The source must open (the table exist, the mapping hold) before
+	// anything routes to it.
+	if _, err := s.openSource(ctx, index, set.Legacy); err != nil {
 		return State{}, false, err
 	}
 	now := s.now()
@@ -255,11 +271,6 @@ func (s *Service) Start(ctx context.Context, index string, set Settings) (State,
 		}
 		s.log.Info("migration started", "index", index, "legacy", set.Legacy.Table, "kind", set.Legacy.Kind)
 		return st, true, nil
-	}
-	a, _ := json.Marshal(old.Legacy)
-	b, _ := json.Marshal(set.Legacy)
-	if string(a) != string(b) {
-		return State{}, false, fmt.Errorf("%w: index %q already migrates from %s table %q; end that migration first", store.ErrConflict, index, old.Legacy.Kind, old.Legacy.Table)
 	}
 	next := *old
 	next.WriteLegacy, next.SamplePercent = set.WriteLegacy, set.SamplePercent
@@ -344,9 +355,13 @@ func (s *Service) End(ctx context.Context, index string, force bool) error {
 	}
 	s.mu.Lock()
 	delete(s.states, index)
+	src, hadSource := s.sources[index]
 	delete(s.sources, index)
 	delete(s.counters, index)
 	s.mu.Unlock()
+	if hadSource {
+		closeSource(src.src)
+	}
 	s.metrics.forget(index)
 	return nil
 }
@@ -470,9 +485,33 @@ func (s *Service) openSource(ctx context.Context, index string, cfg LegacyConfig
 		return nil, err
 	}
 	s.mu.Lock()
+	if s.closed {
+		// Close has closed the sources already: this one would leak.
+		s.mu.Unlock()
+		closeSource(src)
+		return nil, fmt.Errorf("migrate: service closed: %w", store.ErrClosed)
+	}
+	c, ok = s.sources[index]
+	if ok && c.key == key {
+		// Opened meanwhile by another caller: keep that one.
+		s.mu.Unlock()
+		closeSource(src)
+		return c.src, nil
+	}
 	s.sources[index] = cachedSource{key: key, src: src}
 	s.mu.Unlock()
+	if ok {
+		closeSource(c.src)
+	}
 	return src, nil
+}
+
+// closeSource closes a source that holds resources of its own (a
+// connection to another cluster): those implementing io.Closer.
+func closeSource(src Source) {
+	if c, ok := src.(io.Closer); ok {
+		_ = c.Close()
+	}
 }
 
 // legacyTTL is the expiry ebb gives rows it writes to the legacy table.

@@ -147,7 +147,7 @@ func (h migrationHandlers) start(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.Legacy == nil {
-		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "legacy is required: {\"kind\":\"table\",\"table\":\"...\"} or a dynamodb table with its mapping")
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "legacy is required: {\"kind\":\"table\",\"table\":\"...\"} or a dynamodb or cql table with its mapping")
 	}
 	l := req.Legacy
 	cfg := migrate.LegacyConfig{Kind: l.Kind, Table: l.Table, Endpoint: l.Endpoint, Region: l.Region, Mapping: l.Mapping}

@@ -20,7 +20,8 @@ import (
 // table, import rows into it, change phase, backfill, and show status.
 func indexMigrateCmd(c *client) *cobra.Command {
 	var (
-		phase, legacyTable, dynamoTable, importFile   string
+		phase, legacyTable, dynamoTable, cqlTable     string
+		importFile                                    string
 		mapPK, mapSK, mapSKFormat, mapEvent, mapBody  string
 		mapTTL, legacyTTL, endpoint, region           string
 		writeLegacy, force, backfill, dryRun, restart bool
@@ -30,13 +31,13 @@ func indexMigrateCmd(c *client) *cobra.Command {
 	)
 	var out *output
 	cmd := &cobra.Command{
-		Use:   "migrate NAME [--legacy-table T | --legacy-dynamodb-table T ...] [--import FILE] [--phase P] [--backfill]",
+		Use:   "migrate NAME [--legacy-table T | --legacy-dynamodb-table T ... | --legacy-cql-table KS.T ...] [--import FILE] [--phase P] [--backfill]",
 		Short: "Migrate an index off a legacy table: phases, import, backfill, status",
 		Long: `Migrate an index off a legacy table with zero downtime (docs/migration.md).
 
-With --legacy-table (an ebb table, created empty if missing) or
---legacy-dynamodb-table and its --map-* flags, the migration starts in phase
-shadow-write. --import writes a JSON Lines file of
+With --legacy-table (an ebb table, created empty if missing), or
+--legacy-dynamodb-table or --legacy-cql-table and the --map-* flags, the
+migration starts in phase shadow-write. --import writes a JSON Lines file of
 {"index_id","event_id","timestamp","payload"(base64),"expires_at"} rows into
 the legacy table. --phase moves to shadow-write, shadow-read, merged-read or
 cutover; the server refuses a change its rules forbid, saying why, unless
@@ -58,15 +59,34 @@ shows a progress bar until it is done. With no action, it shows the status.`,
 			}
 			ctx, name := cmd.Context(), args[0]
 			w := cmd.OutOrStdout()
-			if legacyTable != "" && dynamoTable != "" {
-				return errors.New("give --legacy-table or --legacy-dynamodb-table, not both")
+			given := 0
+			for _, t := range []string{legacyTable, dynamoTable, cqlTable} {
+				if t != "" {
+					given++
+				}
 			}
-			if legacyTable != "" || dynamoTable != "" {
+			if given > 1 {
+				return errors.New("give one of --legacy-table, --legacy-dynamodb-table and --legacy-cql-table")
+			}
+			if given == 1 {
 				s := ebbclient.MigrationSettings{WriteLegacy: writeLegacy, SamplePercent: sample,
 					Legacy: ebbclient.LegacyTable{Kind: "table", Table: legacyTable, TTL: legacyTTL}}
-				if dynamoTable != "" {
+				switch {
+				case dynamoTable != "":
 					s.Legacy = ebbclient.LegacyTable{Kind: "dynamodb", Table: dynamoTable, TTL: legacyTTL, Endpoint: endpoint, Region: region,
 						Mapping: &ebbclient.LegacyMapping{IndexID: mapPK, SortKey: mapSK, SortKeyFormat: mapSKFormat, EventID: mapEvent, Payload: mapBody, TTL: mapTTL}}
+				case cqlTable != "":
+					// CQL's TTL is native to every cell, and the sort key's
+					// format follows its column type: the DynamoDB
+					// defaults of these two flags do not apply.
+					m := &ebbclient.LegacyMapping{IndexID: mapPK, SortKey: mapSK, EventID: mapEvent, Payload: mapBody}
+					if cmd.Flags().Changed("map-sort-key-format") {
+						m.SortKeyFormat = mapSKFormat
+					}
+					if cmd.Flags().Changed("map-ttl") {
+						m.TTL = mapTTL
+					}
+					s.Legacy = ebbclient.LegacyTable{Kind: "cql", Table: cqlTable, TTL: legacyTTL, Endpoint: endpoint, Region: region, Mapping: m}
 				}
 				_, created, err := api.StartMigration(ctx, name, s)
 				if err != nil {
@@ -77,7 +97,7 @@ shows a progress bar until it is done. With no action, it shows the status.`,
 					if !created {
 						verb = "already migrating; settings updated"
 					}
-					fmt.Fprintf(w, "%s: migration %s (legacy %s table %s), phase shadow-write\n", name, verb, s.Legacy.Kind, s.Legacy.Table)
+					fmt.Fprintf(w, "%s: migration %s (legacy %s %s), phase shadow-write\n", name, verb, kindLabel(s.Legacy.Kind), s.Legacy.Table)
 				}
 			}
 			if importFile != "" {
@@ -109,10 +129,12 @@ shows a progress bar until it is done. With no action, it shows the status.`,
 				}); err != nil {
 					return err
 				}
-				if !noWait {
-					if err := watchBackfill(cmd, api, name); err != nil {
-						return err
+				if noWait {
+					if !out.json {
+						fmt.Fprintf(w, "%s: backfill started\n", name)
 					}
+				} else if err := watchBackfill(cmd, api, name); err != nil {
+					return err
 				}
 			}
 			if end {
@@ -124,8 +146,8 @@ shows a progress bar until it is done. With no action, it shows the status.`,
 				}
 				return nil
 			}
-			acted := legacyTable != "" || dynamoTable != "" || importFile != "" || phase != "" || stop
-			if acted && !backfill && !out.json {
+			acted := given > 0 || importFile != "" || phase != "" || stop || (backfill && noWait)
+			if acted && (!backfill || noWait) && !out.json {
 				return nil
 			}
 			m, err := api.Migration(ctx, name)
@@ -144,13 +166,14 @@ shows a progress bar until it is done. With no action, it shows the status.`,
 	f.BoolVar(&force, "force", false, "override the phase rules (with --phase or --end)")
 	f.StringVar(&legacyTable, "legacy-table", "", "start migrating from this ebb table (embedded layout; created empty if missing)")
 	f.StringVar(&dynamoTable, "legacy-dynamodb-table", "", "start migrating from this existing DynamoDB table (with the --map-* flags)")
-	f.StringVar(&mapPK, "map-index-id", "", "DynamoDB: the partition key attribute holding the index id")
-	f.StringVar(&mapSK, "map-sort-key", "", "DynamoDB: the sort key attribute")
-	f.StringVar(&mapSKFormat, "map-sort-key-format", "timestamp_event_id", "DynamoDB: timestamp_event_id (\"<13-digit ms>#<event id>\") or timestamp_ms (a number)")
-	f.StringVar(&mapEvent, "map-event-id", "", "DynamoDB: the event id attribute (with timestamp_ms)")
-	f.StringVar(&mapBody, "map-payload", "payload", "DynamoDB: the payload attribute")
-	f.StringVar(&mapTTL, "map-ttl", "ttl", "DynamoDB: the native TTL attribute (Unix seconds)")
-	f.StringVar(&endpoint, "legacy-endpoint", "", "DynamoDB endpoint of the legacy table (default: the server's backend)")
+	f.StringVar(&cqlTable, "legacy-cql-table", "", "start migrating from this existing CQL table, KEYSPACE.TABLE (with the --map-* flags)")
+	f.StringVar(&mapPK, "map-index-id", "", "DynamoDB: the partition key attribute holding the index id; CQL: the partition key column")
+	f.StringVar(&mapSK, "map-sort-key", "", "DynamoDB: the sort key attribute; CQL: the first clustering column")
+	f.StringVar(&mapSKFormat, "map-sort-key-format", "timestamp_event_id", "timestamp_event_id (\"<13-digit ms>#<event id>\") or timestamp_ms (a number; on CQL a bigint or timestamp); CQL: from the column's type by default")
+	f.StringVar(&mapEvent, "map-event-id", "", "the event id attribute or column (with timestamp_ms; on CQL the clustering column after the sort key, or a regular one)")
+	f.StringVar(&mapBody, "map-payload", "payload", "the payload attribute or column (CQL: blob or text)")
+	f.StringVar(&mapTTL, "map-ttl", "ttl", "DynamoDB: the native TTL attribute (Unix seconds); CQL: the column whose TTL() is the row's (default the payload's)")
+	f.StringVar(&endpoint, "legacy-endpoint", "", "DynamoDB endpoint, or CQL contact points H1,H2, of the legacy table (default: the server's backend)")
 	f.StringVar(&region, "legacy-region", "", "AWS region of the legacy table")
 	f.StringVar(&legacyTTL, "legacy-ttl", "", "expiry of rows ebb writes to the legacy table (default the index's retention)")
 	f.BoolVar(&writeLegacy, "write-legacy", false, "ebb writes every event to the legacy table too, until cutover")
@@ -167,6 +190,19 @@ shows a progress bar until it is done. With no action, it shows the status.`,
 	f.IntVar(&batch, "batch-size", 0, "with --backfill: rows per step (default 500)")
 	out = addOutput(cmd)
 	return cmd
+}
+
+// kindLabel names a kind of legacy table for people.
+func kindLabel(kind string) string {
+	switch kind {
+	case "table":
+		return "ebb table"
+	case "dynamodb":
+		return "DynamoDB table"
+	case "cql":
+		return "CQL table"
+	}
+	return kind + " table"
 }
 
 // importLegacy sends a JSON Lines file of legacy rows in batches.

@@ -75,13 +75,19 @@ func (s *Source) sortKey(tsMs int64, eventID string) types.AttributeValue {
 	return &types.AttributeValueMemberS{Value: fmt.Sprintf("%0*d#%s", tsDigits, tsMs, eventID)}
 }
 
+// maxStringMs is the largest timestamp a string sort key holds in
+// tsDigits.
+const maxStringMs = 9_999_999_999_999
+
 // bound is the sort-key value of a range bound at tsMs: for the string
-// format, "<ts>" sorts before every "<ts>#<event>".
+// format, "<ts>" sorts before every "<ts>#<event>", and a bound past what
+// 13 digits hold is held to them (a longer number would sort by its
+// digits, before later 13-digit ones).
 func (s *Source) bound(tsMs int64) types.AttributeValue {
 	if s.m.SortKeyFormat == migrate.SortTimestampMs {
 		return &types.AttributeValueMemberN{Value: strconv.FormatInt(tsMs, 10)}
 	}
-	return &types.AttributeValueMemberS{Value: fmt.Sprintf("%0*d", tsDigits, tsMs)}
+	return &types.AttributeValueMemberS{Value: fmt.Sprintf("%0*d", tsDigits, min(tsMs, maxStringMs))}
 }
 
 // row decodes an item; ok is false for an item the mapping cannot read

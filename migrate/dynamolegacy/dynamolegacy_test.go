@@ -2,8 +2,6 @@ package dynamolegacy_test
 
 import (
 	"context"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,19 +21,6 @@ import (
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"))
-}
-
-// events is the legacy table's size: EBB_MIGRATE_E2E_EVENTS, or
-// defaultEvents.
-func events(t *testing.T, def int) int {
-	if v := os.Getenv("EBB_MIGRATE_E2E_EVENTS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 100 {
-			t.Fatalf("EBB_MIGRATE_E2E_EVENTS=%q: want a number >= 100", v)
-		}
-		return n
-	}
-	return def
 }
 
 // createLegacy creates a DynamoDB table as an application would have:
@@ -58,7 +43,11 @@ func createLegacy(t *testing.T, client *dynamodb.Client, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := dynamodb.NewTableExistsWaiter(client)
+	// The waiter's default first pause is 20 s; a test endpoint creates a
+	// table in milliseconds.
+	w := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 50*time.Millisecond, time.Second
+	})
 	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -94,8 +83,10 @@ func run(t *testing.T, target dynamotest.Target, n int) {
 
 // TestEndToEndDynalite migrates an index off a DynamoDB legacy table on
 // dynalite.
-func TestEndToEndDynalite(t *testing.T) { run(t, dynamotest.Dynalite, events(t, 10000)) }
+func TestEndToEndDynalite(t *testing.T) { run(t, dynamotest.Dynalite, migratetest.Events(t, 10000)) }
 
 // TestEndToEndDynamoDBLocal does it on Amazon's DynamoDB Local, whose TTL
 // process deletes the legacy rows already expired while the test runs.
-func TestEndToEndDynamoDBLocal(t *testing.T) { run(t, dynamotest.DynamoDBLocal, events(t, 10000)) }
+func TestEndToEndDynamoDBLocal(t *testing.T) {
+	run(t, dynamotest.DynamoDBLocal, migratetest.Events(t, 10000))
+}

@@ -8,7 +8,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +34,24 @@ type Env struct {
 	Open   migrate.Opener
 	// Events is the legacy table's size; IDs how many index_ids share it.
 	Events, IDs int
+}
+
+// EnvEvents sets the legacy table's size of the end-to-end tests that
+// take it from Events; `make check` runs the DynamoDB one with 100,000.
+const EnvEvents = "EBB_MIGRATE_E2E_EVENTS"
+
+// Events returns the legacy table's size for an end-to-end test: the
+// number in EnvEvents, or def.
+func Events(t testing.TB, def int) int {
+	t.Helper()
+	if v := os.Getenv(EnvEvents); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 100 {
+			t.Fatalf("%s=%q: want a number >= 100", EnvEvents, v)
+		}
+		return n
+	}
+	return def
 }
 
 // key identifies an event in an index_id.
@@ -65,6 +85,7 @@ func Run(t *testing.T, env Env) {
 	want := map[key][]byte{}
 	var rows []migrate.Row
 	expired, pastRetention := 0, 0
+	var newestSeeded time.Time
 	for i := range env.Events {
 		id := fmt.Sprintf("acct_%03d", i%env.IDs)
 		r := migrate.Row{Event: timeseries.Event{IndexID: id, EventID: fmt.Sprintf("old_%06d", i), Payload: []byte(fmt.Sprintf("p%d", i))}}
@@ -82,6 +103,9 @@ func Run(t *testing.T, env Env) {
 			r.Timestamp = r.Timestamp.Truncate(time.Millisecond)
 			r.ExpiresAt = r.Timestamp.Add(cfg.Retention)
 			want[key{id, r.EventID, r.Timestamp.UnixMilli()}] = r.Payload
+		}
+		if i%50 != 7 && r.ExpiresAt.After(newestSeeded) {
+			newestSeeded = r.ExpiresAt
 		}
 		rows = append(rows, r)
 	}
@@ -230,6 +254,17 @@ func Run(t *testing.T, env Env) {
 	if !status.CutoverReady {
 		t.Fatalf("cutover not ready after backfill: %s", status.CutoverBlockedBy)
 	}
+	// The backfill's scan took a census of the legacy table: every live
+	// seeded row, plus what ebb wrote there before the scan passed.
+	mu.Lock()
+	written := seq
+	mu.Unlock()
+	if live := status.LegacyLiveRows; live == nil || *live < int64(len(rows)-expired) || *live > int64(len(rows)-expired+written) {
+		t.Fatalf("legacy rows still live: %v, want %d seeded plus up to %d written", live, len(rows)-expired, written)
+	}
+	if status.LegacyNewestExpiry.Before(newestSeeded.Add(-time.Second)) {
+		t.Fatalf("legacy newest expiry %s, but a seeded row expires %s", status.LegacyNewestExpiry, newestSeeded)
+	}
 	phase(migrate.MergedRead)
 	merged := check("merged-read")
 	pages(t, idx, "acct_001")
@@ -276,14 +311,16 @@ func view(t *testing.T, idx *timeseries.Service, ids, limit int, desc bool) map[
 	out := map[key][]byte{}
 	for i := range ids {
 		id := fmt.Sprintf("acct_%03d", i)
-		for _, e := range readAll(t, idx, id, limit, desc) {
+		for _, e := range readAll(t, idx, id, limit, desc, 0) {
 			out[key{id, e.EventID, e.Timestamp.UnixMilli()}] = e.Payload
 		}
 	}
 	return out
 }
 
-func readAll(t *testing.T, idx *timeseries.Service, id string, limit int, desc bool) []timeseries.Event {
+// readAll reads id's events by pages of limit, all of them, or the first
+// pages holding at least upTo when upTo > 0.
+func readAll(t *testing.T, idx *timeseries.Service, id string, limit int, desc bool, upTo int) []timeseries.Event {
 	t.Helper()
 	var all []timeseries.Event
 	q := timeseries.Query{IndexID: id, Limit: limit, Desc: desc}
@@ -293,7 +330,7 @@ func readAll(t *testing.T, idx *timeseries.Service, id string, limit int, desc b
 			t.Fatalf("query %s: %v", id, err)
 		}
 		all = append(all, page.Events...)
-		if page.NextPageToken == nil {
+		if page.NextPageToken == nil || (upTo > 0 && len(all) >= upTo) {
 			break
 		}
 		q.PageToken = page.NextPageToken
@@ -310,20 +347,37 @@ func readAll(t *testing.T, idx *timeseries.Service, id string, limit int, desc b
 	return all
 }
 
+// smallPagesUpTo bounds the events read by small pages, and so the
+// requests, whatever the table's size.
+const smallPagesUpTo = 600
+
 // pages reads one index_id with several page sizes in both orders: the
-// same events each time.
+// same events each time, in the same order. Small pages read the first
+// smallPagesUpTo events of each order.
 func pages(t *testing.T, idx *timeseries.Service, id string) {
 	t.Helper()
-	ref := readAll(t, idx, id, 10000, false)
+	start := time.Now()
+	ref := readAll(t, idx, id, 10000, false, 0)
 	for _, desc := range []bool{false, true} {
+		want := slices.Clone(ref)
+		if desc {
+			slices.Reverse(want)
+		}
 		for _, n := range []int{1, 2, 7, 10000} {
-			got := readAll(t, idx, id, n, desc)
-			if desc {
-				slices.Reverse(got)
+			upTo := smallPagesUpTo
+			if n == 10000 {
+				upTo = 0
 			}
-			if len(got) != len(ref) {
-				t.Fatalf("%s, limit %d, desc %v: %d events, want %d", id, n, desc, len(got), len(ref))
+			got := readAll(t, idx, id, n, desc, upTo)
+			if len(got) > len(want) || (len(got) < len(want) && (upTo == 0 || len(got) < upTo)) {
+				t.Fatalf("%s, limit %d, desc %v: %d events, want %d", id, n, desc, len(got), len(want))
+			}
+			for i, e := range got {
+				if e.EventID != want[i].EventID || !e.Timestamp.Equal(want[i].Timestamp) {
+					t.Fatalf("%s, limit %d, desc %v: event %d is %s@%v, want %s@%v", id, n, desc, i, e.EventID, e.Timestamp, want[i].EventID, want[i].Timestamp)
+				}
 			}
 		}
 	}
+	t.Logf("paged through %s (%d events) at several page sizes in %s", id, len(ref), time.Since(start).Round(time.Millisecond))
 }
