@@ -73,6 +73,35 @@ func TestProvisioned(t *testing.T) {
 	}
 }
 
+func TestProvisionedUnits(t *testing.T) {
+	for _, c := range []struct {
+		used, utilization float64
+		want              int64
+	}{
+		{0, 0.7, 1},       // the providers' minimum
+		{0.1, 0.7, 1},     // an idle tenant's table
+		{175, 0.7, 250},   // 250.00000000000003 in floating point
+		{100, 0.7, 143},   // 142.86
+		{0.7 * 3, 0.7, 3}, // exactly three
+		{0.7*3 + 0.01, 0.7, 4},
+	} {
+		if got := provisionedUnits(c.used, c.utilization); got != c.want {
+			t.Errorf("%g units used at %g: %d provisioned, want %d", c.used, c.utilization, got, c.want)
+		}
+	}
+}
+
+func TestTablesValidated(t *testing.T) {
+	w := Workload{RowsPerSecond: 1, RowBytes: 100, Retention: Duration(time.Hour)}
+	for n, want := range map[int]string{-1: "tables: -1: want 1 or more", 2_000_000: "tables: 2000000 is absurd"} {
+		w.Tables = n
+		var ie *InputError
+		if err := w.Validate(); !errors.As(err, &ie) || ie.Field != "tables" || !strings.Contains(err.Error(), want) {
+			t.Errorf("%d tables: %v, want %q", n, err, want)
+		}
+	}
+}
+
 func TestProject(t *testing.T) {
 	since := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	u := meter.Usage{Since: since, At: since.Add(time.Hour), Operations: []meter.OpUsage{
@@ -106,3 +135,44 @@ func TestProject(t *testing.T) {
 		t.Error("usage over no time was projected")
 	}
 }
+
+func TestFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	w, err := LoadWorkload(write("w.yaml", "rows-per-second: 2.5\nrow-bytes: 10\nretention: 36h\nproviders: [keyspaces]\ntables: 3\n"))
+	if err != nil || w.RowsPerSecond != 2.5 || w.RowBytes != 10 || w.Retention != Duration(36*time.Hour) ||
+		len(w.Providers) != 1 || w.Providers[0] != Keyspaces || w.Tables != 3 {
+		t.Fatalf("workload %+v, %v", w, err)
+	}
+	if w, err = LoadWorkload(write("w.json", `{"rows-per-second": 1e3, "retention": "1h", "row-bytes": 7}`)); err != nil || w.RowsPerSecond != 1000 {
+		t.Fatalf("workload %+v, %v", w, err)
+	}
+	for _, c := range []struct {
+		load  func(string) error
+		name  string
+		body  string
+		field string
+	}{
+		{loadW, "a.yaml", "row-bytes: many\n", "row-bytes"},
+		{loadW, "b.json", `{"providers": ["dynamodb", 3]}`, "providers[1]"},
+		{loadW, "c.yaml", "retention: 3600\n", "retention"},
+		{loadP, "d.json", `{"dynamodb": {"on_demand": {"write_per_milion": 1}}}`, "prices.dynamodb.on_demand.write_per_milion"},
+		{loadP, "e.yaml", "keyspaces: [1]\n", "prices.keyspaces"},
+		{loadP, "f.json", `{"dynamodb": `, ""},
+	} {
+		err := c.load(write(c.name, c.body))
+		var fe *FileError
+		if !errors.As(err, &fe) || fe.Field != c.field || fe.Path != filepath.Join(dir, c.name) {
+			t.Errorf("%s: %v, want a *FileError on %q", c.name, err, c.field)
+		}
+	}
+}
+
+func loadW(path string) error { _, err := LoadWorkload(path); return err }
+func loadP(path string) error { _, err := LoadPrices(path); return err }

@@ -54,7 +54,8 @@ var StrategyTitles = map[string]string{
 // docs/cost.md.
 const (
 	// SecondsPerMonth is the providers' billing month, 730 hours.
-	SecondsPerMonth = 730 * 3600
+	SecondsPerMonth = hoursPerMonth * 3600
+	hoursPerMonth   = 730
 	// GB is the gigabyte storage is billed in.
 	GB = 1 << 30
 	// DynamoDBItemOverhead is the storage DynamoDB bills per item for its
@@ -123,6 +124,10 @@ type Workload struct {
 	Utilization float64 `json:"utilization" yaml:"utilization"`
 	// Providers to estimate; default both.
 	Providers []string `json:"providers" yaml:"providers"`
+	// Tables is how many tables the workload would be spread over without
+	// ebb's shared tables, one per tenant say; above 1 the estimate
+	// compares them with one shared table (TablesRow). Default 1.
+	Tables int `json:"tables" yaml:"tables"`
 }
 
 // Limits past which a figure is refused as absurd.
@@ -132,6 +137,7 @@ const (
 	dynamoItem  = 400 * 1024
 	maxDuration = 20 * 365 * 24 * time.Hour // Keyspaces' longest TTL
 	maxLag      = 365 * 24 * time.Hour
+	maxTables   = 1_000_000
 )
 
 // withDefaults fills zero fields.
@@ -159,6 +165,9 @@ func (w Workload) withDefaults() Workload {
 	}
 	if len(w.Providers) == 0 {
 		w.Providers = []string{DynamoDB, Keyspaces}
+	}
+	if w.Tables == 0 {
+		w.Tables = 1
 	}
 	return w
 }
@@ -212,6 +221,10 @@ func (w Workload) Validate() error {
 		return bad("utilization", "%g: want a share above 0, at most 1", w.Utilization)
 	case w.Capacity != OnDemand && w.Capacity != Provisioned:
 		return bad("capacity", "%q: want %s or %s", w.Capacity, OnDemand, Provisioned)
+	case w.Tables < 1:
+		return bad("tables", "%d: want 1 or more", w.Tables)
+	case w.Tables > maxTables:
+		return bad("tables", "%d is absurd (at most %d)", w.Tables, maxTables)
 	}
 	if err := checkDuration("retention", w.Retention, time.Second, maxDuration); err != nil {
 		return err
@@ -267,6 +280,9 @@ type ProviderEstimate struct {
 	// ShardPeriods shows how the sharded strategies change with the
 	// shard period: storage is held until a shard is dropped.
 	ShardPeriods []PeriodRow `json:"shard_periods"`
+	// Tables compares, per strategy, Workload.Tables tables of their own
+	// with one shared table; only when Workload.Tables is above 1.
+	Tables []TablesRow `json:"tables,omitempty"`
 }
 
 // Estimate is the answer of `ebb cost`.
@@ -320,14 +336,14 @@ func newModel(w Workload, p Prices, provider string) model {
 // writeCost is the monthly cost of u write units per second, sustained.
 func (m model) writeCost(u float64) float64 {
 	if m.w.Capacity == Provisioned {
-		return u / m.w.Utilization * 730 * m.pp.Provisioned.WritePerHour
+		return u / m.w.Utilization * hoursPerMonth * m.pp.Provisioned.WritePerHour
 	}
 	return u * SecondsPerMonth * m.pp.OnDemand.WritePerMillion / 1e6
 }
 
 func (m model) readCost(u float64) float64 {
 	if m.w.Capacity == Provisioned {
-		return u / m.w.Utilization * 730 * m.pp.Provisioned.ReadPerHour
+		return u / m.w.Utilization * hoursPerMonth * m.pp.Provisioned.ReadPerHour
 	}
 	return u * SecondsPerMonth * m.pp.OnDemand.ReadPerMillion / 1e6
 }
@@ -401,6 +417,11 @@ func Run(w Workload, p Prices) (*Estimate, error) {
 				Strategies:  []Breakdown{m.strategy(Shards, d), m.strategy(ShardsSweeper, d)},
 			})
 		}
+		if w.Tables > 1 {
+			for _, s := range Strategies {
+				pe.Tables = append(pe.Tables, m.tables(s))
+			}
+		}
 		est.Providers = append(est.Providers, pe)
 	}
 	if err := est.finite(); err != nil {
@@ -425,6 +446,13 @@ func (e *Estimate) finite() error {
 	for _, p := range e.Providers {
 		if err := check(p.Strategies); err != nil {
 			return err
+		}
+		for _, r := range p.Tables {
+			for _, v := range []float64{r.WriteUnits, r.ReadUnits, r.Separate, r.Shared, r.Saved} {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return fmt.Errorf("cost: %s: the estimate is not a number; the figures are out of range", r.Strategy)
+				}
+			}
 		}
 		for _, r := range p.ShardPeriods {
 			if err := check(r.Strategies); err != nil {

@@ -1,16 +1,10 @@
 package cost
 
 import (
-	"bytes"
 	_ "embed"
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
-	"strings"
-
-	"gopkg.in/yaml.v3"
 )
 
 // defaultSheet is the price sheet: the only place a price appears.
@@ -63,29 +57,13 @@ func DefaultPrices() Prices {
 
 // LoadPrices reads a price sheet in JSON or YAML (by extension: .json,
 // .yaml or .yml) over the built-in one: the figures it gives replace the
-// built-in ones, the others stay. Unknown fields, negative, absurd or
-// missing figures are refused with an error naming the field.
+// built-in ones, the others stay. A file that cannot be read, or a key that
+// is unknown or of the wrong shape, gives a *FileError; a negative, absurd
+// or non-numeric figure an *InputError naming it.
 func LoadPrices(path string) (Prices, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return Prices{}, fmt.Errorf("prices: %w", err)
-	}
 	p := DefaultPrices()
-	switch ext := strings.ToLower(filepath.Ext(path)); ext {
-	case ".json":
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&p); err != nil {
-			return Prices{}, fmt.Errorf("prices: %s: %w", path, err)
-		}
-	case ".yaml", ".yml":
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		if err := dec.Decode(&p); err != nil {
-			return Prices{}, fmt.Errorf("prices: %s: %w", path, err)
-		}
-	default:
-		return Prices{}, fmt.Errorf("prices: %s: want a .json, .yaml or .yml file, not %q", path, ext)
+	if err := decodeFile(path, "prices", &p); err != nil {
+		return Prices{}, err
 	}
 	if err := p.Validate(); err != nil {
 		return Prices{}, fmt.Errorf("%s: %w", path, err)

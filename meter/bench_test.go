@@ -2,6 +2,7 @@ package meter_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,11 +12,22 @@ import (
 )
 
 // The benchmarks run each hot path of the embedded backend bare and
-// through the meter, side by side in one run, so that the ratio is the
-// meter's overhead on this machine. The backend runs in memory without
-// syncing, its cheapest setting, where the overhead is the largest share.
+// through the meter in the same run. The backend runs in memory without
+// syncing, its cheapest setting, where the meter's share is the largest.
 //
-//	go test -run '^$' -bench . -benchmem ./meter/
+// BenchmarkOverhead is the measure of record: it alternates short chunks
+// of operations on a bare and a metered store inside one benchmark, so that
+// both see the same machine from one millisecond to the next, and reports
+// the metered time over the bare time as metered/bare (the median of the
+// chunk pairs), besides each side's ns/op:
+//
+//	go test -run '^$' -bench Overhead -count 6 ./meter/ | tee overhead.txt
+//	benchstat -col /op overhead.txt
+//
+// BenchmarkWrite, BenchmarkScan100 and BenchmarkGet run the two sides as
+// sub-benchmarks (store=bare, store=metered), one after the other, for
+// their allocations; on a busy machine their times drift apart between the
+// two halves of a run.
 
 var benchSpec = store.TableSpec{
 	Name:         "events_1719446400",
@@ -24,11 +36,11 @@ var benchSpec = store.TableSpec{
 	Values:       []store.Column{{Name: "payload", Type: store.TypeBytes}},
 }
 
-// benchStore opens a fresh embedded store for one sub-benchmark, bare or
-// metered, so that neither runs beside the other's data.
-func benchStore(b *testing.B, name string) store.Store {
+// benchStore opens a fresh embedded store for one side, bare or metered,
+// so that neither runs beside the other's data.
+func benchStore(b *testing.B, metered bool) store.Store {
 	var s store.Store = testbackend.Pebble(b, nil)
-	if name == "metered" {
+	if metered {
 		m, err := meter.Wrap(s, meter.Options{})
 		if err != nil {
 			b.Fatal(err)
@@ -41,9 +53,11 @@ func benchStore(b *testing.B, name string) store.Store {
 	return s
 }
 
-// variants are the sub-benchmarks, run in turn so that -count alternates
-// them.
-var variants = []string{"bare", "metered"}
+// variants are the sub-benchmarks of the side-by-side benchmarks.
+var variants = []struct {
+	name    string
+	metered bool
+}{{"store=bare", false}, {"store=metered", true}}
 
 func event(i int) store.Mutation {
 	return store.Mutation{
@@ -54,10 +68,101 @@ func event(i int) store.Mutation {
 	}
 }
 
+// hotPath is one embedded hot path: setup fills a fresh store and returns
+// the operation, whose argument counts the calls made on that store.
+type hotPath struct {
+	name  string
+	setup func(b *testing.B, s store.Store) func(i int)
+}
+
+var hotPaths = []hotPath{
+	{"write", func(b *testing.B, s store.Store) func(int) {
+		batch := make([]store.Mutation, 1)
+		return func(i int) {
+			batch[0] = event(i)
+			if err := s.Write(b.Context(), benchSpec.Name, batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}},
+	{"scan100", func(b *testing.B, s store.Store) func(int) {
+		batch := make([]store.Mutation, 1000)
+		for i := range batch {
+			batch[i] = event(i)
+		}
+		if err := s.Write(b.Context(), benchSpec.Name, batch); err != nil {
+			b.Fatal(err)
+		}
+		q := store.Query{Partition: []any{"acc_1", int64(0)}, Limit: 100}
+		n := 0
+		count := func(*store.RawRow) error { n++; return nil }
+		return func(int) {
+			n = 0
+			if _, err := s.Scan(b.Context(), benchSpec.Name, q, count); err != nil || n != 100 {
+				b.Fatal(n, err)
+			}
+		}
+	}},
+	{"get", func(b *testing.B, s store.Store) func(int) {
+		if err := s.Write(b.Context(), benchSpec.Name, []store.Mutation{event(0)}); err != nil {
+			b.Fatal(err)
+		}
+		m := event(0)
+		return func(int) {
+			if _, err := s.Get(b.Context(), benchSpec.Name, m.Partition, m.Clustering); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}},
+}
+
+// overheadChunk is the operations one side runs before the other takes
+// over: long enough for the clock's resolution, short enough that a burst
+// of load from elsewhere on the machine hits both sides alike.
+const overheadChunk = 256
+
+func BenchmarkOverhead(b *testing.B) {
+	for _, p := range hotPaths {
+		b.Run("op="+p.name, func(b *testing.B) {
+			bare, metered := p.setup(b, benchStore(b, false)), p.setup(b, benchStore(b, true))
+			var tb, tm time.Duration
+			var ratios []float64
+			i := 0
+			// chunk runs one chunk of op and returns how long it took.
+			chunk := func(op func(int)) time.Duration {
+				start := time.Now()
+				for j := range overheadChunk {
+					op(i + j)
+				}
+				return time.Since(start)
+			}
+			b.ResetTimer()
+			for n := 0; n < b.N; n += 2 * overheadChunk {
+				// Alternate which side goes first, so that neither always
+				// runs on the other's warm caches.
+				var db, dm time.Duration
+				if n/(2*overheadChunk)%2 == 0 {
+					db, dm = chunk(bare), chunk(metered)
+				} else {
+					dm, db = chunk(metered), chunk(bare)
+				}
+				i += overheadChunk
+				tb, tm = tb+db, tm+dm
+				ratios = append(ratios, float64(dm)/float64(db))
+			}
+			slices.Sort(ratios)
+			ops := float64(i)
+			b.ReportMetric(float64(tb.Nanoseconds())/ops, "bare-ns/op")
+			b.ReportMetric(float64(tm.Nanoseconds())/ops, "metered-ns/op")
+			b.ReportMetric(ratios[len(ratios)/2], "metered/bare")
+		})
+	}
+}
+
 func BenchmarkWrite(b *testing.B) {
-	for _, name := range variants {
-		b.Run(name, func(b *testing.B) {
-			s := benchStore(b, name)
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) {
+			s := benchStore(b, v.metered)
 			b.ReportAllocs()
 			batch := make([]store.Mutation, 1)
 			i := 0
@@ -73,9 +178,9 @@ func BenchmarkWrite(b *testing.B) {
 }
 
 func BenchmarkWriteBatch100(b *testing.B) {
-	for _, name := range variants {
-		b.Run(name, func(b *testing.B) {
-			s := benchStore(b, name)
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) {
+			s := benchStore(b, v.metered)
 			b.ReportAllocs()
 			batch := make([]store.Mutation, 100)
 			i := 0
@@ -94,41 +199,24 @@ func BenchmarkWriteBatch100(b *testing.B) {
 }
 
 func BenchmarkScan100(b *testing.B) {
-	for _, name := range variants {
-		b.Run(name, func(b *testing.B) {
-			s := benchStore(b, name)
-			batch := make([]store.Mutation, 1000)
-			for i := range batch {
-				batch[i] = event(i)
-			}
-			if err := s.Write(b.Context(), benchSpec.Name, batch); err != nil {
-				b.Fatal(err)
-			}
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) {
+			op := hotPaths[1].setup(b, benchStore(b, v.metered))
 			b.ReportAllocs()
-			q := store.Query{Partition: []any{"acc_1", int64(0)}, Limit: 100}
 			for b.Loop() {
-				n := 0
-				if _, err := s.Scan(b.Context(), benchSpec.Name, q, func(*store.RawRow) error { n++; return nil }); err != nil || n != 100 {
-					b.Fatal(n, err)
-				}
+				op(0)
 			}
 		})
 	}
 }
 
 func BenchmarkGet(b *testing.B) {
-	for _, name := range variants {
-		b.Run(name, func(b *testing.B) {
-			s := benchStore(b, name)
-			if err := s.Write(b.Context(), benchSpec.Name, []store.Mutation{event(0)}); err != nil {
-				b.Fatal(err)
-			}
-			m := event(0)
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) {
+			op := hotPaths[2].setup(b, benchStore(b, v.metered))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := s.Get(b.Context(), benchSpec.Name, m.Partition, m.Clustering); err != nil {
-					b.Fatal(err)
-				}
+				op(0)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,13 +29,21 @@ type Options struct {
 // call to the store it wraps. It is safe for concurrent use.
 type Store struct {
 	inner store.Store
+	// last is the table looked up last, so that a run of calls on one
+	// table, the common case on a hot path, skips the map. It sits next to
+	// inner, on the cache line every call reads.
+	last  atomic.Pointer[tableMeta]
 	now   func() time.Time
 	since time.Time
 	c     *counters
 
-	// tables maps a table name to its *tableMeta: a sync.Map, since it is
-	// read on every call and written once per table.
-	tables sync.Map
+	// tables is what the meter knows of each table; mu serializes its
+	// changes.
+	tables tableMetas
+	mu     sync.Mutex
+	// scans recycles Scan's row tallies, so that a metered Scan allocates
+	// nothing of its own.
+	scans sync.Pool
 }
 
 var (
@@ -49,7 +58,28 @@ func Wrap(inner store.Store, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Store{inner: inner, now: opts.Now, since: opts.Now(), c: &counters{}}
+	s := &Store{inner: inner, now: opts.Now, since: opts.Now().Round(0), c: &counters{}}
+	none := newTableMeta("", nil, s.c)
+	none.dead.Store(true)
+	s.last.Store(none) // so that last is never nil
+	s.scans.New = func() any {
+		c := new(scanCount)
+		c.row = func(r *store.RawRow) error {
+			vals, present := 0, 0
+			for _, v := range r.Values {
+				vals += len(v)
+				if v != nil {
+					present++
+				}
+			}
+			c.rows++
+			c.ck += len(r.Clustering)
+			c.vals += vals
+			c.present += present
+			return c.fn(r)
+		}
+		return c
+	}
 	if opts.Registerer != nil {
 		if err := opts.Registerer.Register(newCollector(s.c)); err != nil {
 			return nil, fmt.Errorf("meter: register metrics: %w", err)
@@ -61,45 +91,76 @@ func Wrap(inner store.Store, opts Options) (*Store, error) {
 // Inner returns the wrapped Store.
 func (s *Store) Inner() store.Store { return s.inner }
 
-// Usage returns what has been counted so far.
-func (s *Store) Usage() Usage { return s.c.snapshot(s.since, s.now()) }
+// Usage returns what has been counted so far. Its times carry no monotonic
+// clock reading, so that the time between them is the same read from the
+// struct as from its JSON, and a projection from either agrees.
+func (s *Store) Usage() Usage { return s.c.snapshot(s.since, s.now().Round(0)) }
 
 // meta returns what the meter knows of a table, reading its spec from the
 // wrapped store the first time. A table whose spec cannot be read is
 // measured without it, and looked up again next time.
 func (s *Store) meta(ctx context.Context, table string) *tableMeta {
-	if t, ok := s.tables.Load(table); ok {
-		return t.(*tableMeta)
+	if t := s.last.Load(); t.name == table && !t.dead.Load() {
+		return t
 	}
-	infos, err := s.inner.Tables(ctx, table)
-	if err != nil {
-		return newTableMeta(table, nil)
-	}
-	for i := range infos {
-		if infos[i].Spec.Name == table {
-			spec := infos[i].Spec
-			t := newTableMeta(table, &spec)
-			s.tables.Store(table, t)
-			return t
-		}
-	}
-	return newTableMeta(table, nil)
+	return s.lookup(ctx, table)
 }
 
-func (s *Store) forget(table string) { s.tables.Delete(table) }
+// lookup is meta past the last table: the map, then the wrapped store.
+func (s *Store) lookup(ctx context.Context, table string) *tableMeta {
+	if t := s.tables.load(table); t != nil {
+		s.last.Store(t)
+		return t
+	}
+	gen := s.tables.gen.Load()
+	infos, err := s.inner.Tables(ctx, table)
+	if err != nil {
+		return newTableMeta(table, nil, s.c)
+	}
+	for i := range infos {
+		if infos[i].Spec.Name != table {
+			continue
+		}
+		spec := infos[i].Spec
+		t := newTableMeta(table, &spec, s.c)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		// A table created or dropped since the spec was read may have
+		// another spec now: use this one for this call only.
+		if s.tables.gen.Load() == gen {
+			s.tables.update(func(m map[string]*tableMeta) { m[table] = t })
+		}
+		return t
+	}
+	return newTableMeta(table, nil, s.c)
+}
+
+// forget drops what the meter knows of a table about to be created or
+// dropped.
+func (s *Store) forget(table string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tables.gen.Add(1)
+	if t := s.tables.load(table); t != nil {
+		t.dead.Store(true)
+		s.tables.update(func(m map[string]*tableMeta) { delete(m, table) })
+	}
+}
 
 func (s *Store) add(m Model, cl Class, op Op, u Unit, n int64) {
-	s.c.units[m][cl][op][u].Add(n)
+	if n != 0 {
+		s.c[cl][op].units[m][u].Add(n)
+	}
 }
 
 // request counts one store call of op with rows rows of bytes bytes.
 func (s *Store) request(cl Class, op Op, rows, bytes int64) {
-	s.c.requests[cl][op].Add(1)
+	s.c[cl][op].requests.Add(1)
 	if rows != 0 {
-		s.c.rows[cl][op].Add(rows)
+		s.c[cl][op].rows.Add(rows)
 	}
 	if bytes != 0 {
-		s.c.bytes[cl][op].Add(bytes)
+		s.c[cl][op].bytes.Add(bytes)
 	}
 }
 
@@ -148,11 +209,15 @@ func (s *Store) countWrite(ctx context.Context, table string, batch []store.Muta
 		return
 	}
 	t := s.meta(ctx, table)
+	if len(batch) == 1 {
+		s.countOne(t, &batch[0])
+		return
+	}
 	single := true
 	for i := 1; i < len(batch) && single; i++ {
 		single = sameTuple(batch[0].Partition, batch[i].Partition)
 	}
-	txn := single && len(batch) >= 2 && len(batch) <= 100
+	txn := single && len(batch) <= 100
 	var groups map[string]int
 	if !single {
 		groups = make(map[string]int)
@@ -161,6 +226,12 @@ func (s *Store) countWrite(ctx context.Context, table string, batch []store.Muta
 			buf = appendTuple(buf[:0], batch[i].Partition)
 			groups[string(buf)]++
 		}
+	}
+	// A single-partition batch's partition is sized once.
+	var pk, pkKs int
+	if single {
+		pk, pkKs = keySizes(batch[0].Partition)
+		pkKs += 3 * len(batch[0].Partition)
 	}
 	// Units are summed per run of mutations of one kind and added once per
 	// run: most batches are of one kind, so a write costs a handful of
@@ -175,18 +246,12 @@ func (s *Store) countWrite(ctx context.Context, table string, batch []store.Muta
 			s.flush(t.class, &run)
 			run = tally{op: op}
 		}
-		pk, pkKs := keySizes(m.Partition)
-		ck, ckKs := keySizes(m.Clustering)
-		ksKeys := pkKs + 3*len(m.Partition) + ckKs + (ckKs+4)/5
-		var d, k int
-		if m.Kind == store.Upsert {
-			d = t.dynamoUpsertBytes(m, pk, ck)
-			k = t.keyspacesUpsertBytes(m, ksKeys)
-		} else {
-			d = dynamoKeyBytes(pk, ck)
-			k = ksKeys + keyspacesRowMetadata
+		if !single {
+			pk, pkKs = keySizes(m.Partition)
+			pkKs += 3 * len(m.Partition)
 		}
-		logged := len(batch) >= 2 && single
+		d, k := t.mutationBytes(m, pk, pkKs)
+		logged := single
 		if groups != nil {
 			buf = appendTuple(buf[:0], m.Partition)
 			logged = groups[string(buf)] >= 2
@@ -209,8 +274,45 @@ func (s *Store) countWrite(ctx context.Context, table string, batch []store.Muta
 	}
 	s.flush(t.class, &run)
 	op := opOf(&batch[0])
-	s.c.requests[t.class][op].Add(1)
-	s.c.bytes[t.class][op].Add(total)
+	t.c[op].requests.Add(1)
+	t.c[op].bytes.Add(total)
+}
+
+// countOne counts a batch of one mutation, outside any transaction or
+// LOGGED batch. Within 1 KB on both models, it is counted by its shape.
+func (s *Store) countOne(t *tableMeta, m *store.Mutation) {
+	pk, pkKs := keySizes(m.Partition)
+	d, k := t.mutationBytes(m, pk, pkKs+3*len(m.Partition))
+	op := opOf(m)
+	ttl := m.Kind == store.Upsert && t.nativeTTL(m)
+	t.c[op].bytes.Add(int64(d))
+	if d <= writeUnitBytes && k <= writeUnitBytes {
+		sh := shapeOne
+		if ttl {
+			sh = shapeOneTTL
+		}
+		t.c[op].shapes[sh].Add(1)
+		return
+	}
+	run := tally{op: op, wd: WriteUnits(d), wk: WriteUnits(k), rows: 1}
+	if ttl {
+		run.td, run.tk = 1, WriteUnits(k)
+	}
+	s.flush(t.class, &run)
+	t.c[op].requests.Add(1)
+}
+
+// mutationBytes is the size of what a mutation writes: the DynamoDB item
+// and the Keyspaces row of an upsert, the key of a delete. pk is the
+// partition's encoded length, pkKs its Keyspaces size with the 3 bytes per
+// column.
+func (t *tableMeta) mutationBytes(m *store.Mutation, pk, pkKs int) (d, k int) {
+	ck, ckKs := keySizes(m.Clustering)
+	ksKeys := pkKs + ckKs + (ckKs+4)/5
+	if m.Kind == store.Upsert {
+		return t.upsertBytes(m, pk, ck, ksKeys)
+	}
+	return dynamoKeyBytes(pk, ck), ksKeys + keyspacesRowMetadata
 }
 
 // tally is what a run of mutations of one kind cost.
@@ -226,7 +328,9 @@ func (s *Store) flush(cl Class, r *tally) {
 		s.add(ModelDynamoDB, cl, r.op, UnitNativeTTLDelete, r.td)
 		s.add(ModelKeyspaces, cl, r.op, UnitNativeTTLDelete, r.tk)
 	}
-	s.c.rows[cl][r.op].Add(r.rows)
+	if r.rows != 0 {
+		s.c[cl][r.op].rows.Add(r.rows)
+	}
 }
 
 // nativeTTL reports whether native TTL would, in the end, delete the row
@@ -256,26 +360,56 @@ func (t *tableMeta) nativeTTL(m *store.Mutation) bool {
 // countRead counts one read returning rows rows whose sizes sum to d bytes
 // on DynamoDB and k on Keyspaces.
 func (s *Store) countRead(cl Class, op Op, rows int64, d, k int) {
-	s.add(ModelDynamoDB, cl, op, UnitRead, ReadUnits(d))
-	s.add(ModelKeyspaces, cl, op, UnitRead, ReadUnits(k))
+	rd, rk := ReadUnits(d), ReadUnits(k)
+	if rd == 1 && rk == 1 {
+		switch rows {
+		case 0:
+			s.c[cl][op].shapes[shapeNone].Add(1)
+			return
+		case 1:
+			s.c[cl][op].shapes[shapeOne].Add(1)
+		default:
+			s.c[cl][op].shapes[shapeUnit].Add(1)
+			s.c[cl][op].rows.Add(rows)
+		}
+		s.c[cl][op].bytes.Add(int64(d))
+		return
+	}
+	s.add(ModelDynamoDB, cl, op, UnitRead, rd)
+	s.add(ModelKeyspaces, cl, op, UnitRead, rk)
 	s.request(cl, op, rows, int64(d))
 }
 
 // Get reads one row from the wrapped Store. A missing row still costs a
-// read.
+// read. It is the hottest path, written so that a row within 4 KB costs a
+// comparison of the table name, one pass over its values and two atomic
+// adds on counters found through the table's metadata; the rest is out of
+// line.
 func (s *Store) Get(ctx context.Context, table string, partition, clustering []any) (store.Row, error) {
 	row, err := s.inner.Get(ctx, table, partition, clustering)
-	switch {
-	case err == nil:
-		t := s.meta(ctx, table)
-		pk, pkKs := keySizes(partition)
-		ck, ckKs := keySizes(clustering)
-		s.countRead(t.class, OpGet, 1, t.dynamoRowBytes(&row, pk, ck),
-			t.keyspacesRowBytes(&row, pkKs+3*len(partition)+ckKs+(ckKs+4)/5))
-	case errors.Is(err, store.ErrNotFound):
-		s.countRead(Classify(table), OpGet, 0, 0, 0)
+	if err != nil {
+		s.countGetError(ctx, table, err)
+		return row, err
 	}
-	return row, err
+	t := s.last.Load() // s.meta, written out
+	if t.name != table || t.dead.Load() {
+		t = s.lookup(ctx, table)
+	}
+	d, k := t.rowBytes(&row, partition, clustering)
+	if d > readUnitBytes || k > readUnitBytes {
+		s.countRead(t.class, OpGet, 1, d, k)
+		return row, nil
+	}
+	t.c[OpGet].shapes[shapeOne].Add(1)
+	t.c[OpGet].bytes.Add(int64(d))
+	return row, nil
+}
+
+// countGetError counts a Get that found no row.
+func (s *Store) countGetError(ctx context.Context, table string, err error) {
+	if errors.Is(err, store.ErrNotFound) {
+		s.meta(ctx, table).c[OpGet].shapes[shapeNone].Add(1)
+	}
 }
 
 // Query reads rows from the wrapped Store.
@@ -293,8 +427,9 @@ func (s *Store) Query(ctx context.Context, table string, q store.Query) (store.P
 	var d, k int
 	for i := range page.Rows {
 		r := &page.Rows[i]
-		d += t.dynamoRowBytes(r, pk, tupleLen(r.Clustering))
-		k += t.keyspacesRowBytes(r, keyspacesKeyBytes(nil, r.Clustering)+pkKs)
+		rd, rk := t.rowValuesBytes(r)
+		d += dynamoKeyBytes(pk, tupleLen(r.Clustering)) + rd
+		k += pkKs + keyspacesKeyBytes(nil, r.Clustering) + keyspacesRowMetadata + rk
 	}
 	s.countRead(t.class, OpQuery, int64(len(page.Rows)), d, k)
 	return page, nil
@@ -303,38 +438,20 @@ func (s *Store) Query(ctx context.Context, table string, q store.Query) (store.P
 // scanCount tallies the rows a Scan hands out. The callback only adds up
 // lengths; the sizes on each model are worked out once, at the end, with
 // every present value's attribute name taken as two bytes and numbers at
-// their 8 stored bytes.
+// their 8 stored bytes. Tallies are recycled (Store.scans), with row, the
+// callback handed to the wrapped Scan, made once for each.
 type scanCount struct {
 	fn                      func(*store.RawRow) error
+	row                     func(*store.RawRow) error
 	rows, ck, vals, present int
-}
-
-func (c *scanCount) row(r *store.RawRow) error {
-	c.rows++
-	c.ck += len(r.Clustering)
-	for _, v := range r.Values {
-		if v != nil {
-			c.present++
-			c.vals += len(v)
-		}
-	}
-	return c.fn(r)
 }
 
 // sizes returns the bytes the rows scanned amount to on DynamoDB and on
 // Keyspaces.
 func (c *scanCount) sizes(t *tableMeta, partition []any) (d, k int) {
-	indexed := 0
-	for _, ix := range t.indexed {
-		if ix {
-			indexed++
-		}
-	}
-	pkKs := 0
-	for _, v := range partition {
-		pkKs += keyspacesValueBytes(v) + 3
-	}
-	d = c.rows*(dynamoKeyBytes(tupleLen(partition), 0)+1+msBytes+indexed*(2+16)) + c.ck + c.vals + c.present*(2+2+msBytes)
+	pk, pkKs := keySizes(partition)
+	pkKs += 3 * len(partition)
+	d = c.rows*(dynamoKeyBytes(pk, 0)+1+msBytes+t.nIndexed*(2+16)) + c.ck + c.vals + c.present*(2+2+msBytes)
 	k = c.rows*(pkKs+keyspacesRowMetadata) + c.ck + (c.ck+4)/5 + c.vals + c.present*t.colID
 	return d, k
 }
@@ -342,13 +459,24 @@ func (c *scanCount) sizes(t *tableMeta, partition []any) (d, k int) {
 // Scan reads through the wrapped Store's Scan, counting the rows handed
 // out.
 func (s *Store) Scan(ctx context.Context, table string, q store.Query, fn func(*store.RawRow) error) ([]byte, error) {
-	c := scanCount{fn: fn}
-	next, err := s.inner.Scan(ctx, table, q, c.row)
+	c := s.scans.Get().(*scanCount)
+	var next []byte
+	var err error
+	if ts, ok := s.inner.(store.TallyScanner); ok {
+		var tally store.ScanTally
+		next, err = ts.ScanTally(ctx, table, q, fn, &tally)
+		c.rows, c.ck, c.present, c.vals = tally.Rows, tally.ClusteringBytes, tally.Values, tally.ValueBytes
+	} else {
+		c.fn = fn
+		next, err = s.inner.Scan(ctx, table, q, c.row)
+	}
 	if err == nil || c.rows > 0 {
 		t := s.meta(ctx, table)
 		d, k := c.sizes(t, q.Partition)
 		s.countRead(t.class, OpQuery, int64(c.rows), d, k)
 	}
+	*c = scanCount{row: c.row}
+	s.scans.Put(c)
 	return next, err
 }
 

@@ -1,7 +1,8 @@
 package meter
 
 import (
-	"math"
+	"math/bits"
+	"sync/atomic"
 	"time"
 
 	"github.com/ebb-data/ebb/store"
@@ -41,29 +42,40 @@ func numBytes(n int64) int {
 	}
 	u := uint64(n)
 	if n < 0 {
-		u = uint64(-n)
-		if n == math.MinInt64 {
-			u = 1 << 63
-		}
+		u = -u // two's complement: right for math.MinInt64 too
 	}
 	for u%10 == 0 {
 		u /= 10
 	}
-	digits := 0
-	for ; u > 0; u /= 10 {
-		digits++
+	return (decimalDigits(u)+1)/2 + 1
+}
+
+// pow10 holds the powers of ten a uint64 can hold.
+var pow10 = [...]uint64{
+	1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
+}
+
+// decimalDigits is the number of decimal digits of u > 0, from its bit
+// length (log10(2) is about 1233/4096) corrected by one comparison, so that
+// sizing a number takes no loop of divisions.
+func decimalDigits(u uint64) int {
+	t := bits.Len64(u) * 1233 >> 12
+	if u < pow10[t] {
+		return t
 	}
-	return (digits+1)/2 + 1
+	return t + 1
 }
 
 // Sizes of numbers the meter cannot see: an expiry in Unix milliseconds
-// (13 digits) and the ttl attribute in Unix seconds (10 digits).
+// (13 digits) and the ttl attribute in Unix seconds (10 digits); and of the
+// expiry that stands for never, math.MaxInt64 (19 digits; a test holds it
+// to numBytes).
 const (
-	msBytes  = 8
-	secBytes = 6
+	msBytes    = 8
+	secBytes   = 6
+	neverBytes = 11
 )
-
-var neverBytes = numBytes(math.MaxInt64)
 
 // keySizes returns a key tuple's length in the order-preserving key
 // encoding the backends share (internal/keyenc: strings and byte strings
@@ -96,26 +108,39 @@ func tupleLen(vals []any) int {
 }
 
 // tableMeta is what the meter knows of a table: its class and, when it
-// could read it, its spec with what the size rules need precomputed.
+// could read it, its spec with what the size rules need precomputed. It is
+// never changed once made, but for dead, set when the table is created or
+// dropped anew and its spec may have changed.
 type tableMeta struct {
+	// The fields a point read uses come first, to share a cache line.
+	name  string
+	dead  atomic.Bool
 	class Class
-	spec  *store.TableSpec // nil when unknown
-	// indexed[i]: value column i has a local index (an i<i> attribute on
-	// DynamoDB).
-	indexed []bool
 	// colID is Keyspaces' column identifier size.
 	colID int
+	c     *classCounters // the class's tallies
+	// indexed[i]: value column i has a local index (an i<i> attribute on
+	// DynamoDB); nil when none has. nIndexed counts them.
+	indexed  []bool
+	nIndexed int
+	spec     *store.TableSpec // nil when unknown
 }
 
-func newTableMeta(name string, spec *store.TableSpec) *tableMeta {
-	t := &tableMeta{class: Classify(name), spec: spec, colID: 1}
+func newTableMeta(name string, spec *store.TableSpec, c *counters) *tableMeta {
+	t := &tableMeta{name: name, class: Classify(name), spec: spec, colID: 1}
+	t.c = &c[t.class]
 	if spec == nil {
 		return t
 	}
-	t.indexed = make([]bool, len(spec.Values))
 	for _, ix := range spec.Indexes {
 		if i := spec.ValueIndex(ix.Column); i >= 0 {
-			t.indexed[i] = true
+			if t.indexed == nil {
+				t.indexed = make([]bool, len(spec.Values))
+			}
+			if !t.indexed[i] {
+				t.indexed[i] = true
+				t.nIndexed++
+			}
 		}
 	}
 	cols := len(spec.PartitionKey) + len(spec.Clustering) + len(spec.Values)
@@ -123,11 +148,50 @@ func newTableMeta(name string, spec *store.TableSpec) *tableMeta {
 	return t
 }
 
+// tableMetas maps table names to what the meter knows of them. It is
+// copied on write: every call reads it, and it changes only when a table is
+// first seen, created or dropped, so a read is an atomic load and a map
+// lookup, with no lock.
+type tableMetas struct {
+	m atomic.Pointer[map[string]*tableMeta]
+	// gen counts forgets, so that a spec read before a table was created or
+	// dropped is not kept after it.
+	gen atomic.Uint64
+}
+
+func (ts *tableMetas) load(name string) *tableMeta {
+	if m := ts.m.Load(); m != nil {
+		return (*m)[name]
+	}
+	return nil
+}
+
+// update replaces the map with a copy changed by fn. Callers hold the
+// Store's mutex.
+func (ts *tableMetas) update(fn func(map[string]*tableMeta)) {
+	old := ts.m.Load()
+	n := 1
+	if old != nil {
+		n += len(*old)
+	}
+	m := make(map[string]*tableMeta, n)
+	if old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	fn(m)
+	ts.m.Store(&m)
+}
+
 // column returns the position of the named value column; pos (its place
 // in the mutation) when the spec is unknown or lacks it.
 func (t *tableMeta) column(name string, pos int) int {
 	if t.spec == nil {
 		return pos
+	}
+	if pos < len(t.spec.Values) && t.spec.Values[pos].Name == name {
+		return pos // cells are most often in the spec's order
 	}
 	for i := range t.spec.Values {
 		if t.spec.Values[i].Name == name {
@@ -176,66 +240,137 @@ func dynamoValueBytes(v any) int {
 // clustering key.
 func dynamoKeyBytes(pk, ck int) int { return 2 + pk + 2 + 1 + ck }
 
-func expiryMs(t time.Time) int {
-	if t.IsZero() {
-		return 0
+// upsertBytes is the size of what an upsert writes: the DynamoDB item (pk
+// and ck its keys' encoded lengths) and the Keyspaces row (keys its primary
+// key's encoded size), in one pass over the cells.
+func (t *tableMeta) upsertBytes(m *store.Mutation, pk, ck, keys int) (d, k int) {
+	d = dynamoKeyBytes(pk, ck)
+	k = keys + keyspacesRowMetadata
+	rowExp, finite := neverBytes, false // rowExp: the "x" and "e<i>" expiry
+	switch {
+	case !m.ExpiresAt.IsZero():
+		rowExp, finite = numBytes(m.ExpiresAt.UnixMilli()), true
+	case !m.NoExpiry && t.spec != nil && t.spec.DefaultTTL > 0:
+		rowExp, finite = msBytes, true
 	}
-	return numBytes(t.UnixMilli())
-}
-
-// dynamoUpsertBytes is the size of the item an upsert writes.
-func (t *tableMeta) dynamoUpsertBytes(m *store.Mutation, pk, ck int) int {
-	n := dynamoKeyBytes(pk, ck)
-	rowExp := expiryMs(m.ExpiresAt) // 0: none of its own
-	finite := rowExp > 0
-	if rowExp == 0 {
-		if !m.NoExpiry && t.spec != nil && t.spec.DefaultTTL > 0 {
-			rowExp, finite = msBytes, true
-		} else {
-			rowExp = neverBytes
-		}
-	}
-	n += 1 + rowExp // "x"
+	d += 1 + rowExp // "x"
 	for i := range m.Cells {
 		c := &m.Cells[i]
 		col := t.column(c.Column, i)
 		name := 1 + digitsLen(col)
-		n += name + dynamoValueBytes(c.Value) // "v<i>"
-		if e := expiryMs(c.ExpiresAt); e > 0 {
-			n += name + e // "e<i>"
-		} else {
-			n += name + rowExp
+		var dv, kv int
+		switch x := c.Value.(type) {
+		case []byte:
+			dv, kv = len(x), len(x)
+		case string:
+			dv, kv = len(x), len(x)
+		default:
+			dv, kv = dynamoValueBytes(x), keyspacesValueBytes(x)
+		}
+		d += name + dv // "v<i>"
+		if c.ExpiresAt.IsZero() {
+			d += name + rowExp // "e<i>"
 			finite = finite && rowExp != neverBytes
+		} else {
+			d += name + numBytes(c.ExpiresAt.UnixMilli())
 		}
 		if col < len(t.indexed) && t.indexed[col] {
-			n += name + 16 // "i<i>": a 16-byte digest
+			d += name + 16 // "i<i>": a 16-byte digest
 		}
+		k += t.colID + kv
 	}
 	if finite {
-		n += 3 + secBytes // "ttl"
+		d += 3 + secBytes // "ttl"
 	}
-	return n
+	return d, k
 }
 
-// dynamoRowBytes is the size of the item holding a row as read.
-func (t *tableMeta) dynamoRowBytes(r *store.Row, pk, ck int) int {
-	n := dynamoKeyBytes(pk, ck)
-	rowExp := expiryMs(r.ExpiresAt)
-	if rowExp == 0 {
-		rowExp = neverBytes
+// rowBytes is the size of a row read by its key: the DynamoDB item holding
+// it and its encoded size on Keyspaces. It is keySizes and valueBytes
+// written out as one function, the common types tested first and the rest
+// handed to them, since it runs on every point read.
+func (t *tableMeta) rowBytes(r *store.Row, partition, clustering []any) (d, k int) {
+	var pk, pkKs, ck, ckKs int
+	for i, v := range partition {
+		if s, ok := v.(string); ok {
+			pk, pkKs = pk+len(s)+2, pkKs+len(s)
+		} else if n, ok := v.(int64); ok {
+			pk, pkKs = pk+8, pkKs+numBytes(n)
+		} else {
+			e, ks := keySizes(partition[i : i+1])
+			pk, pkKs = pk+e, pkKs+ks
+		}
 	}
-	n += 1 + rowExp
+	for i, v := range clustering {
+		if s, ok := v.(string); ok {
+			ck, ckKs = ck+len(s)+2, ckKs+len(s)
+		} else if _, ok := v.(time.Time); ok {
+			ck, ckKs = ck+8, ckKs+8
+		} else {
+			e, ks := keySizes(clustering[i : i+1])
+			ck, ckKs = ck+e, ckKs+ks
+		}
+	}
+	rowExp := neverBytes
+	if !r.ExpiresAt.IsZero() {
+		rowExp = numBytes(r.ExpiresAt.UnixMilli())
+	}
+	d = dynamoKeyBytes(pk, ck) + 1 + rowExp // "x"
+	k = pkKs + 3*len(partition) + ckKs + (ckKs+4)/5 + keyspacesRowMetadata
 	for i, v := range r.Values {
-		if v == nil {
+		// A byte string in one of the first ten columns, not indexed:
+		// "v<i>" and "e<i>" of two bytes each.
+		if b, ok := v.([]byte); ok && i < 10 && (i >= len(t.indexed) || !t.indexed[i]) {
+			d += 2 + 2 + len(b) + rowExp
+			k += t.colID + len(b)
 			continue
 		}
-		name := 1 + digitsLen(i)
-		n += 2*name + dynamoValueBytes(v) + rowExp
-		if i < len(t.indexed) && t.indexed[i] {
-			n += name + 16
+		if v != nil {
+			vd, vk := t.valueBytes(i, v, rowExp)
+			d, k = d+vd, k+vk
 		}
 	}
-	return n
+	return d, k
+}
+
+// rowValuesBytes is the size of a row's values as read, with their
+// attribute names and expiries on DynamoDB (d), and the row marker's "x";
+// and with their column identifiers on Keyspaces (k).
+func (t *tableMeta) rowValuesBytes(r *store.Row) (d, k int) {
+	rowExp := neverBytes
+	if !r.ExpiresAt.IsZero() {
+		rowExp = numBytes(r.ExpiresAt.UnixMilli())
+	}
+	d = 1 + rowExp // "x"
+	for i, v := range r.Values {
+		if v != nil {
+			vd, vk := t.valueBytes(i, v, rowExp)
+			d, k = d+vd, k+vk
+		}
+	}
+	return d, k
+}
+
+// valueBytes is the size of the present value v of column i: on DynamoDB
+// its attribute "v<i>", the expiry "e<i>" (rowExp bytes) and, when the
+// column is indexed, "i<i>"; on Keyspaces the value and its column
+// identifier.
+func (t *tableMeta) valueBytes(i int, v any, rowExp int) (d, k int) {
+	var dv, kv int
+	switch x := v.(type) {
+	case []byte:
+		dv, kv = len(x), len(x)
+	case string:
+		dv, kv = len(x), len(x)
+	default:
+		dv, kv = dynamoValueBytes(v), keyspacesValueBytes(v)
+	}
+	name := 1 + digitsLen(i)
+	d = 2*name + dv + rowExp
+	if i < len(t.indexed) && t.indexed[i] {
+		d += name + 16
+	}
+	return d, t.colID + kv
 }
 
 // keyspacesValueBytes is a value's encoded size in Keyspaces: text and blob
@@ -268,26 +403,6 @@ func keyspacesKeyBytes(partition, clustering []any) int {
 	for _, v := range clustering {
 		s := keyspacesValueBytes(v)
 		n += s + (s+4)/5
-	}
-	return n
-}
-
-// keyspacesUpsertBytes is the encoded size of the row an upsert writes.
-func (t *tableMeta) keyspacesUpsertBytes(m *store.Mutation, keys int) int {
-	n := keys + keyspacesRowMetadata
-	for i := range m.Cells {
-		n += t.colID + keyspacesValueBytes(m.Cells[i].Value)
-	}
-	return n
-}
-
-// keyspacesRowBytes is the encoded size of a row as read.
-func (t *tableMeta) keyspacesRowBytes(r *store.Row, keys int) int {
-	n := keys + keyspacesRowMetadata
-	for _, v := range r.Values {
-		if v != nil {
-			n += t.colID + keyspacesValueBytes(v)
-		}
 	}
 	return n
 }

@@ -1,20 +1,16 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
 	"github.com/ebb-data/ebb/cost"
 	"github.com/ebb-data/ebb/internal/durfmt"
@@ -39,7 +35,9 @@ each way of expiring data: native per-row TTL, ebb's time shards dropped
 whole, ebb's shards with the sweeper for rows with their own TTL, and ebb's
 sweeper over native TTL. Each is split into writes, reads, storage and
 expiry; a second table shows how the sharded strategies change with the
-shard period, since storage is held until a shard is dropped.
+shard period, since storage is held until a shard is dropped. With
+--tables N above 1 a third table compares the capacity of the workload
+spread over N tables of their own (one per tenant) with one shared table.
 
 The workload comes from the flags or from a JSON or YAML file (--workload)
 whose keys are the flag names; flags given override the file. Prices come
@@ -53,6 +51,7 @@ each provider, beside what the same traffic would cost with native TTL.`,
 		Example: `  ebb cost --rows-per-second 25000 --row-bytes 1024 --retention 1008h
   ebb cost --workload lists.yaml --json
   ebb cost --rows-per-second 100 --row-bytes 500 --retention 720h --own-ttl-share 0.25 --own-ttl 1h --chart cost.svg
+  ebb cost --rows-per-second 100 --row-bytes 500 --retention 720h --tables 1000 --capacity provisioned
   ebb cost --from http://127.0.0.1:7070`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -60,7 +59,7 @@ each provider, beside what the same traffic would cost with native TTL.`,
 			if pricesFile != "" {
 				p, err := cost.LoadPrices(pricesFile)
 				if err != nil {
-					return fmt.Errorf("--prices: %w", err)
+					return fmt.Errorf("--prices %w", err)
 				}
 				prices = p
 			}
@@ -71,9 +70,9 @@ each provider, beside what the same traffic would cost with native TTL.`,
 				return costFrom(cmd, c, from, prices, out)
 			}
 			if workloadFile != "" {
-				fw, err := readWorkload(workloadFile)
+				fw, err := cost.LoadWorkload(workloadFile)
 				if err != nil {
-					return err
+					return fmt.Errorf("--workload %w", err)
 				}
 				// Flags given on the command line win over the file.
 				merged := fw
@@ -96,6 +95,7 @@ each provider, beside what the same traffic would cost with native TTL.`,
 				set("dynamodb-ttl-lag", func() { merged.DynamoDBTTLLag = cost.Duration(dynamoLag) })
 				set("keyspaces-ttl-lag", func() { merged.KeyspacesTTLLag = cost.Duration(keyspacesLag) })
 				set("provider", func() { merged.Providers = splitList(providers) })
+				set("tables", func() { merged.Tables = w.Tables })
 				w = merged
 			} else {
 				if !cmd.Flags().Changed("rows-per-second") || !cmd.Flags().Changed("row-bytes") || !cmd.Flags().Changed("retention") {
@@ -105,14 +105,20 @@ each provider, beside what the same traffic would cost with native TTL.`,
 				w.DynamoDBTTLLag, w.KeyspacesTTLLag = cost.Duration(dynamoLag), cost.Duration(keyspacesLag)
 				w.Providers = splitList(providers)
 			}
+			if err := zeroFlags(cmd); err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("provider") && len(splitList(providers)) == 0 {
+				return fmt.Errorf("--provider: %q names no provider; want %s, %s or both", providers, cost.DynamoDB, cost.Keyspaces)
+			}
 			est, err := cost.Run(w, prices)
 			if err != nil {
-				return flagError(err)
+				return inputError(err, cmd, workloadFile)
 			}
 			if chartFile != "" {
 				svg, err := cost.Chart(w, prices)
 				if err != nil {
-					return flagError(err)
+					return inputError(err, cmd, workloadFile)
 				}
 				if err := os.WriteFile(chartFile, svg, 0o644); err != nil {
 					return fmt.Errorf("--chart: %w", err)
@@ -138,6 +144,7 @@ each provider, beside what the same traffic would cost with native TTL.`,
 	f.StringVar(&w.Capacity, "capacity", "", "on_demand (default) or provisioned")
 	f.Float64Var(&w.Utilization, "utilization", 0, "with provisioned capacity, the share of it used on average (default 0.7)")
 	f.StringVar(&providers, "provider", "", "dynamodb, keyspaces, or both comma-separated (default both)")
+	f.IntVar(&w.Tables, "tables", 0, "tables the workload would be spread over without shared tables (one per tenant); above 1, compares them with one shared table (default 1)")
 	f.StringVar(&workloadFile, "workload", "", "JSON or YAML file holding the workload, keyed by flag name")
 	f.StringVar(&pricesFile, "prices", "", "JSON or YAML price sheet replacing built-in figures")
 	f.Bool("show-prices", false, "print the price sheet in use, with its sources and date, and exit")
@@ -157,42 +164,46 @@ func splitList(s string) []string {
 	return out
 }
 
-// flagError names the flag an input error is about, as the user typed it.
-func flagError(err error) error {
+// inputError names what an input error is about as the user gave it: the
+// flag, or the key of the workload file when no flag overrode it.
+func inputError(err error, cmd *cobra.Command, workloadFile string) error {
 	var ie *cost.InputError
-	if errors.As(err, &ie) {
-		if strings.HasPrefix(ie.Field, "prices.") {
-			return fmt.Errorf("--prices: %w", err)
-		}
-		return fmt.Errorf("--%s", err)
+	if !errors.As(err, &ie) {
+		return err
 	}
-	return err
+	if strings.HasPrefix(ie.Field, "prices.") {
+		return fmt.Errorf("--prices: %w", err)
+	}
+	if workloadFile != "" && !cmd.Flags().Changed(ie.Field) {
+		key := ie.Field
+		if key == "provider" {
+			key = "providers"
+		}
+		return fmt.Errorf("--workload %s: %s: %s", workloadFile, key, ie.Msg)
+	}
+	return fmt.Errorf("--%w", err)
 }
 
-// readWorkload reads a workload file, JSON or YAML by extension, refusing
-// unknown keys.
-func readWorkload(path string) (cost.Workload, error) {
-	var w cost.Workload
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return w, fmt.Errorf("--workload: %w", err)
+// zeroFlags refuses a zero given on the command line to a flag whose zero
+// means its default, rather than silently estimating the default.
+func zeroFlags(cmd *cobra.Command) error {
+	for _, name := range []string{"rows-per-read", "own-ttl", "shard-period", "dynamodb-ttl-lag", "keyspaces-ttl-lag", "utilization", "tables"} {
+		f := cmd.Flags().Lookup(name)
+		if !f.Changed {
+			continue
+		}
+		switch v := f.Value.String(); v {
+		case "0", "0s":
+			return fmt.Errorf("--%s: %s stands for the default, %s; give a figure above zero, or leave the flag out", name, v, flagDefaults[name])
+		}
 	}
-	switch ext := strings.ToLower(filepath.Ext(path)); ext {
-	case ".json":
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		err = dec.Decode(&w)
-	case ".yaml", ".yml":
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		err = dec.Decode(&w)
-	default:
-		err = fmt.Errorf("want a .json, .yaml or .yml file, not %q", ext)
-	}
-	if err != nil {
-		return w, fmt.Errorf("--workload %s: %w", path, err)
-	}
-	return w, nil
+	return nil
+}
+
+// flagDefaults are the defaults that a zero stands for (see cost.Workload).
+var flagDefaults = map[string]string{
+	"rows-per-read": "1", "own-ttl": "24h, or the retention when shorter", "shard-period": "168h",
+	"dynamodb-ttl-lag": "48h", "keyspaces-ttl-lag": "240h", "utilization": "0.7", "tables": "1",
 }
 
 func printEstimate(out io.Writer, e *cost.Estimate) error {
@@ -212,6 +223,9 @@ func printEstimate(out io.Writer, e *cost.Estimate) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		if err := printTables(out, e, &p); err != nil {
+			return err
+		}
 		fmt.Fprintf(out, "\n%s by shard period (storage is held until a shard is dropped)\n", p.Provider)
 		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "shard period\tstored GB\tstorage\tshards total\tshards + sweeper total\t")
@@ -224,6 +238,36 @@ func printEstimate(out io.Writer, e *cost.Estimate) error {
 		}
 	}
 	return nil
+}
+
+// printTables prints the comparison of tables of their own with one shared
+// table, when the workload asks for one.
+func printTables(out io.Writer, e *cost.Estimate, p *cost.ProviderEstimate) error {
+	if len(p.Tables) == 0 {
+		return nil
+	}
+	n := e.Workload.Tables
+	provisioned := e.Workload.Capacity == cost.Provisioned
+	fmt.Fprintf(out, "\n%s as %s tables of their own or one shared table (capacity a month; storage and TTL deletes are the same either way)\n",
+		p.Provider, num(float64(n)))
+	if !provisioned {
+		fmt.Fprintln(out, "on demand a table costs nothing while idle: the layouts cost the same (see --capacity provisioned)")
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	if provisioned {
+		fmt.Fprintf(tw, "strategy\t%s tables\tWCU+RCU each\tone shared table\tWCU+RCU\tsaved\t\n", num(float64(n)))
+	} else {
+		fmt.Fprintf(tw, "strategy\t%s tables\tone shared table\tsaved\t\n", num(float64(n)))
+	}
+	for _, r := range p.Tables {
+		if provisioned {
+			fmt.Fprintf(tw, "%s\t%s\t%d+%d\t%s\t%d+%d\t%s\t\n", cost.StrategyTitles[r.Strategy], cost.Money(r.Separate),
+				r.TableWCU, r.TableRCU, cost.Money(r.Shared), r.SharedWCU, r.SharedRCU, cost.Money(r.Saved))
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", cost.StrategyTitles[r.Strategy], cost.Money(r.Separate), cost.Money(r.Shared), cost.Money(r.Saved))
+		}
+	}
+	return tw.Flush()
 }
 
 // num prints a figure with thousands separators and up to one decimal.

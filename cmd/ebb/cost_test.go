@@ -3,18 +3,77 @@ package main
 import (
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ebb-data/ebb/cost"
 )
 
-// The worked examples of docs/cost.md: each figure below is the one the
-// document works out by hand, and the test holds `ebb cost --json` to it
-// to the cent.
+// The worked examples of docs/cost.md: each test runs the command the
+// document gives, holds `ebb cost --json` to each figure the document works
+// out by hand, to the cent, and checks that the document states the figure.
+
+// costExample returns the text of the worked example of docs/cost.md
+// headed "### n." and the arguments of each sh block in it, without the
+// leading "ebb".
+func costExample(t *testing.T, n int) (string, [][]string) {
+	t.Helper()
+	b, err := os.ReadFile("../../docs/cost.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	head := fmt.Sprintf("\n### %d. ", n)
+	i := strings.Index(doc, head)
+	if i < 0 {
+		t.Fatalf("docs/cost.md has no worked example %q", head[1:])
+	}
+	text := doc[i+1:]
+	if j := strings.Index(text, "\n## "); j >= 0 {
+		text = text[:j]
+	}
+	if j := strings.Index(text, "\n### "); j >= 0 {
+		text = text[:j]
+	}
+	var cmds [][]string
+	for rest := text; ; {
+		k := strings.Index(rest, "```sh\n")
+		if k < 0 {
+			break
+		}
+		rest = rest[k+len("```sh\n"):]
+		end := strings.Index(rest, "```")
+		if end < 0 {
+			t.Fatalf("example %d: unterminated sh block", n)
+		}
+		args := strings.Fields(strings.ReplaceAll(rest[:end], "\\\n", " "))
+		if len(args) == 0 || args[0] != "ebb" || args[1] != "cost" {
+			t.Fatalf("example %d: %q is not an ebb cost command", n, rest[:end])
+		}
+		cmds = append(cmds, args[2:])
+		rest = rest[end+3:]
+	}
+	if len(cmds) == 0 {
+		t.Fatalf("example %d has no command", n)
+	}
+	return text, cmds
+}
+
+// stated fails the test unless the document states every figure that is
+// not zero, as "$1,234.56".
+func stated(t *testing.T, text string, figures ...float64) {
+	t.Helper()
+	for _, v := range figures {
+		if v != 0 && !strings.Contains(text, "$"+cost.Money(v)) {
+			t.Errorf("docs/cost.md does not state $%s", cost.Money(v))
+		}
+	}
+}
 
 func costJSON(t *testing.T, args ...string) *cost.Estimate {
 	t.Helper()
@@ -32,8 +91,15 @@ func costJSON(t *testing.T, args ...string) *cost.Estimate {
 // want is a strategy's hand-worked monthly cost.
 type want struct{ writes, reads, storage, expiry, total float64 }
 
-func checkStrategies(t *testing.T, e *cost.Estimate, provider string, wants map[string]want) {
+// checkStrategies holds the estimate to wants and, with a document text,
+// checks that the text states them.
+func checkStrategies(t *testing.T, e *cost.Estimate, provider, doc string, wants map[string]want) {
 	t.Helper()
+	if doc != "" {
+		for _, w := range wants {
+			stated(t, doc, w.writes, w.reads, w.storage, w.expiry, w.total)
+		}
+	}
 	for _, p := range e.Providers {
 		if p.Provider != provider {
 			continue
@@ -60,42 +126,103 @@ func checkStrategies(t *testing.T, e *cost.Estimate, provider string, wants map[
 }
 
 func TestCostExampleShardedIndex(t *testing.T) {
-	e := costJSON(t, "--rows-per-second", "25000", "--row-bytes", "1024", "--retention", "1008h", "--shard-period", "168h", "--provider", "keyspaces")
-	checkStrategies(t, e, "keyspaces", map[string]want{
+	doc, cmds := costExample(t, 1)
+	e := costJSON(t, cmds[0]...)
+	checkStrategies(t, e, "keyspaces", doc, map[string]want{
 		cost.NativeTTL: {41062.50, 0, 26779.17, 18067.50, 85909.17},
 		cost.Shards:    {41062.50, 0, 23431.78, 0, 64494.28},
 	})
 }
 
 func TestCostExampleLists(t *testing.T) {
+	doc, cmds := costExample(t, 2)
+	// The document gives the command at 10,000 items a second; at 100,000
+	// it is the same with ten times the writes and reads.
+	tenfold := slices.Clone(cmds[0])
+	for i := 1; i < len(tenfold); i++ {
+		switch tenfold[i-1] {
+		case "--rows-per-second":
+			tenfold[i] = "100000"
+		case "--reads-per-second":
+			tenfold[i] = "10000"
+		}
+	}
 	for _, c := range []struct {
-		rows, reads string
-		wants       map[string]want
+		args  []string
+		wants map[string]want
 	}{
-		{"10000", "1000", map[string]want{
+		{cmds[0], map[string]want{
 			cost.NativeTTL:        {16425.00, 1642.50, 1931.19, 0, 19998.69},
 			cost.NativeTTLSweeper: {16425.00, 1642.50, 1810.49, 49435.40, 69313.39},
 		}},
-		{"100000", "10000", map[string]want{
+		{tenfold, map[string]want{
 			cost.NativeTTL:        {164250.00, 16425.00, 19311.90, 0, 199986.90},
 			cost.NativeTTLSweeper: {164250.00, 16425.00, 18104.91, 494354.00, 693133.91},
 		}},
 	} {
-		e := costJSON(t, "--rows-per-second", c.rows, "--row-bytes", "200", "--retention", "720h",
-			"--reads-per-second", c.reads, "--rows-per-read", "100", "--own-ttl-share", "1", "--own-ttl", "720h", "--provider", "dynamodb")
-		checkStrategies(t, e, "dynamodb", c.wants)
+		e := costJSON(t, c.args...)
+		if e.Workload.RowsPerSecond != 10000 && e.Workload.RowsPerSecond != 100000 {
+			t.Fatalf("the example's command writes %g rows a second", e.Workload.RowsPerSecond)
+		}
+		checkStrategies(t, e, "dynamodb", doc, c.wants)
 	}
 }
 
 func TestCostExampleSharedTable(t *testing.T) {
-	e := costJSON(t, "--rows-per-second", "100", "--row-bytes", "500", "--retention", "720h",
-		"--reads-per-second", "200", "--rows-per-read", "10", "--own-ttl-share", "0.25", "--own-ttl", "1h", "--provider", "dynamodb")
-	checkStrategies(t, e, "dynamodb", map[string]want{
+	doc, cmds := costExample(t, 3)
+	if len(cmds) != 2 {
+		t.Fatalf("example 3 has %d commands, want the workload's and the tables'", len(cmds))
+	}
+	e := costJSON(t, cmds[0]...)
+	checkStrategies(t, e, "dynamodb", doc, map[string]want{
 		cost.NativeTTL:        {164.25, 131.40, 29.58, 0, 325.23},
 		cost.Shards:           {164.25, 131.40, 40.43, 0, 336.08},
 		cost.ShardsSweeper:    {164.25, 131.40, 30.34, 123.59, 449.58},
 		cost.NativeTTLSweeper: {164.25, 131.40, 28.98, 123.59, 448.22},
 	})
+	if len(e.Providers[0].Tables) != 0 {
+		t.Errorf("one table asked for, a comparison of tables given: %+v", e.Providers[0].Tables)
+	}
+
+	// The same workload as 1,000 tables of their own, provisioned.
+	e = costJSON(t, cmds[1]...)
+	if e.Workload.Tables != 1000 || e.Workload.Capacity != cost.Provisioned {
+		t.Fatalf("the tables command estimates %d tables, %s", e.Workload.Tables, e.Workload.Capacity)
+	}
+	type tables struct {
+		separate, shared, saved    float64
+		tableWCU, tableRCU, sw, sr int64
+	}
+	wants := map[string]tables{
+		cost.NativeTTL:        {569.40, 122.14, 447.26, 1, 1, 143, 572},
+		cost.Shards:           {569.40, 122.14, 447.26, 1, 1, 143, 572},
+		cost.ShardsSweeper:    {569.40, 173.10, 396.30, 1, 1, 250, 574},
+		cost.NativeTTLSweeper: {569.40, 173.10, 396.30, 1, 1, 250, 574},
+	}
+	rows := e.Providers[0].Tables
+	if len(rows) != len(wants) {
+		t.Fatalf("%d rows comparing tables, want %d", len(rows), len(wants))
+	}
+	for _, r := range rows {
+		w := wants[r.Strategy]
+		if math.Abs(r.Separate-w.separate) > 0.005 || math.Abs(r.Shared-w.shared) > 0.005 || math.Abs(r.Saved-w.saved) > 0.005 ||
+			r.TableWCU != w.tableWCU || r.TableRCU != w.tableRCU || r.SharedWCU != w.sw || r.SharedRCU != w.sr {
+			t.Errorf("%s: %+v; docs/cost.md works out %+v", r.Strategy, r, w)
+		}
+		stated(t, doc, w.separate, w.shared, w.saved)
+	}
+
+	// On demand an idle table costs nothing: the layouts cost the same.
+	e = costJSON(t, append(cmds[0], "--tables", "1000")...)
+	for _, r := range e.Providers[0].Tables {
+		if r.Saved != 0 || r.Separate != r.Shared || r.Shared <= 0 {
+			t.Errorf("on demand, %s: %+v; want the same cost either way", r.Strategy, r)
+		}
+	}
+	code, out, errOut := cli(append([]string{"cost"}, cmds[1]...)...)
+	if code != 0 || !strings.Contains(out, "1,000 tables") || !strings.Contains(out, "569.40") || !strings.Contains(out, "1+1") {
+		t.Errorf("ebb cost %s: exit %d, %s\n%s", strings.Join(cmds[1], " "), code, errOut, out)
+	}
 }
 
 func TestCostTableAndChart(t *testing.T) {
@@ -153,10 +280,33 @@ func TestCostBadInput(t *testing.T) {
 		{append(base, "--own-ttl", "800h"), "--own-ttl: 800h is absurd (at most 720h)"},
 		{append(base, "--provider", "cosmos"), `--provider: unknown provider "cosmos"`},
 		{append(base, "--capacity", "reserved"), `--capacity: "reserved"`},
-		{append(base, "--prices", write("neg.json", `{"keyspaces":{"ttl_delete_per_million":-1}}`)), "--prices: " + filepath.Join(dir, "neg.json") + ": prices.keyspaces.ttl_delete_per_million: -1 is negative"},
-		{append(base, "--prices", write("bad.json", `{"dynamodb":`)), "--prices: prices: " + filepath.Join(dir, "bad.json")},
-		{append(base, "--prices", write("unknown.yaml", "dynamodb:\n  storage_gb_mnth: 1\n")), "field storage_gb_mnth not found"},
+		{append(base, "--tables", "-3"), "--tables: -3: want 1 or more"},
+		{append(base, "--tables", "5000000"), "--tables: 5000000 is absurd (at most 1000000)"},
+		{append(base, "--tables", "0"), "--tables: 0 stands for the default, 1"},
+		{append(base, "--dynamodb-ttl-lag", "0s"), "--dynamodb-ttl-lag: 0s stands for the default, 48h"},
+		{append(base, "--utilization", "0", "--capacity", "provisioned"), "--utilization: 0 stands for the default, 0.7"},
+		{append(base, "--provider", ","), `--provider: "," names no provider`},
+		{append(base, "--prices", write("neg.json", `{"keyspaces":{"ttl_delete_per_million":-1}}`)), "--prices " + filepath.Join(dir, "neg.json") + ": prices.keyspaces.ttl_delete_per_million: -1 is negative"},
+		{append(base, "--prices", write("nan.yaml", "dynamodb:\n  storage_gb_month: .nan\n")), "prices.dynamodb.storage_gb_month: is not a number"},
+		{append(base, "--prices", write("huge.yaml", "keyspaces:\n  on_demand:\n    write_per_million: 1e9\n")), "prices.keyspaces.on_demand.write_per_million: 1e+09 is absurd (at most 1000)"},
+		{append(base, "--prices", write("bad.json", `{"dynamodb":`)), "--prices " + filepath.Join(dir, "bad.json") + ": not valid JSON: it ends too soon"},
+		{append(base, "--prices", write("comma.json", `{"dynamodb": {},}`)), "not valid JSON: line 1: invalid character '}'"},
+		{append(base, "--prices", write("two.json", `{} {}`)), "not one JSON object: more follows it"},
+		{append(base, "--prices", write("empty.yaml", "\n")), "empty.yaml: the file is empty"},
+		{append(base, "--prices", write("type.json", `{"dynamodb":{"storage_gb_month":"cheap"}}`)), `prices.dynamodb.storage_gb_month: want a number, not "cheap"`},
+		{append(base, "--prices", write("shape.yaml", "dynamodb:\n  on_demand: 5\n")), "prices.dynamodb.on_demand: want an object of keys, not 5"},
+		{append(base, "--prices", write("unknown.yaml", "dynamodb:\n  storage_gb_mnth: 1\n")), "prices.dynamodb.storage_gb_mnth: unknown key"},
 		{append(base, "--prices", write("p.txt", "")), `want a .json, .yaml or .yml file, not ".txt"`},
+		{append(base, "--prices", filepath.Join(dir, "missing.json")), "missing.json: no such file or directory"},
+		{[]string{"--workload", write("w1.yaml", "rows-per-second: -3\nrow-bytes: 10\nretention: 1h\n")}, "w1.yaml: rows-per-second: -3 is negative"},
+		{[]string{"--workload", write("w2.yaml", "rows-per-second: 3\nrow-bytes: 10\nretention: forever\n")}, `w2.yaml: retention: want a duration such as "1008h", not "forever"`},
+		{[]string{"--workload", write("w3.yaml", "rows_per_second: 3\n")}, "w3.yaml: rows_per_second: unknown key"},
+		{[]string{"--workload", write("w4.json", `{"rows-per-second": "many"}`)}, `w4.json: rows-per-second: want a number, not "many"`},
+		{[]string{"--workload", write("w5.yaml", "rows-per-second: 3\nrow-bytes: 10.5\nretention: 1h\n")}, "w5.yaml: row-bytes: want a whole number, not 10.5"},
+		{[]string{"--workload", write("w6.yaml", "rows-per-second: 3\nrow-bytes: 10\nretention: 1h\nproviders: [cosmos]\n")}, `w6.yaml: providers: unknown provider "cosmos"`},
+		{[]string{"--workload", write("w7.yaml", "rows-per-second: .inf\nrow-bytes: 10\nretention: 1h\n")}, "w7.yaml: rows-per-second: is not a number"},
+		// A flag overriding the file is named as the flag.
+		{[]string{"--workload", filepath.Join(dir, "w1.yaml"), "--rows-per-second", "-4"}, "ebb: --rows-per-second: -4 is negative"},
 		{[]string{"--row-bytes", "500"}, "give the workload"},
 	} {
 		code, _, errOut := cli(append([]string{"cost"}, c.args...)...)
@@ -178,10 +328,10 @@ func TestCostPricesAndWorkloadFiles(t *testing.T) {
 	}
 	// Doubling the TTL delete price doubles native TTL's expiry, 18,067.50.
 	e := costJSON(t, "--workload", workload, "--prices", prices)
-	checkStrategies(t, e, "keyspaces", map[string]want{cost.NativeTTL: {41062.50, 0, 26779.17, 36135.00, 103976.67}})
+	checkStrategies(t, e, "keyspaces", "", map[string]want{cost.NativeTTL: {41062.50, 0, 26779.17, 36135.00, 103976.67}})
 	// A flag overrides the file.
 	e = costJSON(t, "--workload", workload, "--rows-per-second", "12500")
-	checkStrategies(t, e, "keyspaces", map[string]want{cost.Shards: {20531.25, 0, 11715.89, 0, 32247.14}})
+	checkStrategies(t, e, "keyspaces", "", map[string]want{cost.Shards: {20531.25, 0, 11715.89, 0, 32247.14}})
 }
 
 func TestCostFrom(t *testing.T) {

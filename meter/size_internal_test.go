@@ -1,0 +1,129 @@
+package meter
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/ebb-data/ebb/store"
+)
+
+// numBytesSlow is numBytes as the providers state the rule: count the
+// significant digits, leading and trailing zeros trimmed.
+func numBytesSlow(n int64) int {
+	if n == 0 {
+		return 2
+	}
+	u := uint64(n)
+	if n < 0 {
+		u = uint64(-n)
+		if n == math.MinInt64 {
+			u = 1 << 63
+		}
+	}
+	for u%10 == 0 {
+		u /= 10
+	}
+	digits := 0
+	for ; u > 0; u /= 10 {
+		digits++
+	}
+	return (digits+1)/2 + 1
+}
+
+func TestNumBytes(t *testing.T) {
+	if got := numBytes(math.MaxInt64); got != neverBytes {
+		t.Errorf("numBytes(math.MaxInt64) = %d, neverBytes is %d", got, neverBytes)
+	}
+	cases := []int64{0, 1, -1, 9, 10, 11, 99, 100, 101, 12345, 1_719_446_400_000, 1_719_446_400, math.MaxInt64, math.MinInt64, math.MinInt64 + 1}
+	for p := range pow10 {
+		v := int64(pow10[p] % math.MaxInt64)
+		cases = append(cases, v, v-1, v+1, -v, -v+1)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 10000 {
+		cases = append(cases, int64(r.Uint64()), int64(r.Uint64()>>r.IntN(64)))
+	}
+	for _, n := range cases {
+		if got, want := numBytes(n), numBytesSlow(n); got != want {
+			t.Errorf("numBytes(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+// TestRowBytes holds the point read's written-out sizing to the general
+// one, keySizes and rowValuesBytes, over keys and values of every type.
+func TestRowBytes(t *testing.T) {
+	var c counters
+	spec := store.TableSpec{Name: "t", Indexes: []store.IndexSpec{{Name: "by_v1", Column: "v1"}}}
+	for i := range 12 {
+		spec.Values = append(spec.Values, store.Column{Name: fmt.Sprintf("v%d", i), Type: store.TypeBytes})
+	}
+	metas := []*tableMeta{newTableMeta("t", &spec, &c), newTableMeta("t", nil, &c)}
+	ts := time.UnixMilli(1_719_446_400_123).UTC()
+	keys := [][]any{nil, {"acc_1"}, {"acc_1", int64(2865744)}, {int64(-5), []byte("k\x00"), ts}, {ts, "e1"}, {1.5, true}}
+	values := [][]any{nil, {[]byte("payload")}, {nil, []byte("x")}, {"s", int64(1200), ts, []byte{}},
+		{[]byte("a"), []byte("b"), []byte("c"), []byte("d"), []byte("e"), []byte("f"), []byte("g"), []byte("h"), []byte("i"), []byte("j"), []byte("k"), []byte("l")}}
+	for _, m := range metas {
+		for _, p := range keys {
+			for _, ck := range keys {
+				for _, vals := range values {
+					for _, exp := range []time.Time{{}, ts} {
+						r := store.Row{Values: vals, ExpiresAt: exp}
+						pk, pkKs := keySizes(p)
+						ckLen, ckKs := keySizes(ck)
+						vd, vk := m.rowValuesBytes(&r)
+						wantD := dynamoKeyBytes(pk, ckLen) + vd
+						wantK := pkKs + 3*len(p) + ckKs + (ckKs+4)/5 + keyspacesRowMetadata + vk
+						if d, k := m.rowBytes(&r, p, ck); d != wantD || k != wantK {
+							t.Errorf("spec %v, keys %v %v, values %v, expiry %v: %d, %d bytes; want %d, %d",
+								m.spec != nil, p, ck, vals, exp, d, k, wantD, wantK)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestUpsertBytes works one upsert out by hand: a row expiry, a cell with
+// an expiry of its own, an indexed column.
+func TestUpsertBytes(t *testing.T) {
+	var c counters
+	spec := store.TableSpec{Name: "t",
+		Values:  []store.Column{{Name: "v", Type: store.TypeBytes}, {Name: "w", Type: store.TypeText}},
+		Indexes: []store.IndexSpec{{Name: "by_w", Column: "w"}}}
+	m := store.Mutation{Partition: []any{"a"}, Clustering: []any{int64(1)},
+		ExpiresAt: time.UnixMilli(1_719_446_400_123), // 13 digits: 8 bytes
+		Cells: []store.Cell{
+			{Column: "v", Value: make([]byte, 10)},
+			{Column: "w", Value: "xyz", ExpiresAt: time.UnixMilli(1_719_446_400_000)}, // 8 digits once trimmed: 5 bytes
+		}}
+	// DynamoDB: pk 2+("a" 1+2), sk 2+1+8 = 16; x 1+8; v0 2+10, e0 2+8;
+	// v1 2+3, e1 2+5, i1 2+16; ttl 3+6: 86 bytes. Keyspaces: "a" 1+3,
+	// the clustering 1 (2 bytes) + 1, 100 of metadata, v 1+10, w 1+3: 122.
+	d, k := newTableMeta("t", &spec, &c).mutationBytes(&m, 3, 4)
+	if d != 86 || k != 122 {
+		t.Errorf("upsert: %d, %d bytes; want 86, 122", d, k)
+	}
+}
+
+// TestCountersAligned holds what opCounters' layout relies on: 128 bytes
+// each, the first at the start of a cache line.
+func TestCountersAligned(t *testing.T) {
+	if n := unsafe.Sizeof(opCounters{}); n != 128 {
+		t.Errorf("opCounters is %d bytes, want 128", n)
+	}
+	for range 10 {
+		s, err := Wrap(nil, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := uintptr(unsafe.Pointer(&s.c[0][0])); a%64 != 0 {
+			t.Errorf("counters at %#x, not on a cache line", a)
+		}
+	}
+}
