@@ -8,7 +8,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BENCH   ?= .
 PKG     ?= ./...
 
-.PHONY: test test-cql check build bench clean fuzz fuzz-short
+.PHONY: test test-cql check build bench bench-peers clean fuzz fuzz-short
 
 # test starts dynalite and Amazon's DynamoDB Local (installing each with
 # npm ci the first time) and a single Cassandra node (installing its jars
@@ -27,7 +27,7 @@ test:
 # Cassandra node, or against EBB_CQL_HOSTS when it is set:
 #   EBB_CQL_HOSTS=127.0.0.1:9042 make test-cql
 test-cql:
-	./scripts/with-cassandra.sh $(GO) test -race -timeout 9m ./store/cql/... ./timeseries/ ./shardmgr/ ./lists/ ./expiry/ ./multitable/
+	./scripts/with-cassandra.sh $(GO) test -race -timeout 9m ./store/cql/... ./timeseries/ ./shardmgr/ ./lists/ ./expiry/ ./multitable/ ./migrate/cqllegacy/
 
 # check is vet, formatting and every test under the race detector, against
 # whatever EBB_DYNAMODB_ENDPOINT / EBB_DYNAMODB_LOCAL_ENDPOINT /
@@ -43,6 +43,9 @@ check:
 	# full-size expiry figures (100k rows in one second, 10k rows/s lag)
 	# are checked once more without it.
 	$(GO) test -count=1 -run 'TestPebble/MassExpiry|TestLag' ./expiry/
+	# The migration's end to end test on a legacy table of 100,000 events
+	# on dynalite (about 40 s; the race run above uses 10,000).
+	EBB_MIGRATE_E2E_EVENTS=100000 $(GO) test -count=1 -run '^TestEndToEndDynalite$$' ./migrate/dynamolegacy/
 	$(MAKE) --no-print-directory fuzz-short
 
 # The fuzz targets of the request decoders (server/fuzz_test.go), each
@@ -69,6 +72,23 @@ build:
 # comes from one run on one machine.
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 60m $(PKG)
+
+# bench-peers runs the comparisons with ebb's peers (bench/peers, a module
+# of its own so that ebb's never depends on Badger or Redis clients) and
+# prints their ratio tables: event ingest and expiry in ebb, Badger and raw
+# Pebble from each number of writers in PEER_WRITERS (cmd/ingest-expire),
+# then list reads from `ebb serve` under wrk beside Redis under
+# redis-benchmark (listget.sh). wrk, redis-server and redis-tools are
+# installed from Debian's packages when missing. Each comparison runs
+# PEER_ROUNDS rounds; PEER_FLAGS go to ingest-expire (-events, -sync...).
+PEER_ROUNDS  ?= 3
+PEER_WRITERS ?= 1 16
+PEER_FLAGS   ?=
+bench-peers: build
+	@for w in $(PEER_WRITERS); do \
+		(cd bench/peers && $(GO) run ./cmd/ingest-expire -rounds $(PEER_ROUNDS) -writers $$w $(PEER_FLAGS)) || exit 1; \
+	done
+	ROUNDS=$(PEER_ROUNDS) ./scripts/with-peer-tools.sh bench/peers/listget.sh $(BIN)
 
 clean:
 	rm -rf bin

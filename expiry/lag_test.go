@@ -21,6 +21,66 @@ import (
 // which shares the machine with other packages' tests), the rate is 500 per
 // second; the 10,000 figure is checked by every run without it.
 func TestLag10kRowsPerSecond(t *testing.T) {
+	rate := 10_000.0 // rows written, and so expiring, per second
+	if raceEnabled {
+		rate = 500
+	}
+	r := measureLag(t, rate)
+	t.Logf("%d rows expiring at %.0f/s, sweep interval %s: delete lag p50 %s, p99 %s, max %s",
+		r.rows, r.achieved, r.interval, r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.max.Round(time.Millisecond))
+	t.Logf("backend operations for expiry: %.4f calls and %.2f mutations per expired row (%s for %d rows in %d application batches)",
+		r.calls, r.muts, r.ops, r.rows, r.batches)
+	if r.achieved < 0.9*rate {
+		t.Fatalf("the writer reached only %.0f rows/s, want %.0f", r.achieved, rate)
+	}
+	if r.p99 > 2*r.interval {
+		t.Fatalf("p99 delete lag %s, want at most 2 x %s", r.p99, r.interval)
+	}
+}
+
+// BenchmarkLag is TestLag10kRowsPerSecond's measurement at 1,000, 10,000
+// and 50,000 rows expiring per second: how the physical-delete lag grows
+// with the expiry rate, beside its yardstick, the sweep interval (1 s).
+// Each sub-benchmark is one real-time run of a few seconds, whatever b.N:
+//
+//	go test -run '^$' -bench Lag -benchtime 1x ./expiry/
+//
+// It reports the lag's p50, p99 and maximum in milliseconds, the p99 in
+// sweep intervals, and the rate the writer reached.
+func BenchmarkLag(b *testing.B) {
+	for _, rate := range []float64{1_000, 10_000, 50_000} {
+		b.Run(fmt.Sprintf("rows-per-second-%.0f", rate), func(b *testing.B) {
+			var r lagResult
+			for b.Loop() {
+				r = measureLag(b, rate)
+			}
+			b.ReportMetric(float64(r.p50.Milliseconds()), "p50-lag-ms")
+			b.ReportMetric(float64(r.p99.Milliseconds()), "p99-lag-ms")
+			b.ReportMetric(float64(r.max.Milliseconds()), "max-lag-ms")
+			b.ReportMetric(r.p99.Seconds()/r.interval.Seconds(), "p99/interval")
+			b.ReportMetric(r.achieved, "written-rows/s")
+		})
+	}
+}
+
+// lagResult is one measureLag run.
+type lagResult struct {
+	rows, batches int
+	interval      time.Duration
+	achieved      float64 // rows written per second
+	p50, p99, max time.Duration
+	// calls and muts are the backend calls and mutations expiry cost per
+	// expired row; ops is the whole count.
+	calls, muts float64
+	ops         opsSnapshot
+}
+
+// measureLag writes rows expiring at rate per second for 3 seconds into
+// the embedded backend through the decorator, with the sweeper loop at
+// its default interval, waits until every row is physically gone, and
+// returns the lag of each delete behind its row's expiry.
+func measureLag(tb testing.TB, rate float64) lagResult {
+	tb.Helper()
 	const (
 		interval  = time.Second
 		duration  = 3 * time.Second
@@ -28,12 +88,8 @@ func TestLag10kRowsPerSecond(t *testing.T) {
 		batchRows = 100
 		parts     = 50
 	)
-	rate := 10_000.0 // rows written, and so expiring, per second
-	if raceEnabled {
-		rate = 500
-	}
 	ctx := context.Background()
-	raw := testbackend.Pebble(t, nil)
+	raw := testbackend.Pebble(tb, nil)
 	cnt := newCounting(raw)
 	var mu sync.Mutex
 	deletedAt := map[int64]time.Time{}
@@ -54,13 +110,13 @@ func TestLag10kRowsPerSecond(t *testing.T) {
 	}
 	st, err := Wrap(ctx, cnt, Options{SweepInterval: interval})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := st.CreateTable(ctx, itemsSpec); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	before := cnt.snapshot()
-	stopSweeper := startSweeper(t, st)
+	stopSweeper := startSweeper(tb, st)
 
 	// Write at the target rate: every 10 ms, as many batches as keep the
 	// total at rate * elapsed.
@@ -81,28 +137,28 @@ func TestLag10kRowsPerSecond(t *testing.T) {
 				exps = append(exps, exp)
 			}
 			if err := st.Write(ctx, "items", batch); err != nil {
-				t.Fatal(err)
+				tb.Fatal(err)
 			}
 			batches++
 		}
 	}
 	wrote := time.Since(began)
 	n := len(exps)
-	achieved := float64(n) / wrote.Seconds()
+	r := lagResult{rows: n, batches: batches, interval: interval, achieved: float64(n) / wrote.Seconds()}
 
 	deadline := exps[n-1].Add(5 * interval)
 	for {
-		stored := stats(t, raw, "items")
+		stored := stats(tb, raw, "items")
 		if stored == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d rows still stored 5 intervals after the last expiry", stored, n)
+			tb.Fatalf("%d of %d rows still stored 5 intervals after the last expiry", stored, n)
 		}
 		time.Sleep(50 * time.Millisecond) // polling the test's own observation, not logic
 	}
 	stopSweeper()
-	ops := cnt.snapshot().sub(before)
+	r.ops = cnt.snapshot().sub(before)
 
 	mu.Lock()
 	lags := make([]time.Duration, 0, n)
@@ -110,28 +166,19 @@ func TestLag10kRowsPerSecond(t *testing.T) {
 		at, ok := deletedAt[int64(k)]
 		if !ok {
 			mu.Unlock()
-			t.Fatalf("row %d is gone but no delete of it was seen", k)
+			tb.Fatalf("row %d is gone but no delete of it was seen", k)
 		}
 		lags = append(lags, at.Sub(exp))
 	}
 	mu.Unlock()
 	slices.Sort(lags)
 	q := func(p float64) time.Duration { return lags[min(len(lags)-1, int(p*float64(len(lags))))] }
-	p50, p99, worst := q(0.50), q(0.99), lags[len(lags)-1]
+	r.p50, r.p99, r.max = q(0.50), q(0.99), lags[len(lags)-1]
 	// Expiry's own operations: everything but the application's row
 	// writes (one call and one mutation per row).
-	calls := float64(ops.calls()-int64(batches)) / float64(n)
-	muts := float64(ops.mutations-int64(n)) / float64(n)
-	t.Logf("%d rows expiring at %.0f/s, sweep interval %s: delete lag p50 %s, p99 %s, max %s",
-		n, achieved, interval, p50.Round(time.Millisecond), p99.Round(time.Millisecond), worst.Round(time.Millisecond))
-	t.Logf("backend operations for expiry: %.4f calls and %.2f mutations per expired row (%s for %d rows in %d application batches)",
-		calls, muts, ops, n, batches)
-	if achieved < 0.9*rate {
-		t.Fatalf("the writer reached only %.0f rows/s, want %.0f", achieved, rate)
-	}
-	if p99 > 2*interval {
-		t.Fatalf("p99 delete lag %s, want at most 2 x %s", p99, interval)
-	}
+	r.calls = float64(r.ops.calls()-int64(batches)) / float64(n)
+	r.muts = float64(r.ops.mutations-int64(n)) / float64(n)
+	return r
 }
 
 // benchRows writes n rows expiring at exp into items, through s.

@@ -139,8 +139,13 @@ func BenchmarkGetRawPebble(b *testing.B) {
 	e := newBenchEnv(b)
 	e.fill(b)
 	prefix, _ := e.listPrefix(b)
+	rawRead(b, e.st.DB(), prefix)
+}
+
+// rawRead reads the first benchGet rows under prefix straight from Pebble,
+// b.N times.
+func rawRead(b *testing.B, db *pebble.DB, prefix []byte) {
 	opts := &pebble.IterOptions{LowerBound: prefix, UpperBound: keyenc.PrefixEnd(prefix)}
-	db := e.st.DB()
 	b.ReportAllocs()
 	for b.Loop() {
 		it, err := db.NewIter(opts)
@@ -259,4 +264,63 @@ func run(b *testing.B, parallel bool, op func() error) {
 			}
 		}
 	})
+}
+
+// BenchmarkGetListSize reads the newest 100 items of lists of 1,000,
+// 100,000 and 1,000,000 items through the expiry decorator, as ebb serve
+// reads, each beside the same read straight from Pebble (raw-pebble): a
+// read seeks to the newest items and stops after 100, so its cost should
+// not grow with the list. Each list is read once flushed to sstables
+// (flushed: as written, spread over the LSM's levels as they came) and
+// again after a full compaction (compacted: the settled shape of a list
+// that old).
+//
+//	go test -run '^$' -bench GetListSize -benchtime 2s ./lists/
+func BenchmarkGetListSize(b *testing.B) {
+	for _, size := range []int{1_000, 100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("items-%d", size), func(b *testing.B) {
+			e := newBenchEnvOn(b, true)
+			e.fillN(b, size)
+			db := e.st.DB()
+			prefix, _ := e.listPrefix(b)
+			for _, state := range []string{"flushed", "compacted"} {
+				var err error
+				if state == "flushed" {
+					err = db.Flush()
+				} else {
+					err = db.Compact(context.Background(), []byte{0}, []byte{0xff}, true)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Run(state+"/ebb", func(b *testing.B) {
+					ctx := context.Background()
+					b.ReportAllocs()
+					for b.Loop() {
+						items, err := e.svc.Get(ctx, feat, benchEntity, time.Time{}, benchGet)
+						if err != nil || len(items) != benchGet {
+							b.Fatalf("get: %d items, %v", len(items), err)
+						}
+					}
+					reportItems(b, benchGet)
+				})
+				b.Run(state+"/raw-pebble", func(b *testing.B) { rawRead(b, db, prefix) })
+			}
+		})
+	}
+}
+
+// fillN adds n items to the benchmark list, one second apart back from
+// now, in adds of lists.MaxItemsPerAdd.
+func (e *benchEnv) fillN(b *testing.B, n int) {
+	items := make([]lists.Item, 0, lists.MaxItemsPerAdd)
+	for i := 0; i < n; i += len(items) {
+		items = items[:0]
+		for j := i; j < min(i+lists.MaxItemsPerAdd, n); j++ {
+			items = append(items, lists.Item{Value: benchValue(j), Timestamp: e.now.Add(-time.Duration(j) * time.Second)})
+		}
+		if _, err := e.svc.Add(context.Background(), feat, benchEntity, items); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -207,7 +207,7 @@ func TestBenchCommand(t *testing.T) {
 	if code := run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("bench: exit %d: %s", code, stderr.String())
 	}
-	for _, want := range []string{"ingest", "500 events", "query", "expire: drop shard", "expire: row deletes", "faster than deleting"} {
+	for _, want := range []string{"ingest", "500 events", "query", "expire: drop shard", "expire: row deletes", "expire: row deletes, 1000 per write", "faster than deleting", "Expiry by shard size"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("bench output lacks %q:\n%s", want, stdout.String())
 		}
@@ -231,13 +231,28 @@ func TestBenchCommand(t *testing.T) {
 		DropSpeedup    float64 `json:"drop_speedup"`
 		DropSpeedupMin float64 `json:"drop_speedup_min"`
 		DropSpeedupMax float64 `json:"drop_speedup_max"`
+		Expiry         []struct {
+			Rows          int
+			DropSeconds   float64 `json:"drop_seconds"`
+			DeleteSeconds float64 `json:"delete_seconds"`
+			Before        int64   `json:"sst_bytes_before"`
+		}
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || len(rep.Results) != 4 || rep.Results[0].Ops != 500 || rep.Runs != 3 ||
-		rep.DropSpeedup <= 0 || rep.DropSpeedupMin > rep.DropSpeedup || rep.DropSpeedup > rep.DropSpeedupMax {
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || len(rep.Results) != 5 || rep.Results[0].Ops != 500 || rep.Runs != 3 ||
+		rep.DropSpeedup <= 0 || rep.DropSpeedupMin > rep.DropSpeedup || rep.DropSpeedup > rep.DropSpeedupMax ||
+		len(rep.Expiry) != 1 || rep.Expiry[0].Rows != 300 || rep.Expiry[0].DropSeconds <= 0 || rep.Expiry[0].DeleteSeconds <= 0 || rep.Expiry[0].Before <= 0 {
 		t.Fatalf("bench --json: %+v %v\n%s", rep, err, stdout.String())
 	}
 	if !strings.Contains(stdout.String(), `"min_per_second"`) {
 		t.Fatalf("bench --json has no spread:\n%s", stdout.String())
+	}
+	// Expiry alone, at two sizes.
+	stdout.Reset()
+	if code := run([]string{"bench", "--expire-only", "--expire-rows", "200,400", "--runs", "1", "--dir", t.TempDir()}, &stdout, &stderr); code != 0 {
+		t.Fatalf("bench --expire-only: exit %d: %s", code, stderr.String())
+	}
+	if out := stdout.String(); strings.Contains(out, "ingest") || !strings.Contains(out, "expire 200 rows: drop shard") || !strings.Contains(out, "expire 400 rows: row deletes") {
+		t.Errorf("bench --expire-only output:\n%s", out)
 	}
 	if code := run([]string{"bench", "--limit", "0"}, &stdout, &stderr); code == 0 {
 		t.Error("bench --limit 0 accepted")

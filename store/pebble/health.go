@@ -107,8 +107,8 @@ func (s *Store) fail(err error) {
 	}
 }
 
-// eventListener turns Pebble's flush outcomes into the flush fault and
-// logs its background errors and slow disks.
+// eventListener turns Pebble's flush outcomes into the flush fault, logs
+// its background errors and slow disks, and counts its write stalls.
 func (s *Store) eventListener() *pebble.EventListener {
 	return &pebble.EventListener{
 		FlushEnd: func(info pebble.FlushInfo) {
@@ -131,6 +131,8 @@ func (s *Store) eventListener() *pebble.EventListener {
 		DiskSlow: func(info pebble.DiskSlowInfo) {
 			s.log.Warn("embedded store: slow disk", "component", "pebble", "info", info.String())
 		},
+		WriteStallBegin: s.stalls.begin,
+		WriteStallEnd:   s.stalls.end,
 	}
 }
 

@@ -1,6 +1,10 @@
 package pebble
 
 import (
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -25,10 +29,14 @@ var (
 	descMinFree     = prometheus.NewDesc("ebb_pebble_min_free_bytes", "Free-space floor: below it, writes that add data are refused with 507 (0: no floor).", nil, nil)
 	descRefused     = prometheus.NewDesc("ebb_pebble_writes_refused_total", "Writes the embedded store refused, by reason: insufficient_storage (below the free-space floor) or storage_fault (after a disk fault).", []string{"reason"}, nil)
 	descFault       = prometheus.NewDesc("ebb_pebble_storage_fault", "1 while the embedded store refuses writes after a disk fault, else 0.", nil, nil)
+	descStalls      = prometheus.NewDesc("ebb_pebble_write_stalls_total", "Times Pebble stopped writes, by reason: memtables (too many memtables queued for flushing) or l0 (too many files in level 0).", []string{"reason"}, nil)
+	descStallTime   = prometheus.NewDesc("ebb_pebble_write_stall_seconds_total", "Time writes spent stopped by Pebble.", nil, nil)
+	descDebt        = prometheus.NewDesc("ebb_pebble_compaction_debt_bytes", "Bytes Pebble estimates it must compact to bring the LSM back into shape.", nil, nil)
+	descSublevels   = prometheus.NewDesc("ebb_pebble_l0_sublevels", "Sublevels of level 0: Pebble slows compactions' intake and, past its threshold, writes as they grow.", nil, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDisk, descMemtable, descL0Files, descReadAmp, descCompactions, descFlushes, descCacheHits, descCacheMisses, descWALBytes, descTables, descFree, descMinFree, descRefused, descFault} {
+	for _, d := range []*prometheus.Desc{descDisk, descMemtable, descL0Files, descReadAmp, descCompactions, descFlushes, descCacheHits, descCacheMisses, descWALBytes, descTables, descFree, descMinFree, descRefused, descFault, descStalls, descStallTime, descDebt, descSublevels} {
 		ch <- d
 	}
 }
@@ -66,4 +74,73 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		fault = 1
 	}
 	gauge(descFault, fault)
+	st := c.s.stalls.snapshot()
+	ch <- prometheus.MustNewConstMetric(descStalls, prometheus.CounterValue, float64(st.Memtables), stallMemtables)
+	ch <- prometheus.MustNewConstMetric(descStalls, prometheus.CounterValue, float64(st.L0), stallL0)
+	counter(descStallTime, st.Duration.Seconds())
+	gauge(descDebt, float64(m.Compact.EstimatedDebt))
+	gauge(descSublevels, float64(m.Levels[0].Sublevels))
+}
+
+// Reasons of a write stall, the reason label of
+// ebb_pebble_write_stalls_total.
+const (
+	stallMemtables = "memtables"
+	stallL0        = "l0"
+)
+
+// WriteStalls counts the times Pebble stopped writes and how long they
+// stayed stopped.
+type WriteStalls struct {
+	// Memtables counts stalls because the memtables queued for flushing
+	// reached Pebble's MemTableStopWritesThreshold; L0 those because
+	// level 0 reached its L0StopWritesThreshold.
+	Memtables, L0 int64
+	// Duration is the time writes were stopped, stalls in progress
+	// included.
+	Duration time.Duration
+}
+
+// WriteStalls reports the write stalls since the store was opened.
+func (s *Store) WriteStalls() WriteStalls { return s.stalls.snapshot() }
+
+// stallTracker follows Pebble's write-stall events. Pebble reports at most
+// one stall at a time.
+type stallTracker struct {
+	mu    sync.Mutex
+	n     WriteStalls
+	began time.Time // zero when no stall is in progress
+}
+
+func (t *stallTracker) begin(info pebble.WriteStallBeginInfo) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	// Pebble's reasons are "memtable count limit reached" and "L0 file
+	// count limit exceeded".
+	if len(info.Reason) > 0 && (info.Reason[0] == 'L' || info.Reason[0] == 'l') {
+		t.n.L0++
+	} else {
+		t.n.Memtables++
+	}
+	// A stall's duration is measured time, not logic: the wall clock.
+	t.began = time.Now()
+}
+
+func (t *stallTracker) end() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.began.IsZero() {
+		t.n.Duration += time.Since(t.began)
+		t.began = time.Time{}
+	}
+}
+
+func (t *stallTracker) snapshot() WriteStalls {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := t.n
+	if !t.began.IsZero() {
+		n.Duration += time.Since(t.began)
+	}
+	return n
 }

@@ -86,6 +86,12 @@ func (s *Store) Query(ctx context.Context, name string, q store.Query) (store.Pa
 // Scan is Query without materializing rows: values alias Pebble's buffers
 // for the duration of each callback; see store.Store.
 func (s *Store) Scan(ctx context.Context, name string, q store.Query, fn func(*store.RawRow) error) ([]byte, error) {
+	return s.ScanTally(ctx, name, q, fn, nil)
+}
+
+// ScanTally is Scan, adding up the rows it hands out in t (see
+// store.TallyScanner); a nil t adds up nothing.
+func (s *Store) ScanTally(ctx context.Context, name string, q store.Query, fn func(*store.RawRow) error, t *store.ScanTally) ([]byte, error) {
 	var raw store.RawRow
 	return s.scan(ctx, name, q, func(spec *store.TableSpec, _ []any, ck []byte, f *fragment, now int64) error {
 		raw.Clustering = ck
@@ -99,6 +105,16 @@ func (s *Store) Scan(ctx context.Context, name string, q store.Query, fn func(*s
 				raw.Values[c.col] = c.payload
 				if raw.Values[c.col] == nil {
 					raw.Values[c.col] = []byte{}
+				}
+			}
+		}
+		if t != nil {
+			t.Rows++
+			t.ClusteringBytes += len(ck)
+			for _, v := range raw.Values {
+				if v != nil {
+					t.Values++
+					t.ValueBytes += len(v)
 				}
 			}
 		}
@@ -273,4 +289,22 @@ func (s *Store) Stats(ctx context.Context, name string) (store.TableStats, error
 		return store.TableStats{}, err
 	}
 	return st, nil
+}
+
+// DiskUsage estimates the bytes a table's sstables take on disk (Pebble's
+// EstimateDiskUsage over its key range): what dropping it frees, once the
+// rows have left the memtable. Rows still in the memtable count for
+// nothing.
+func (s *Store) DiskUsage(name string) (uint64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, err := s.lookup(name)
+	if err != nil {
+		return 0, err
+	}
+	n, err := s.db.EstimateDiskUsage(t.prefix, prefixEnd(t.prefix))
+	if err != nil {
+		return 0, fmt.Errorf("disk usage of %s: %w", name, err)
+	}
+	return n, nil
 }

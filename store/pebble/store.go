@@ -89,6 +89,8 @@ type Store struct {
 	// guard refuses writes after a disk fault and below the free-space
 	// floor (health.go).
 	guard guard
+	// stalls counts Pebble's write stalls (metrics.go).
+	stalls stallTracker
 }
 
 type table struct {
