@@ -164,7 +164,7 @@ func testReplicas(t *testing.T, endpoint string) {
 		c.start(id)
 	}
 	mgr, epoch := c.leader("shard-manager", ids, 5*replicaLease)
-	sweeper, _ := c.leader("sweeper", ids, 5*replicaLease)
+	sweeper, sweeperEpoch := c.leader("sweeper", ids, 5*replicaLease)
 	t.Logf("shard manager on %s (epoch %d), sweeper on %s", mgr, epoch, sweeper)
 
 	// Writes and reads go through every replica.
@@ -224,10 +224,17 @@ func testReplicas(t *testing.T, endpoint string) {
 	if deleted > 2*items {
 		t.Fatalf("sweepers deleted %v rows for %d items: some were deleted twice", deleted, items)
 	}
-	for _, id := range ids {
-		if id != sweeper && metric(t, c.procs[id], "ebb_expiry_deleted_total") > 0 {
-			t.Fatalf("replica %s swept without holding the sweeper lease", id)
+	// On a loaded machine a 1 s lease may change hands (a renewal that
+	// missed its deadline); then the sweeps are shared between holders in
+	// turn, and the bound above is what holds them to one delete per row.
+	if now, nowEpoch := c.leader("sweeper", ids, 5*replicaLease); now == sweeper && nowEpoch == sweeperEpoch {
+		for _, id := range ids {
+			if id != sweeper && metric(t, c.procs[id], "ebb_expiry_deleted_total") > 0 {
+				t.Fatalf("replica %s swept without holding the sweeper lease", id)
+			}
 		}
+	} else {
+		t.Logf("the sweeper lease moved from %s (epoch %d) to %s (epoch %d) while sweeping", sweeper, sweeperEpoch, now, nowEpoch)
 	}
 
 	// SIGKILL the shard manager's leader: another replica takes over within
@@ -261,11 +268,18 @@ func testReplicas(t *testing.T, endpoint string) {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * replicaLease)
-	if l := c.leases(c.procs[paused])["shard-manager"]; l.HeldHere {
+	// The woken replica must not believe in the lease it held before the
+	// pause. On a loaded machine a 1 s lease can still change hands
+	// legitimately afterwards (a renewal that missed its deadline), so a
+	// lease held later is checked by its epoch: it must be a new one, won
+	// after the last replica's.
+	if l := c.leases(c.procs[paused])["shard-manager"]; l.HeldHere && l.Epoch <= epoch3 {
 		t.Fatalf("the paused replica %s believes it holds the lease after waking: %+v", paused, l)
 	}
-	if h, _ := c.leader("shard-manager", alive, time.Second); h != mgr3 {
-		t.Fatalf("leadership moved back to %s after the pause", h)
+	if h, e := c.leader("shard-manager", alive, time.Second); h != mgr3 && e <= epoch3 {
+		t.Fatalf("leadership moved back to %s at epoch %d after the pause, not above %d", h, e, epoch3)
+	} else if h != mgr3 {
+		t.Logf("leadership changed hands again after the pause: %s at epoch %d (a renewal missed on a loaded machine)", h, e)
 	}
 	if log := c.procs[paused].stderr.String(); !strings.Contains(log, "lease lost") {
 		t.Fatalf("the woken replica %s did not log losing its lease:\n%s", paused, tail(log, 40))
