@@ -382,9 +382,9 @@ func (s *Store) countRead(cl Class, op Op, rows int64, d, k int) {
 
 // Get reads one row from the wrapped Store. A missing row still costs a
 // read. It is the hottest path, written so that a row within 4 KB costs a
-// comparison of the table name, one pass over its values and two atomic
-// adds on counters found through the table's metadata; the rest is out of
-// line.
+// comparison of the table name, one pass over its keys and values that
+// sizes only text and bytes (pointSize), and two atomic adds on counters
+// found through the table's metadata; the rest is out of line.
 func (s *Store) Get(ctx context.Context, table string, partition, clustering []any) (store.Row, error) {
 	row, err := s.inner.Get(ctx, table, partition, clustering)
 	if err != nil {
@@ -395,14 +395,20 @@ func (s *Store) Get(ctx context.Context, table string, partition, clustering []a
 	if t.name != table || t.dead.Load() {
 		t = s.lookup(ctx, table)
 	}
-	d, k := t.rowBytes(&row, partition, clustering)
-	if d > readUnitBytes || k > readUnitBytes {
-		s.countRead(t.class, OpGet, 1, d, k)
+	if d, ok := t.pointSize(&row, partition, clustering); ok {
+		t.c[OpGet].shapes[shapeOne].Add(1)
+		t.c[OpGet].bytes.Add(int64(d))
 		return row, nil
 	}
-	t.c[OpGet].shapes[shapeOne].Add(1)
-	t.c[OpGet].bytes.Add(int64(d))
+	s.countGet(t, &row, partition, clustering)
 	return row, nil
+}
+
+// countGet counts a Get of a row that pointSize could not place within
+// one read unit on both models, sized exactly.
+func (s *Store) countGet(t *tableMeta, row *store.Row, partition, clustering []any) {
+	d, k := t.rowBytes(row, partition, clustering)
+	s.countRead(t.class, OpGet, 1, d, k)
 }
 
 // countGetError counts a Get that found no row.
@@ -439,11 +445,14 @@ func (s *Store) Query(ctx context.Context, table string, q store.Query) (store.P
 // lengths; the sizes on each model are worked out once, at the end, with
 // every present value's attribute name taken as two bytes and numbers at
 // their 8 stored bytes. Tallies are recycled (Store.scans), with row, the
-// callback handed to the wrapped Scan, made once for each.
+// callback handed to the wrapped Scan, made once for each. tally is what a
+// store.TallyScanner adds up instead, kept here so that handing it over
+// allocates nothing.
 type scanCount struct {
 	fn                      func(*store.RawRow) error
 	row                     func(*store.RawRow) error
 	rows, ck, vals, present int
+	tally                   store.ScanTally
 }
 
 // sizes returns the bytes the rows scanned amount to on DynamoDB and on
@@ -463,9 +472,8 @@ func (s *Store) Scan(ctx context.Context, table string, q store.Query, fn func(*
 	var next []byte
 	var err error
 	if ts, ok := s.inner.(store.TallyScanner); ok {
-		var tally store.ScanTally
-		next, err = ts.ScanTally(ctx, table, q, fn, &tally)
-		c.rows, c.ck, c.present, c.vals = tally.Rows, tally.ClusteringBytes, tally.Values, tally.ValueBytes
+		next, err = ts.ScanTally(ctx, table, q, fn, &c.tally)
+		c.rows, c.ck, c.present, c.vals = c.tally.Rows, c.tally.ClusteringBytes, c.tally.Values, c.tally.ValueBytes
 	} else {
 		c.fn = fn
 		next, err = s.inner.Scan(ctx, table, q, c.row)

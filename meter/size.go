@@ -112,19 +112,33 @@ func tupleLen(vals []any) int {
 // never changed once made, but for dead, set when the table is created or
 // dropped anew and its spec may have changed.
 type tableMeta struct {
-	// The fields a point read uses come first, to share a cache line.
+	// The fields a point read uses come first, in the first cache line:
+	// the struct is padded to 128 bytes, a size class whose objects start
+	// on a cache line.
 	name  string
 	dead  atomic.Bool
 	class Class
+	// nOver is how many value columns valueOver covers: the spec's, when
+	// it is known and has at most maxPointValues of them; otherwise 0.
+	nOver uint8
+	c     *classCounters // the class's tallies
 	// colID is Keyspaces' column identifier size.
 	colID int
-	c     *classCounters // the class's tallies
+	// valueOver[i] is what value column i adds to a DynamoDB item besides
+	// its value and its expiry: the names "v<i>" and "e<i>" and, when the
+	// column is indexed, "i<i>" with its 16-byte digest.
+	valueOver [maxPointValues]uint8
 	// indexed[i]: value column i has a local index (an i<i> attribute on
 	// DynamoDB); nil when none has. nIndexed counts them.
 	indexed  []bool
 	nIndexed int
 	spec     *store.TableSpec // nil when unknown
+	_        [40]byte
 }
+
+// maxPointValues is the most value columns a table may have for Get to
+// size its rows with pointSize; rowBytes sizes the rest.
+const maxPointValues = 8
 
 func newTableMeta(name string, spec *store.TableSpec, c *counters) *tableMeta {
 	t := &tableMeta{name: name, class: Classify(name), spec: spec, colID: 1}
@@ -145,6 +159,17 @@ func newTableMeta(name string, spec *store.TableSpec, c *counters) *tableMeta {
 	}
 	cols := len(spec.PartitionKey) + len(spec.Clustering) + len(spec.Values)
 	t.colID = (cols + 61) / 62
+	if len(spec.Values) <= maxPointValues {
+		t.nOver = uint8(len(spec.Values))
+		for i := range len(spec.Values) {
+			name := 1 + digitsLen(i)
+			over := 2 * name
+			if t.indexed != nil && t.indexed[i] {
+				over += name + 16
+			}
+			t.valueOver[i] = uint8(over)
+		}
+	}
 	return t
 }
 
@@ -288,7 +313,8 @@ func (t *tableMeta) upsertBytes(m *store.Mutation, pk, ck, keys int) (d, k int) 
 // rowBytes is the size of a row read by its key: the DynamoDB item holding
 // it and its encoded size on Keyspaces. It is keySizes and valueBytes
 // written out as one function, the common types tested first and the rest
-// handed to them, since it runs on every point read.
+// handed to them. Get calls it for the rows pointSize cannot place within
+// one read unit.
 func (t *tableMeta) rowBytes(r *store.Row, partition, clustering []any) (d, k int) {
 	var pk, pkKs, ck, ckKs int
 	for i, v := range partition {
@@ -331,6 +357,69 @@ func (t *tableMeta) rowBytes(r *store.Row, partition, clustering []any) (d, k in
 		}
 	}
 	return d, k
+}
+
+// pointSize sizes a row read by its key on Get's fast path, in one pass
+// that measures text and bytes and sizes no number it need not. d is the
+// DynamoDB item's size, exactly as rowBytes gives it. kMax bounds its
+// Keyspaces size, taking every key column that is neither text nor bytes
+// at 11 bytes (the most a number takes; a timestamp takes 8) instead of
+// sizing it, and every value of those types at 11 too. ok reports that both
+// are within 4 KB, where the read costs exactly one read unit on each model
+// whatever the exact Keyspaces size. When it is false (a larger row, one
+// with more values than the table's spec or than maxPointValues, or one of
+// a table whose spec is unknown), the caller sizes the row with rowBytes.
+func (t *tableMeta) pointSize(r *store.Row, partition, clustering []any) (d int, ok bool) {
+	if len(r.Values) > int(t.nOver) {
+		return 0, false
+	}
+	pn, po := keyLens(partition)
+	cn, co := keyLens(clustering)
+	rowExp := neverBytes
+	if !r.ExpiresAt.IsZero() {
+		rowExp = expiryBytes(r.ExpiresAt)
+	}
+	// pk and sk (see dynamoKeyBytes), with text and bytes 2 bytes longer
+	// in the key encoding and other columns 8 bytes; then "x".
+	d = 2 + pn + 2*len(partition) + 6*po + 2 + 1 + cn + 2*len(clustering) + 6*co + 1 + rowExp
+	ck := cn + 11*co
+	kMax := pn + 11*po + 3*len(partition) + ck + (ck+4)/5 + keyspacesRowMetadata
+	for i, v := range r.Values {
+		var dv, kv int
+		if b, ok := v.([]byte); ok {
+			dv, kv = len(b), len(b)
+		} else if s, ok := v.(string); ok {
+			dv, kv = len(s), len(s)
+		} else if v == nil {
+			continue
+		} else {
+			dv, kv = dynamoValueBytes(v), 11
+		}
+		d += int(t.valueOver[i]) + dv + rowExp
+		kMax += t.colID + kv
+	}
+	return d, d <= readUnitBytes && kMax <= readUnitBytes
+}
+
+// expiryBytes is the size of an expiry as DynamoDB holds it, a number of
+// Unix milliseconds. It is kept out of line, off pointSize's common path.
+//
+//go:noinline
+func expiryBytes(t time.Time) int { return numBytes(t.UnixMilli()) }
+
+// keyLens returns the summed lengths of a key tuple's text and byte string
+// values, and how many values of other types it holds.
+func keyLens(vals []any) (n, other int) {
+	for _, v := range vals {
+		if s, ok := v.(string); ok {
+			n += len(s)
+		} else if b, ok := v.([]byte); ok {
+			n += len(b)
+		} else {
+			other++
+		}
+	}
+	return n, other
 }
 
 // rowValuesBytes is the size of a row's values as read, with their

@@ -112,10 +112,21 @@ func TestUpsertBytes(t *testing.T) {
 }
 
 // TestCountersAligned holds what opCounters' layout relies on: 128 bytes
-// each, the first at the start of a cache line.
+// each, the first at the start of a cache line; and tableMeta's, 128 bytes
+// at the start of one.
 func TestCountersAligned(t *testing.T) {
 	if n := unsafe.Sizeof(opCounters{}); n != 128 {
 		t.Errorf("opCounters is %d bytes, want 128", n)
+	}
+	// tableMeta's padding puts what a point read uses in one cache line.
+	if n := unsafe.Sizeof(tableMeta{}); n != 128 {
+		t.Errorf("tableMeta is %d bytes, want 128", n)
+	}
+	var c counters
+	for range 10 {
+		if a := uintptr(unsafe.Pointer(newTableMeta("t", nil, &c))); a%64 != 0 {
+			t.Errorf("tableMeta at %#x, not on a cache line", a)
+		}
 	}
 	for range 10 {
 		s, err := Wrap(nil, Options{})
@@ -124,6 +135,56 @@ func TestCountersAligned(t *testing.T) {
 		}
 		if a := uintptr(unsafe.Pointer(&s.c[0][0])); a%64 != 0 {
 			t.Errorf("counters at %#x, not on a cache line", a)
+		}
+	}
+}
+
+// TestPointSize holds Get's fast sizing to rowBytes: the same DynamoDB
+// size whenever it answers, and never one read unit where rowBytes makes
+// it more, on rows about the 4 KB boundary too.
+func TestPointSize(t *testing.T) {
+	var c counters
+	spec := store.TableSpec{Name: "t", Indexes: []store.IndexSpec{{Name: "by_v1", Column: "v1"}}}
+	for i := range 12 {
+		spec.Values = append(spec.Values, store.Column{Name: fmt.Sprintf("v%d", i), Type: store.TypeBytes})
+	}
+	// A spec of 6 value columns, within maxPointValues, and one of 12.
+	small := spec
+	small.Values = spec.Values[:6]
+	metas := []*tableMeta{newTableMeta("t", &small, &c), newTableMeta("t", &spec, &c), newTableMeta("t", nil, &c)}
+	ts := time.UnixMilli(1_719_446_400_123).UTC()
+	keys := [][]any{nil, {"acc_1"}, {"acc_1", int64(2865744)}, {int64(-5), []byte("k\x00"), ts},
+		{ts, "e1"}, {1.5, true}, {int64(math.MaxInt64), int64(math.MinInt64)}}
+	values := [][]any{nil, {[]byte("payload")}, {nil, []byte("x")}, {"s", int64(1200), ts, []byte{}},
+		{[]byte("a"), []byte("b"), []byte("c"), []byte("d"), []byte("e"), []byte("f"), []byte("g"), []byte("h"), []byte("i"), []byte("j"), []byte("k"), []byte("l")}}
+	// Rows about 4 KB on either model: one value of n bytes, for n from
+	// 3,800 to 4,100, beside a number value of 11 bytes on Keyspaces.
+	for n := 3800; n <= 4100; n += 3 {
+		values = append(values, []any{make([]byte, n)}, []any{int64(math.MaxInt64), make([]byte, n)}, []any{nil, "", make([]byte, n)})
+	}
+	for _, m := range metas {
+		for _, p := range keys {
+			for _, ck := range keys {
+				for _, vals := range values {
+					for _, exp := range []time.Time{{}, ts} {
+						r := store.Row{Values: vals, ExpiresAt: exp}
+						wantD, wantK := m.rowBytes(&r, p, ck)
+						d, ok := m.pointSize(&r, p, ck)
+						switch {
+						case ok && (d != wantD || ReadUnits(wantD) != 1 || ReadUnits(wantK) != 1):
+							t.Errorf("spec %v, keys %v %v, values of %d, expiry %v: %d bytes, within one unit; want %d, %d bytes",
+								m.spec != nil, p, ck, len(vals), exp, d, wantD, wantK)
+						// The bound is loose by a few bytes per number only:
+						// a row 100 bytes within 4 KB is always sized fast,
+						// when its table's spec is known and has at most
+						// maxPointValues values, and it has no more.
+						case !ok && len(vals) <= int(m.nOver) && wantD <= readUnitBytes-100 && wantK <= readUnitBytes-100:
+							t.Errorf("spec %v, keys %v %v, values of %d, expiry %v: not sized fast at %d, %d bytes",
+								m.spec != nil, p, ck, len(vals), exp, wantD, wantK)
+						}
+					}
+				}
+			}
 		}
 	}
 }
