@@ -61,9 +61,16 @@ fuzz-short:
 		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./server/ || exit 1; \
 	done
 
+# fuzz also runs schemathesis (PyPI, installed into tools/schemathesis/venv
+# the first time by scripts/with-schemathesis.sh) from docs/openapi.yaml
+# against a live `ebb serve` with an auth file, for FUZZ_OPENAPI_TIME
+# seconds (scripts/fuzz-openapi.sh): no 5xx, no panic, every status and
+# body as the spec declares.
 FUZZTIME_LONG ?= 5m
-fuzz:
+FUZZ_OPENAPI_TIME ?= 300
+fuzz: build
 	$(MAKE) --no-print-directory fuzz-short FUZZTIME=$(FUZZTIME_LONG)
+	FUZZ_OPENAPI_TIME=$(FUZZ_OPENAPI_TIME) ./scripts/with-schemathesis.sh ./scripts/fuzz-openapi.sh $(BIN)
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ebb

@@ -117,7 +117,17 @@ func TestOverloadIsShed(t *testing.T) {
 	<-entered
 	<-entered
 	began := time.Now()
-	r := call(t, "POST", ts.URL+"/v1/block", "", nil)
+	// Without admission the third write would block on hold too: wait for
+	// it with a deadline, so that the test fails instead of hanging.
+	third := make(chan response, 1)
+	go func() { third <- call(t, "POST", ts.URL+"/v1/block", "", nil) }()
+	var r response
+	select {
+	case r = <-third:
+	case <-time.After(5 * time.Second):
+		close(hold)
+		t.Fatal("a third write while two are in flight was not shed within 5s: it was admitted and queued")
+	}
 	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" || r.errorCode(t) != "unavailable" {
 		t.Fatalf("third write while two are in flight: %d %q %s", r.status, r.header.Get("Retry-After"), r.body)
 	}

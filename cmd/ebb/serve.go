@@ -42,6 +42,7 @@ type serveConfig struct {
 	logLevel          string
 	shutdownTimeout   time.Duration
 	minFreeBytes      int64
+	limits            server.Limits
 }
 
 func newServeCmd(*client) *cobra.Command {
@@ -97,6 +98,9 @@ Flags given on the command line override the file; a relative path in it
 	f.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
 	f.Int64Var(&cfg.minFreeBytes, "min-free-bytes", ebb.DefaultMinFreeBytes, "pebble backend: below this many free bytes on the data directory's disk, writes that add data are refused with 507 insufficient_storage (deletes, drops and expiry go on); 0 turns the floor off")
+	f.IntVar(&cfg.limits.Reads, "max-reads", server.DefaultLimits().Reads, "reads under /v1 worked on at once; past it, after a 50 ms wait, a read is answered 503 with Retry-After")
+	f.IntVar(&cfg.limits.Writes, "max-writes", server.DefaultLimits().Writes, "writes under /v1 worked on at once; past it, after a 50 ms wait, a write is answered 503 with Retry-After")
+	f.IntVar(&cfg.limits.Admin, "max-admin", server.DefaultLimits().Admin, "requests under /v1/admin worked on at once; past it, after a 50 ms wait, one is answered 503 with Retry-After")
 	return cmd
 }
 
@@ -110,6 +114,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	}
 	if cfg.reconcileInterval <= 0 || cfg.sweepInterval <= 0 || cfg.shutdownTimeout <= 0 {
 		return errors.New("--reconcile-interval, --sweep-interval and --shutdown-timeout must be positive")
+	}
+	if cfg.limits.Reads <= 0 || cfg.limits.Writes <= 0 || cfg.limits.Admin <= 0 {
+		return errors.New("--max-reads, --max-writes and --max-admin must be positive")
 	}
 	if cfg.minFreeBytes < 0 {
 		return fmt.Errorf("--min-free-bytes %d is negative; 0 turns the floor off", cfg.minFreeBytes)
@@ -165,7 +172,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 			err = errors.Join(err, fmt.Errorf("close: %w", cerr))
 		}
 	}()
-	srv, err := server.New(server.Options{DB: db, Registerer: reg, Gatherer: reg, Logger: log, Auth: auth})
+	srv, err := server.New(server.Options{DB: db, Registerer: reg, Gatherer: reg, Logger: log, Auth: auth, Limits: cfg.limits})
 	if err != nil {
 		return err
 	}

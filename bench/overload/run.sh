@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# run.sh measures `ebb serve` (embedded backend, a fresh data directory)
+# past saturation, with vegeta (github.com/tsenart/vegeta), for a write
+# route (event ingest, POST /v1/indexes/load/events, 10 events a request)
+# and a read route (GET /v1/indexes/load/events?index_id=...&limit=10):
+#
+#  1. saturation: closed loop, each of WORKERS workers sending its next
+#     request when the last is answered; the saturation rate is the highest
+#     2xx rate over the worker counts (throughput stops growing there);
+#  2. overload: open loop at FACTOR (2) times that rate for OVERLOAD
+#     seconds, with /healthz probed 50 times a second beside it. It prints
+#     the share of requests shed (503), the p50/p99 of admitted (2xx)
+#     requests, the p99 of shed ones, and the p99 of /healthz.
+#
+# The saturation runs have a server of their own (default bounds). The
+# overload runs are repeated in each of MODES, each on a fresh server
+# holding the same data (PREFILL seconds of writes): `default` (the default
+# admission bounds, 256 reads and 128 writes in flight), `tight`
+# (--max-reads/--max-writes $TIGHT, 16) and `off` (bounds raised out of
+# reach, 1000000).
+#
+#   bench/overload/run.sh [path to the ebb binary]          # bin/ebb
+#   WORKERS="8 64" SAT=5 OVERLOAD=10 bench/overload/run.sh  # a quicker run
+#
+# SERVE_FLAGS adds flags to both servers; MAX_WORKERS (2000) caps vegeta's
+# open-loop workers, so with admission off the attack can fall below the
+# rate it aims at (the table says what it achieved). vegeta is installed
+# into bin/ with `go install` when it is not on PATH.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+EBB=${1:-$root/bin/ebb}
+WORKERS=${WORKERS:-1 4 16 64 256 1024}
+SAT=${SAT:-8}
+OVERLOAD=${OVERLOAD:-20}
+PREFILL=${PREFILL:-5}
+FACTOR=${FACTOR:-2}
+MODES=${MODES:-default tight off}
+TIGHT=${TIGHT:-16}
+MAX_WORKERS=${MAX_WORKERS:-2000}
+SERVE_FLAGS=${SERVE_FLAGS:-}
+VEGETA_VERSION=v12.12.0
+
+[[ -x "$EBB" ]] || { echo "run.sh: $EBB is not an executable; run make build" >&2; exit 1; }
+for cmd in curl base64 awk sort; do
+	command -v "$cmd" >/dev/null || { echo "run.sh: $cmd is missing" >&2; exit 1; }
+done
+if ! command -v vegeta >/dev/null 2>&1; then
+	if [[ ! -x "$root/bin/vegeta" ]]; then
+		echo "run.sh: installing vegeta $VEGETA_VERSION into bin/ (go install)" >&2
+		GOBIN="$root/bin" go install "github.com/tsenart/vegeta/v12@$VEGETA_VERSION"
+	fi
+	PATH="$root/bin:$PATH"
+fi
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+# shellcheck source=../../scripts/lib.sh
+source "$root/scripts/lib.sh"
+work=$(mktemp -d)
+server=
+cleanup() {
+	[[ -n "$server" ]] && { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# start FLAGS... starts a server on a fresh data directory with an index
+# of daily shards, and sets base.
+start() {
+	local port
+	port=$(free_port)
+	rm -rf "$work/data"
+	# shellcheck disable=SC2086
+	"$EBB" serve --addr "127.0.0.1:$port" --data "$work/data" --log-level error $SERVE_FLAGS "$@" >"$work/serve.log" 2>&1 &
+	server=$!
+	wait_port "$server" "$port" 100 || { cat "$work/serve.log" >&2; exit 1; }
+	base="http://127.0.0.1:$port"
+	curl -fsS -X PUT "$base/v1/indexes/load" -d '{"table_bucket":"24h","partition_bucket":"1h","retention":"168h"}' >/dev/null
+}
+stop() {
+	kill "$server"
+	wait "$server" 2>/dev/null || true
+	server=
+}
+
+# targets writes vegeta's JSON targets: 1000 distinct writes of 10 events
+# (100-byte payloads) to 100 index ids, and reads of those ids.
+targets() {
+	local payload now i j ts body
+	payload=$(head -c 100 /dev/zero | tr '\0' 'x' | base64 -w0)
+	now=$(date -u +%s)
+	: >"$work/writes.jsonl"
+	: >"$work/reads.jsonl"
+	for i in $(seq 0 999); do
+		body='{"events":['
+		for j in $(seq 0 9); do
+			TZ=UTC printf -v ts '%(%Y-%m-%dT%H:%M:%SZ)T' $((now - 3600 + i * 3 + j % 3))
+			[[ $j -gt 0 ]] && body+=','
+			body+="{\"index_id\":\"acc_$((i % 100))\",\"event_id\":\"e$i-$j\",\"timestamp\":\"$ts\",\"payload\":\"$payload\"}"
+		done
+		body+=']}'
+		printf '{"method":"POST","url":"%s/v1/indexes/load/events","body":"%s","header":{"Content-Type":["application/json"]}}\n' \
+			"$base" "$(printf '%s' "$body" | base64 -w0)" >>"$work/writes.jsonl"
+	done
+	for i in $(seq 0 99); do
+		printf '{"method":"GET","url":"%s/v1/indexes/load/events?index_id=acc_%d&order=desc&limit=10"}\n' "$base" "$i" >>"$work/reads.jsonl"
+	done
+}
+
+# stats FILE prints the results of one vegeta attack: achieved request
+# rate, 2xx rate, share of 503, other failures, p50/p99 of the 2xx and p99
+# of the 503.
+stats() {
+	vegeta encode --to csv <"$1" | awk -F, -v ok="$work/ok.ms" -v shed="$work/shed.ms" '
+		BEGIN { printf "" > ok; printf "" > shed }
+		{ n++; t = $1 / 1e9; if (n == 1 || t < t0) t0 = t; if (t > t1) t1 = t
+		  if ($2 >= 200 && $2 < 300) { nok++; print $3 / 1e6 > ok } else if ($2 == 503) { nshed++; print $3 / 1e6 > shed } else other++ }
+		END { d = t1 - t0; if (d <= 0) d = 1
+		      printf "%.0f %.0f %.1f %d ", n / d, nok / d, 100 * nshed / n, other }'
+	printf '%s %s %s\n' "$(pct "$work/ok.ms" 0.50)" "$(pct "$work/ok.ms" 0.99)" "$(pct "$work/shed.ms" 0.99)"
+}
+
+# pct FILE Q prints the Q quantile of the numbers in FILE, or - when empty.
+pct() {
+	sort -n "$1" | awk -v q="$2" '{ v[NR] = $1 } END { if (NR == 0) { print "-"; exit } i = int(NR * q); if (i < 1) i = 1; printf "%.1f", v[i] }'
+}
+
+# p99 FILE prints the p99 latency (ms) of every request of an attack.
+p99() {
+	vegeta encode --to csv <"$1" | awk -F, '{ print $3 / 1e6 }' | sort -n | awk '{ v[NR] = $1 } END { i = int(NR * 0.99); if (i < 1) i = 1; printf "%.1f", v[i] }'
+}
+
+# saturation NAME TARGETS prints the 2xx rate at each worker count and
+# sets sat to the highest.
+saturation() {
+	local name=$1 file=$2 w line ok
+	sat=0
+	for w in $WORKERS; do
+		vegeta attack -format json -targets "$file" -rate 0 -workers "$w" -max-workers "$w" -duration "${SAT}s" -timeout 30s >"$work/sat.bin"
+		line=$(stats "$work/sat.bin")
+		ok=$(awk '{ print $2 }' <<<"$line")
+		printf '%-6s closed loop %4d workers: %6s req/s 2xx, p50 %s ms, p99 %s ms\n' "$name" "$w" "$ok" \
+			"$(awk '{ print $5 }' <<<"$line")" "$(awk '{ print $6 }' <<<"$line")"
+		((ok > sat)) && sat=$ok
+	done
+	echo "$name saturation: $sat req/s"
+}
+
+# overload NAME TARGETS RATE MODE drives RATE req/s open loop with /healthz
+# probed beside, and prints one row of the table.
+overload() {
+	local name=$1 file=$2 rate=$3 mode=$4 hz line
+	echo "GET $base/healthz" | vegeta attack -rate 50 -duration "${OVERLOAD}s" -timeout 30s >"$work/healthz.bin" &
+	hz=$!
+	vegeta attack -format json -targets "$file" -rate "$rate" -max-workers "$MAX_WORKERS" -duration "${OVERLOAD}s" -timeout 30s >"$work/over.bin"
+	wait "$hz"
+	line=$(stats "$work/over.bin")
+	# shellcheck disable=SC2086
+	printf '| %s | %s | %s | %s | %s | %s%% | %s | %s | %s | %s | %s |\n' "$name" "$mode" "$rate" $line "$(p99 "$work/healthz.bin")"
+}
+
+# Each mode is a name and the flags of its server.
+declare -A modeflags=(
+	[default]=""
+	[tight]="--max-reads $TIGHT --max-writes $TIGHT"
+	[off]="--max-reads 1000000 --max-writes 1000000"
+)
+# Saturation, on a server with the default bounds of its own.
+start
+targets
+saturation write "$work/writes.jsonl"
+satwrite=$sat
+saturation read "$work/reads.jsonl"
+satread=$sat
+stop
+
+# Each mode on a fresh server holding the same data: the writes of
+# PREFILL seconds at 16 workers, which the reads then read.
+table=()
+for mode in $MODES; do
+	[[ -v "modeflags[$mode]" ]] || { echo "run.sh: unknown mode $mode (default, tight, off)" >&2; exit 2; }
+	# shellcheck disable=SC2086
+	start ${modeflags[$mode]}
+	targets
+	vegeta attack -format json -targets "$work/writes.jsonl" -rate 0 -workers 16 -max-workers 16 -duration "${PREFILL}s" >/dev/null
+	table+=("$(overload write "$work/writes.jsonl" $((FACTOR * satwrite)) "$mode")")
+	table+=("$(overload read "$work/reads.jsonl" $((FACTOR * satread)) "$mode")")
+	stop
+done
+
+echo
+echo "| route | admission | aimed req/s | sent req/s | 2xx req/s | shed (503) | other failures | 2xx p50 ms | 2xx p99 ms | 503 p99 ms | /healthz p99 ms |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+printf '%s\n' "${table[@]}"

@@ -1,0 +1,144 @@
+package server_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ebb-data/ebb"
+	"github.com/ebb-data/ebb/server"
+)
+
+// TestFloodIsShed floods event ingest on the embedded store with many more
+// concurrent writers than the write bound admits, with /healthz probed
+// beside, and checks the qualitative promise of docs/operations.md
+// ("Overload"): some writes are shed with 503 unavailable and Retry-After,
+// quickly; every write admitted succeeds; /healthz is answered throughout,
+// and fast. bench/overload/run.sh measures the same thing with figures.
+func TestFloodIsShed(t *testing.T) {
+	db, err := ebb.Open(t.Context(), ebb.Options{Dir: filepath.Join(t.TempDir(), "data"), NoBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	const queue = 5 * time.Millisecond
+	ts, _ := start(t, server.Options{DB: db, Limits: server.Limits{Writes: 2, Queue: queue}})
+	if r := call(t, "PUT", ts.URL+"/v1/indexes/flood", "", strings.NewReader(`{"table_bucket":"24h","partition_bucket":"1h","retention":"168h"}`)); r.status != 201 {
+		t.Fatalf("create index: %d %s", r.status, r.body)
+	}
+	const writers = 32
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: writers + 1}}
+	t.Cleanup(client.CloseIdleConnections)
+
+	type outcome struct {
+		status     int
+		retryAfter string
+		took       time.Duration
+		body       string
+	}
+	var (
+		mu       sync.Mutex
+		outcomes []outcome
+		wg       sync.WaitGroup
+	)
+	stop := time.Now().Add(1500 * time.Millisecond)
+	ts0 := time.Now().UTC().Add(-time.Hour)
+	for w := range writers {
+		wg.Go(func() {
+			for n := 0; time.Now().Before(stop); n++ {
+				var b strings.Builder
+				b.WriteString(`{"events":[`)
+				for e := range 10 {
+					if e > 0 {
+						b.WriteByte(',')
+					}
+					fmt.Fprintf(&b, `{"index_id":"w%d","event_id":"e%d-%d","timestamp":%q,"payload":"aGVsbG8="}`,
+						w, n, e, ts0.Add(time.Duration(n)*time.Millisecond).Format(time.RFC3339Nano))
+				}
+				b.WriteString(`]}`)
+				began := time.Now()
+				resp, err := client.Post(ts.URL+"/v1/indexes/flood/events", "application/json", strings.NewReader(b.String()))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				o := outcome{resp.StatusCode, resp.Header.Get("Retry-After"), time.Since(began), string(body)}
+				mu.Lock()
+				outcomes = append(outcomes, o)
+				mu.Unlock()
+				if o.status == http.StatusServiceUnavailable {
+					// A client that retries at once, with far less than
+					// the second Retry-After asks for: still a flood,
+					// without spending the test's CPU on the loop alone.
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		})
+	}
+	var probes []time.Duration
+	for time.Now().Before(stop) {
+		began := time.Now()
+		resp, err := client.Get(ts.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("/healthz under the flood: %d", resp.StatusCode)
+		}
+		probes = append(probes, time.Since(began))
+		time.Sleep(20 * time.Millisecond)
+	}
+	wg.Wait()
+
+	var ok, shed int
+	var shedTook []time.Duration
+	for _, o := range outcomes {
+		switch o.status {
+		case http.StatusOK:
+			if !strings.Contains(o.body, `"written":10`) {
+				t.Fatalf("admitted write answered %s", o.body)
+			}
+			ok++
+		case http.StatusServiceUnavailable:
+			if o.retryAfter != "1" || !strings.Contains(o.body, `"unavailable"`) {
+				t.Fatalf("shed write: Retry-After %q, body %s", o.retryAfter, o.body)
+			}
+			shed++
+			shedTook = append(shedTook, o.took)
+		default:
+			t.Fatalf("write under the flood: %d %s", o.status, o.body)
+		}
+	}
+	t.Logf("%d writes admitted, %d shed; /healthz median %v, max %v over %d probes",
+		ok, shed, median(probes), slices.Max(probes), len(probes))
+	if ok == 0 || shed == 0 {
+		t.Fatalf("%d writes admitted and %d shed: want some of each from %d writers over 2 slots", ok, shed, writers)
+	}
+	// Shedding answers after the queue wait, not after the writes ahead.
+	// The bounds are loose, for the race detector on a busy machine.
+	if m := median(shedTook); m > 250*time.Millisecond {
+		t.Errorf("a shed write took %v (median) to be answered; the queue wait is %v", m, queue)
+	}
+	if m := median(probes); m > 250*time.Millisecond {
+		t.Errorf("/healthz took %v (median) under the flood", m)
+	}
+	if m := slices.Max(probes); m > 2*time.Second {
+		t.Errorf("/healthz took up to %v under the flood", m)
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
