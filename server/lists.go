@@ -172,9 +172,10 @@ func (h listHandlers) addItems(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h listHandlers) getItems(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
+	// The hot read: its query parameters are read off the raw query
+	// string (queryGet) rather than parsed into url.Values.
 	var minTS time.Time
-	if s := q.Get("min_timestamp"); s != "" {
+	if s := queryGet(r, "min_timestamp"); s != "" {
 		var err error
 		if minTS, err = ParseQueryTime("min_timestamp", s); err != nil {
 			return err
@@ -184,7 +185,7 @@ func (h listHandlers) getItems(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rd := lists.Read{MinTimestamp: minTS, Limit: limit, PageToken: q.Get("page_token"), MaxBytes: MaxPageBytes}
+	rd := lists.Read{MinTimestamp: minTS, Limit: limit, PageToken: queryGet(r, "page_token"), MaxBytes: MaxPageBytes}
 	w.Header()["Vary"] = varyAccept
 	// Items are encoded straight from the store's buffers into a pooled
 	// response buffer: {"items":[{"value":"<base64>","timestamp":"..."}]},

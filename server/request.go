@@ -134,7 +134,7 @@ func decodeError(err error) error {
 // when absent, otherwise an integer in 1..store.MaxLimit. Errors are 400
 // invalid_argument.
 func ParseLimit(r *http.Request) (int, error) {
-	s := r.URL.Query().Get("limit")
+	s := queryGet(r, "limit")
 	if s == "" {
 		return DefaultLimit, nil
 	}
@@ -154,7 +154,7 @@ var ErrUnknownQueryParameter = errors.New("unknown query parameter")
 // an unknown body field, a misspelt parameter ("limt") must not be
 // silently ignored.
 func checkQuery(r *http.Request, allowed []string) error {
-	if r.URL.RawQuery == "" {
+	if r.URL.RawQuery == "" || queryAllowed(r.URL.RawQuery, allowed) {
 		return nil
 	}
 	v, err := url.ParseQuery(r.URL.RawQuery)
@@ -178,6 +178,62 @@ func checkQuery(r *http.Request, allowed []string) error {
 		}
 	}
 	return nil
+}
+
+// maxQuickQuery bounds the '&'s of a query string that queryAllowed and
+// queryGet read without url.ParseQuery, far under the parameter count
+// past which url.ParseQuery fails, so that the two never disagree.
+const maxQuickQuery = 64
+
+// quickQuery reports whether raw can be read pair by pair as it stands:
+// nothing to unescape ('%', '+'), no ';' (which url.ParseQuery refuses)
+// and few pairs.
+func quickQuery(raw string) bool {
+	return !strings.ContainsAny(raw, "%+;") && strings.Count(raw, "&") <= maxQuickQuery
+}
+
+// queryAllowed reports, without allocating, that the raw query string
+// needs no unescaping and names only parameters in allowed, each once: the
+// common case of every read, answered without building url.Values. False
+// is no verdict: checkQuery then parses the query in full, which finds
+// what is wrong, or nothing.
+func queryAllowed(raw string, allowed []string) bool {
+	if len(allowed) > 64 || !quickQuery(raw) {
+		return false
+	}
+	var seen uint64
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		if pair == "" {
+			continue // url.ParseQuery skips empty pairs too
+		}
+		name, _, _ := strings.Cut(pair, "=")
+		i := slices.Index(allowed, name)
+		if i < 0 || seen&(1<<i) != 0 {
+			return false
+		}
+		seen |= 1 << i
+	}
+	return true
+}
+
+// queryGet returns the first value of the query parameter name, as
+// r.URL.Query().Get(name) does, without parsing the whole query string
+// into a map when it needs no unescaping.
+func queryGet(r *http.Request, name string) string {
+	raw := r.URL.RawQuery
+	if !quickQuery(raw) {
+		return r.URL.Query().Get(name)
+	}
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		if k, v, _ := strings.Cut(pair, "="); pair != "" && k == name {
+			return v
+		}
+	}
+	return ""
 }
 
 // ParseQueryTime parses the time in query parameter name, as ParseTime

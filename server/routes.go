@@ -67,8 +67,16 @@ func (s *Server) ErrorCodes() []ErrorCode {
 
 // routeMux is the Server's router: an http.ServeMux that remembers the
 // patterns registered on it, for Routes.
+//
+// Requests are served through a second mux, serve, holding the same
+// routes plus a catch-all ("/", every method) for what matches none of
+// them: so a request is matched once, where asking the mux first whether
+// a route matches and then serving it matched it twice. The catch-all
+// hands the request to the embedded mux, which has no catch-all and so
+// answers 404, 405 (with Allow) or a redirect as http.ServeMux does.
 type routeMux struct {
 	*http.ServeMux
+	serve    *http.ServeMux
 	mu       sync.Mutex
 	patterns []string
 	query    map[string][]string // pattern -> the query parameters it takes
@@ -84,12 +92,22 @@ func (m *routeMux) setQuery(pattern string, names []string) {
 	m.query[pattern] = slices.Sorted(slices.Values(names))
 }
 
-func newRouteMux() *routeMux { return &routeMux{ServeMux: http.NewServeMux()} }
+// newRouteMux returns a routeMux serving unmatched requests with
+// unmatched (which must not be nil).
+func newRouteMux(unmatched http.Handler) *routeMux {
+	m := &routeMux{ServeMux: http.NewServeMux(), serve: http.NewServeMux()}
+	m.serve.Handle("/", unmatched)
+	return m
+}
+
+// ServeHTTP serves r through its route, or through the catch-all.
+func (m *routeMux) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.serve.ServeHTTP(w, r) }
 
 // Handle registers h like http.ServeMux.Handle, panicking as it does on a
 // malformed or duplicate pattern (and then recording nothing).
 func (m *routeMux) Handle(pattern string, h http.Handler) {
 	m.ServeMux.Handle(pattern, h)
+	m.serve.Handle(pattern, h)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.patterns = append(m.patterns, pattern)

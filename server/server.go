@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -137,10 +138,10 @@ func New(opts Options) (*Server, error) {
 		log:      logger(opts.Logger),
 		auth:     opts.Auth,
 		now:      opts.Now,
-		mux:      newRouteMux(),
 		gatherer: opts.Gatherer,
 		metrics:  newMetrics(),
 	}
+	s.mux = newRouteMux(s.observe("unmatched", s.serveUnmatched))
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -299,22 +300,23 @@ func (s *Server) Handler() http.Handler {
 			})(w, r)
 			return
 		}
-		if _, pattern := s.mux.Handler(r); pattern != "" {
-			s.mux.ServeHTTP(w, r)
+		s.mux.ServeHTTP(w, r) // through its route, or serveUnmatched
+	})
+}
+
+// serveUnmatched answers a request that matches no route: the router's
+// 404, 405 or redirect, after a token check under /v1.
+func (s *Server) serveUnmatched(w http.ResponseWriter, r *http.Request) {
+	if s.auth != nil && isV1(r.URL.Path) {
+		if _, err := s.auth.authenticate(r); err != nil {
+			s.writeError(w, r, "unmatched", err)
 			return
 		}
-		s.observe("unmatched", func(w http.ResponseWriter, r *http.Request) {
-			if s.auth != nil && isV1(r.URL.Path) {
-				if _, err := s.auth.authenticate(r); err != nil {
-					s.writeError(w, r, "unmatched", err)
-					return
-				}
-			}
-			// The mux's own answer is plain text; keep its status and
-			// headers (Allow, Location) and replace a 404 or 405 body.
-			s.mux.ServeHTTP(&unmatchedWriter{ResponseWriter: w}, r)
-		})(w, r)
-	})
+	}
+	// The mux's own answer is plain text; keep its status and headers
+	// (Allow, Location) and replace a 404 or 405 body. The embedded mux
+	// has no catch-all, so it answers as http.ServeMux does.
+	s.mux.ServeMux.ServeHTTP(&unmatchedWriter{ResponseWriter: w}, r)
 }
 
 func isV1(path string) bool { return path == "/v1" || strings.HasPrefix(path, "/v1/") }
@@ -350,6 +352,7 @@ func (u *unmatchedWriter) Write(b []byte) (int, error) {
 // the status-recording writer Route relies on, metrics labelled by route
 // pattern and status, and a debug log line.
 func (s *Server) observe(route string, h http.HandlerFunc) http.HandlerFunc {
+	rm := s.metrics.forRoute(route)
 	return func(w http.ResponseWriter, r *http.Request) {
 		// Wall-clock latency for the histogram; no decision depends on it.
 		start := time.Now()
@@ -370,9 +373,13 @@ func (s *Server) observe(route string, h http.HandlerFunc) http.HandlerFunc {
 				status = http.StatusOK // the handler wrote nothing at all
 			}
 			elapsed := time.Since(start)
-			s.metrics.observe(route, status, elapsed)
-			s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "route", route,
-				"status", status, "duration", elapsed, "remote", r.RemoteAddr)
+			rm.observe(status, elapsed)
+			// Checked first: the arguments alone would cost allocations
+			// on every request.
+			if s.log.Enabled(r.Context(), slog.LevelDebug) {
+				s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "route", route,
+					"status", status, "duration", elapsed, "remote", r.RemoteAddr)
+			}
 		}()
 		h(sw, r)
 	}
@@ -457,17 +464,70 @@ func (m *metrics) observe(route string, status int, d time.Duration) {
 	m.duration.WithLabelValues(route, code).Observe(d.Seconds())
 }
 
+// forRoute returns the metrics of one route.
+func (m *metrics) forRoute(route string) *routeMetrics { return &routeMetrics{m: m, route: route} }
+
+// routeMetrics are one route's series. Those of its success statuses are
+// looked up once, when first used (a series appears only once it has a
+// request, as before), and kept: looking a series up by its labels hashes
+// them under a lock, a cost every request paid.
+type routeMetrics struct {
+	m     *metrics
+	route string
+	// ok holds the series of 200, 201 and 204, by okIndex.
+	ok [3]atomic.Pointer[statusMetrics]
+}
+
+type statusMetrics struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+func okIndex(status int) int {
+	switch status {
+	case http.StatusOK:
+		return 0
+	case http.StatusCreated:
+		return 1
+	case http.StatusNoContent:
+		return 2
+	}
+	return -1
+}
+
+func (rm *routeMetrics) observe(status int, d time.Duration) {
+	i := okIndex(status)
+	if i < 0 {
+		rm.m.observe(rm.route, status, d)
+		return
+	}
+	sm := rm.ok[i].Load()
+	if sm == nil {
+		// Two first requests may both get here; WithLabelValues hands
+		// both the same series.
+		code := strconv.Itoa(status)
+		sm = &statusMetrics{rm.m.requests.WithLabelValues(rm.route, code), rm.m.duration.WithLabelValues(rm.route, code)}
+		rm.ok[i].Store(sm)
+	}
+	sm.requests.Inc()
+	sm.duration.Observe(d.Seconds())
+}
+
 // ErrBadPath refuses a /v1 path the router would otherwise redirect.
 var ErrBadPath = fmt.Errorf("%w: bad path", store.ErrInvalid)
 
 // cleanPath reports whether an escaped path has no ".", ".." or empty
 // segment (a trailing slash aside).
 func cleanPath(p string) bool {
-	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	for i, seg := range segs {
-		if seg == "." || seg == ".." || (seg == "" && i != len(segs)-1) {
+	p = strings.TrimPrefix(p, "/")
+	for {
+		seg, rest, more := strings.Cut(p, "/")
+		if seg == "." || seg == ".." || (seg == "" && more) {
 			return false
 		}
+		if !more {
+			return true
+		}
+		p = rest
 	}
-	return true
 }

@@ -10,7 +10,10 @@
 # ROUNDS (default 3), DURATION (seconds per wrk run, default 10) and
 # REQUESTS (per redis-benchmark run, default 200000) tune it; the table
 # holds the medians over the rounds, the ratio being the median of the
-# rounds' ratios. It needs wrk, redis-server,
+# rounds' ratios. Where /proc is, it also prints the CPU time ebb spent per
+# request (user and system, from /proc/PID/stat), which drifts much less
+# than requests/s on a shared machine. The environment reaches ebb serve,
+# so GOMAXPROCS=1 bench/peers/listget.sh runs it on one P. It needs wrk, redis-server,
 # redis-benchmark, redis-cli, curl and base64; Debian packages wrk,
 # redis-server and redis-tools have them.
 set -euo pipefail
@@ -37,6 +40,7 @@ freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0
 eport=$(freeport)
 "$EBB" serve --addr "127.0.0.1:$eport" --data "$work/ebb" --log-level error >"$work/ebb.log" 2>&1 &
 pids+=($!)
+epid=$!
 base="http://127.0.0.1:$eport"
 for _ in $(seq 100); do curl -fs "$base/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
 curl -fsS -X PUT "$base/v1/list-features/user/stories/_" -d '{"ttl":"720h"}' >/dev/null
@@ -65,10 +69,21 @@ for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sle
 } | redis-cli -p "$rport" >/dev/null
 [ "$(redis-cli -p "$rport" zcard list)" -eq 1000 ] || { echo "listget.sh: redis set not filled" >&2; exit 1; }
 
-wrkrps() { # connections [extra wrk arguments]
-	local c=$1 threads=$(( $1 < 2 ? 1 : 2 ))
+# ebbcpu prints the CPU ticks (user and system) ebb has used, or nothing
+# without /proc.
+ebbcpu() { [ -r "/proc/$epid/stat" ] && awk '{print $14 + $15}' "/proc/$epid/stat"; return 0; }
+tick=$(getconf CLK_TCK 2>/dev/null || echo 100)
+
+wrkrps() { # connections [extra wrk arguments]; prints req/s and ebb's CPU µs per request ("-" without /proc)
+	local c=$1 threads=$(( $1 < 2 ? 1 : 2 )) out c0 c1
 	shift
-	wrk -t"$threads" -c"$c" -d"${DURATION}s" "$@" "$url" | awk '/^Requests\/sec:/ {print $2}'
+	c0=$(ebbcpu)
+	out=$(wrk -t"$threads" -c"$c" -d"${DURATION}s" "$@" "$url")
+	c1=$(ebbcpu)
+	awk -v c0="$c0" -v c1="$c1" -v tick="$tick" '
+		/requests in/ { n = $1 }
+		/^Requests\/sec:/ { rps = $2 }
+		END { if (c0 == "" || n == 0) printf "%s -\n", rps; else printf "%s %.1f\n", rps, (c1 - c0) * 1e6 / tick / n }' <<<"$out"
 }
 redisrps() { # connections
 	redis-benchmark -p "$rport" -c "$1" -n "$REQUESTS" -q ZREVRANGE list 0 99 | tr '\r' '\n' | awk -F'[: ]+' '/requests per second/ {for (i=1;i<=NF;i++) if ($i=="requests") {print $(i-1); exit}}'
@@ -81,23 +96,25 @@ redisrps() { # connections
 rows=()
 for round in $(seq "$ROUNDS"); do
 	for c in 1 64; do
-		e=$(wrkrps "$c")
-		m=$(wrkrps "$c" -H 'Accept: application/msgpack')
+		read -r e ecpu < <(wrkrps "$c")
+		read -r m mcpu < <(wrkrps "$c" -H 'Accept: application/msgpack')
 		r=$(redisrps "$c")
-		rows+=("$c $e $m $r")
-		echo "round $round, $c connections: ebb JSON $e req/s, ebb MessagePack $m req/s, Redis $r req/s" >&2
+		rows+=("$c $e $m $r $ecpu $mcpu")
+		echo "round $round, $c connections: ebb JSON $e req/s ($ecpu µs CPU/req), ebb MessagePack $m req/s ($mcpu µs CPU/req), Redis $r req/s;" \
+			"JSON/Redis $(awk -v a="$e" -v b="$r" 'BEGIN {printf "%.2f", a / b}'), MessagePack/Redis $(awk -v a="$m" -v b="$r" 'BEGIN {printf "%.2f", a / b}')" >&2
 	done
 done
-printf '| connections | ebb JSON req/s | ebb MessagePack req/s | Redis req/s | JSON/Redis | MessagePack/Redis |\n'
-printf '| --- | --- | --- | --- | --- | --- |\n'
+printf '| connections | ebb JSON req/s | ebb MessagePack req/s | Redis req/s | JSON/Redis | MessagePack/Redis | ebb CPU µs/req, JSON | ebb CPU µs/req, MessagePack |\n'
+printf '| --- | --- | --- | --- | --- | --- | --- | --- |\n'
 for c in 1 64; do
 	printf '%s\n' "${rows[@]}" | awk -v c="$c" '
-		$1 == c { n++; e[n] = $2; m[n] = $3; r[n] = $4; qe[n] = $2 / $4; qm[n] = $3 / $4 }
+		$1 == c { n++; e[n] = $2; m[n] = $3; r[n] = $4; qe[n] = $2 / $4; qm[n] = $3 / $4; ue[n] = $5; um[n] = $6 }
 		function median(a, n,   i, j, t) {
 			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 		}
 		END {
-			printf "| %d | %.0f | %.0f | %.0f | %.2f | %.2f |\n", c, median(e, n), median(m, n), median(r, n), median(qe, n), median(qm, n)
+			printf "| %d | %.0f | %.0f | %.0f | %.2f | %.2f | %s | %s |\n", c, median(e, n), median(m, n), median(r, n), median(qe, n), median(qm, n),
+				ue[1] == "-" ? "-" : sprintf("%.1f", median(ue, n)), um[1] == "-" ? "-" : sprintf("%.1f", median(um, n))
 		}'
 done
