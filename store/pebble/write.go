@@ -126,12 +126,23 @@ func (s *Store) apply(name string, t *table, rs []kit.ResolvedMutation, wo *pebb
 	reads := false
 	var key, val []byte
 	var err error
+	sc := getApplyScratch(len(rs))
+	defer putApplyScratch(sc)
 	for i := range rs {
 		r := &rs[i]
 		decides := r.Cond != nil || r.Kind == store.DeleteIfExpired
 		reads = reads || decides || (r.Kind == store.DeleteRow && len(spec.Indexes) > 0)
-		key = rowKey(key[:0], t.prefix, r.PartitionKey, r.ClusteringKey)
-		s.rows.add(&rows, key, decides)
+		start := len(sc.keys)
+		sc.keys = rowKey(sc.keys, t.prefix, r.PartitionKey, r.ClusteringKey)
+		sc.ends = append(sc.ends, len(sc.keys))
+		s.rows.add(&rows, sc.keys[start:], decides)
+	}
+	// A batch that reads nothing goes into Pebble in key order (see
+	// sortBatch); one that reads keeps its own order, which its reads and
+	// a failed condition's index follow.
+	order := sc.order
+	if !reads {
+		sc.sortBatch()
 	}
 	var b *pebble.Batch
 	if reads {
@@ -148,16 +159,16 @@ func (s *Store) apply(name string, t *table, rs []kit.ResolvedMutation, wo *pebb
 		}
 	}()
 	now := s.now().UnixMilli()
-	for i := range rs {
+	for _, i := range order {
 		r := &rs[i]
-		key = rowKey(key[:0], t.prefix, r.PartitionKey, r.ClusteringKey)
+		key = sc.key(int(i))
 		if r.Cond != nil {
 			ok, err := condHolds(b, spec, r.Cond, key, now)
 			if err != nil {
 				return fmt.Errorf("write %s: %w", name, err)
 			}
 			if !ok {
-				return &store.MutationError{Index: i, Err: store.ErrConflict}
+				return &store.MutationError{Index: int(i), Err: store.ErrConflict}
 			}
 		}
 		switch r.Kind {
