@@ -22,13 +22,17 @@ type pebblePeer struct {
 }
 
 func openRawPebble(_ context.Context, dir string, w Workload) (peer, error) {
-	cache := pebble.NewCache(ebbpebble.DefaultCacheSize)
+	// Pebble charges its memtables to the block cache, so ebb's store
+	// sizes the cache as its blocks plus the two memtables it allows
+	// (store/pebble's options.go); so does this twin.
+	cache := pebble.NewCache(ebbpebble.DefaultCacheSize + 2*ebbpebble.DefaultMemTableSize)
 	defer cache.Unref()
 	db, err := pebble.Open(dir, &pebble.Options{
-		Cache:              cache,
-		MemTableSize:       ebbpebble.DefaultMemTableSize,
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             quietLogger{},
+		Cache:                       cache,
+		MemTableSize:                ebbpebble.DefaultMemTableSize,
+		MemTableStopWritesThreshold: 2,
+		FormatMajorVersion:          pebble.FormatNewest,
+		Logger:                      quietLogger{},
 	})
 	if err != nil {
 		return nil, err

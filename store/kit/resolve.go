@@ -55,12 +55,7 @@ func ResolveBatch(spec *store.TableSpec, batch []store.Mutation, now time.Time, 
 	slab := make([]ResolvedCell, 0, ncells)
 	// And one for the encoded keys, sized by a guess that is usually right
 	// (a wrong guess only costs another allocation).
-	// Mutations that share one partition slice (a list's items, a shard's
-	// events) have it checked and encoded once.
-	var parts map[*any]*ResolvedMutation
-	if len(batch) > 1 {
-		parts = map[*any]*ResolvedMutation{}
-	}
+	var parts partitions
 	var keys []byte
 	if len(batch) > 0 {
 		keys = make([]byte, 0, len(batch)*keySizeHint(&batch[0]))
@@ -83,12 +78,92 @@ func ResolveBatch(spec *store.TableSpec, batch []store.Mutation, now time.Time, 
 	return out, nil
 }
 
-func resolve(spec *store.TableSpec, m *store.Mutation, now time.Time, maxRowBytes int, r *ResolvedMutation, keys *[]byte, parts *map[*any]*ResolvedMutation) error {
+// partitions shares the check and encoding of a partition between the
+// mutations of one batch that name it: most batches are one partition's
+// rows (a list's items, a shard's events), often each row with a slice of
+// its own, and the rest interleave a few partitions, each with one slice
+// shared by its rows.
+//
+// A mutation reuses the resolved partition of an earlier mutation that
+// passed the same slice, or of the previous mutation when it passed equal
+// values (CheckKey's result depends on the values alone). The map of
+// slices is made only once a second partition is resolved, so a batch of
+// one partition pays a comparison or two per row and no map at all.
+type partitions struct {
+	prevRaw  []any             // the previous mutation's partition, as passed
+	prev     *ResolvedMutation // and what it resolved to
+	firstRaw []any             // the first partition resolved, as passed
+	first    *ResolvedMutation
+	bySlice  map[*any]*ResolvedMutation
+}
+
+// lookup returns an earlier mutation whose resolved partition p shares, or
+// nil. p is not empty.
+func (ps *partitions) lookup(p []any) *ResolvedMutation {
+	if ps.prev == nil {
+		return nil
+	}
+	if &p[0] == &ps.prevRaw[0] && len(p) == len(ps.prevRaw) {
+		return ps.prev
+	}
+	if r := ps.bySlice[&p[0]]; r != nil {
+		return r
+	}
+	if len(p) == len(ps.prevRaw) && sameKey(p, ps.prevRaw) {
+		return ps.prev
+	}
+	return nil
+}
+
+// add records r, which resolved p (not empty) itself.
+func (ps *partitions) add(p []any, r *ResolvedMutation) {
+	switch {
+	case ps.first == nil:
+		ps.firstRaw, ps.first = p, r
+	case ps.bySlice == nil:
+		ps.bySlice = map[*any]*ResolvedMutation{&ps.firstRaw[0]: ps.first}
+		fallthrough
+	default:
+		ps.bySlice[&p[0]] = r
+	}
+}
+
+// sameKey reports whether two partition tuples as passed hold equal values
+// of the same types, so that CheckKey would resolve them alike. It is
+// exact for the key types and says false for anything else.
+func sameKey(a, b []any) bool {
+	for i := range a {
+		switch x := a[i].(type) {
+		case string:
+			if y, ok := b[i].(string); !ok || x != y {
+				return false
+			}
+		case int64:
+			if y, ok := b[i].(int64); !ok || x != y {
+				return false
+			}
+		case time.Time:
+			if y, ok := b[i].(time.Time); !ok || x != y {
+				return false
+			}
+		case []byte:
+			if y, ok := b[i].([]byte); !ok || (x == nil) != (y == nil) || !bytes.Equal(x, y) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func resolve(spec *store.TableSpec, m *store.Mutation, now time.Time, maxRowBytes int, r *ResolvedMutation, keys *[]byte, parts *partitions) error {
 	var err error
 	r.Kind = m.Kind
 	var shared *ResolvedMutation
-	if len(m.Partition) == len(spec.PartitionKey) && len(m.Partition) > 0 {
-		shared = (*parts)[&m.Partition[0]]
+	keyed := len(m.Partition) == len(spec.PartitionKey) && len(m.Partition) > 0
+	if keyed {
+		shared = parts.lookup(m.Partition)
 	}
 	if shared != nil {
 		r.Partition, r.PartitionKey = shared.Partition, shared.PartitionKey
@@ -102,9 +177,13 @@ func resolve(spec *store.TableSpec, m *store.Mutation, now time.Time, maxRowByte
 		if len(r.PartitionKey) > store.MaxKeyBytes {
 			return fmt.Errorf("%w: partition key is %d bytes encoded, at most %d", store.ErrTooLarge, len(r.PartitionKey), store.MaxKeyBytes)
 		}
-		if *parts != nil && len(m.Partition) > 0 {
-			(*parts)[&m.Partition[0]] = r
+		if keyed {
+			parts.add(m.Partition, r)
+			shared = r
 		}
+	}
+	if keyed {
+		parts.prevRaw, parts.prev = m.Partition, shared
 	}
 	if r.Clustering, err = CheckKey(spec.Clustering, m.Clustering, false); err != nil {
 		return err

@@ -99,6 +99,69 @@ func TestResolveBatchCanonical(t *testing.T) {
 	}
 }
 
+// TestResolveBatchPartitions checks that sharing a partition's check and
+// encoding between mutations changes nothing: however the rows of a batch
+// pass their partitions (one slice for all, a slice each, interleaved, of
+// types that need canonicalizing), each row resolves as it would alone.
+func TestResolveBatchPartitions(t *testing.T) {
+	tsSpec := &store.TableSpec{
+		Name:         "ts",
+		PartitionKey: []store.Column{{Name: "day", Type: store.TypeTimestamp}, {Name: "id", Type: store.TypeBytes}},
+		Clustering:   []store.Column{{Name: "c", Type: store.TypeInt64}},
+		Values:       []store.Column{{Name: "v", Type: store.TypeText}},
+	}
+	local := time.Date(2026, 3, 1, 13, 0, 0, 123_456_789, time.FixedZone("X", 3600))
+	utc := time.Date(2026, 3, 1, 12, 0, 0, 123_000_000, time.UTC)
+	a, b := []any{"a"}, []any{"b"}
+	tsA := []any{local, []byte("x")}
+	cases := []struct {
+		name  string
+		spec  *store.TableSpec
+		parts [][]any
+	}{
+		{"one slice", wideSpec(store.Asc, 0), [][]any{a, a, a}},
+		{"a slice each", wideSpec(store.Asc, 0), [][]any{{"a"}, {"a"}, {"a"}}},
+		{"interleaved slices", wideSpec(store.Asc, 0), [][]any{a, b, a, b, {"c"}, a}},
+		{"interleaved values", wideSpec(store.Asc, 0), [][]any{{"a"}, {"b"}, {"a"}, {"a"}, {"b"}}},
+		{"values alike but not equal", wideSpec(store.Asc, 0), [][]any{{"a"}, {"ab"}, {"a"}}},
+		{"canonicalized", tsSpec, [][]any{tsA, tsA, {local, []byte("x")}, {utc, []byte("x")}, {local, []byte("y")}, tsA}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			batch := make([]store.Mutation, len(c.parts))
+			for i, p := range c.parts {
+				ck := []any{int64(i), "c"}
+				if c.spec == tsSpec {
+					ck = ck[:1]
+				}
+				batch[i] = store.Mutation{Partition: p, Clustering: ck}
+			}
+			got, err := ResolveBatch(c.spec, batch, testNow, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range got {
+				p, pk, err := ResolvePartition(c.spec, c.parts[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(r.PartitionKey, pk) || fmt.Sprint(r.Partition) != fmt.Sprint(p) {
+					t.Errorf("row %d: partition %v (%x), want %v (%x)", i, r.Partition, r.PartitionKey, p, pk)
+				}
+			}
+		})
+	}
+	// A bad partition after a good one is refused at its own index.
+	_, err := ResolveBatch(wideSpec(store.Asc, 0), []store.Mutation{
+		{Partition: []any{"a"}, Clustering: []any{int64(0), "c"}},
+		{Partition: []any{""}, Clustering: []any{int64(1), "c"}},
+	}, testNow, 0)
+	var me *store.MutationError
+	if !errors.As(err, &me) || me.Index != 1 || !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("empty partition after a good one: %v, want a MutationError at index 1", err)
+	}
+}
+
 func TestResolveBatchRefuses(t *testing.T) {
 	spec := wideSpec(store.Asc, 0)
 	good := func() store.Mutation {
@@ -397,5 +460,41 @@ func TestResolveIndexLookup(t *testing.T) {
 		if col != 0 || v != nil || pk != nil {
 			t.Errorf("%s: returned (%d, %v, %x) with the error", c.name, col, v, pk)
 		}
+	}
+}
+
+// BenchmarkResolveBatch resolves batches of 1000 upserts of one partition,
+// passed as one slice shared by every row or as a slice per row, and of 10
+// partitions interleaved, each one slice shared by its rows.
+//
+//	go test -run '^$' -bench ResolveBatch ./store/kit/
+func BenchmarkResolveBatch(b *testing.B) {
+	spec := wideSpec(store.Asc, time.Hour)
+	shared := []any{"p00000001"}
+	parts := make([][]any, 10)
+	for i := range parts {
+		parts[i] = []any{fmt.Sprintf("p%08d", i)}
+	}
+	for _, layout := range []string{"shared-slice", "slice-per-row", "interleaved-10"} {
+		b.Run(layout, func(b *testing.B) {
+			batch := make([]store.Mutation, 1000)
+			for i := range batch {
+				p := shared
+				switch layout {
+				case "slice-per-row":
+					p = []any{"p00000001"}
+				case "interleaved-10":
+					p = parts[i%len(parts)]
+				}
+				batch[i] = store.Mutation{Partition: p, Clustering: []any{int64(i), "c"},
+					Cells: []store.Cell{{Column: "v", Value: "value"}}}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ResolveBatch(spec, batch, testNow, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

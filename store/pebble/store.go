@@ -46,7 +46,11 @@ type Options struct {
 	// CreateTable, DropTable and SetCapacity before returning, so what was
 	// acknowledged survives a crash.
 	NoSync bool
-	// CacheSize is Pebble's block cache size in bytes; 0 means 64 MiB.
+	// CacheSize is the bytes of sstable blocks the block cache holds; 0
+	// means 64 MiB. Pebble charges its memtables against the block cache
+	// (up to two of MemTableSize before it stalls writes), so Open makes
+	// the cache that much larger: the memtables cannot squeeze the blocks
+	// out. Memory in use is about CacheSize plus two memtables.
 	CacheSize int64
 	// MemTableSize is the largest memtable in bytes; 0 means 64 MiB
 	// (Pebble's own default is 4 MiB). Larger memtables flush, and stall
@@ -149,17 +153,18 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.NoSync {
 		s.wo = pebble.NoSync
 	}
-	cache := pebble.NewCache(opts.CacheSize)
+	cache := pebble.NewCache(cacheBytes(opts.CacheSize, opts.MemTableSize))
 	defer cache.Unref()
 	popts := &pebble.Options{
-		FS:                 opts.FS,
-		Lock:               lock,
-		Cache:              cache,
-		Merger:             rowMerger,
-		MemTableSize:       uint64(opts.MemTableSize),
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             slogLogger{opts.Logger},
-		EventListener:      s.eventListener(),
+		FS:                          opts.FS,
+		Lock:                        lock,
+		Cache:                       cache,
+		Merger:                      rowMerger,
+		MemTableSize:                uint64(opts.MemTableSize),
+		MemTableStopWritesThreshold: memTableStopWrites,
+		FormatMajorVersion:          pebble.FormatNewest,
+		Logger:                      slogLogger{opts.Logger},
+		EventListener:               s.eventListener(),
 	}
 	db, err := pebble.Open(dir, popts)
 	if err != nil {
