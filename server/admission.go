@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,7 +23,8 @@ type Limits struct {
 	// Admin bounds requests under /v1/admin. Default 8.
 	Admin int
 	// Queue is how long a request waits for a slot before it is shed.
-	// Default 50 ms.
+	// Default 50 ms. At most as many requests wait as their class has
+	// slots; past that, a request is shed at once, without waiting.
 	Queue time.Duration
 }
 
@@ -53,9 +55,23 @@ var ErrOverloaded = fmt.Errorf("%w: server overloaded; retry after a second", st
 
 // admission holds one semaphore per request class.
 type admission struct {
-	queue time.Duration
-	slots map[string]chan struct{}
-	shed  *prometheus.CounterVec
+	queue   time.Duration
+	classes map[string]*admitClass
+}
+
+// admitClass is one class's slots and its bounded queue of waiters.
+//
+// The waiters are bounded because under a flood most of them could never
+// get a slot within the queue time: a class frees its slots at the rate it
+// completes requests, so a waiter behind as many others as there are
+// slots waits for a whole generation of requests to finish. Such a waiter
+// was shed after the queue time anyway; shedding it at once answers it
+// sooner, without holding its request and a timer for the wait.
+type admitClass struct {
+	slots      chan struct{}
+	waiting    atomic.Int64
+	maxWaiting int64
+	shed       prometheus.Counter
 }
 
 // Request classes, the class label of ebb_http_shed_total.
@@ -67,16 +83,13 @@ const (
 
 func newAdmission(l Limits, shed *prometheus.CounterVec) *admission {
 	l = l.withDefaults()
+	a := &admission{queue: l.Queue, classes: map[string]*admitClass{}}
 	// Every class is exported from the start, at zero, so that an alert
 	// on the rate of shedding sees the first one.
-	for _, class := range []string{classRead, classWrite, classAdmin} {
-		shed.WithLabelValues(class)
+	for class, n := range map[string]int{classRead: l.Reads, classWrite: l.Writes, classAdmin: l.Admin} {
+		a.classes[class] = &admitClass{slots: make(chan struct{}, n), maxWaiting: int64(n), shed: shed.WithLabelValues(class)}
 	}
-	return &admission{queue: l.Queue, shed: shed, slots: map[string]chan struct{}{
-		classRead:  make(chan struct{}, l.Reads),
-		classWrite: make(chan struct{}, l.Writes),
-		classAdmin: make(chan struct{}, l.Admin),
-	}}
+	return a
 }
 
 func classOf(r *http.Request) string {
@@ -90,25 +103,31 @@ func classOf(r *http.Request) string {
 }
 
 // admit takes a slot of r's class, waiting at most the queue time, and
-// returns the function that gives it back; or ErrOverloaded.
+// returns the function that gives it back; or ErrOverloaded, at once when
+// the class already has as many waiters as slots.
 func (a *admission) admit(r *http.Request) (func(), error) {
-	class := classOf(r)
-	slots := a.slots[class]
-	release := func() { <-slots }
+	c := a.classes[classOf(r)]
+	release := func() { <-c.slots }
 	select {
-	case slots <- struct{}{}:
+	case c.slots <- struct{}{}:
 		return release, nil
 	default:
 	}
+	if c.waiting.Add(1) > c.maxWaiting {
+		c.waiting.Add(-1)
+		c.shed.Inc()
+		return nil, ErrOverloaded
+	}
+	defer c.waiting.Add(-1)
 	t := time.NewTimer(a.queue)
 	defer t.Stop()
 	select {
-	case slots <- struct{}{}:
+	case c.slots <- struct{}{}:
 		return release, nil
 	case <-r.Context().Done():
 		return nil, r.Context().Err()
 	case <-t.C:
-		a.shed.WithLabelValues(class).Inc()
+		c.shed.Inc()
 		return nil, ErrOverloaded
 	}
 }

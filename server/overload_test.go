@@ -142,3 +142,66 @@ func median(d []time.Duration) time.Duration {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// TestWaitersAreBounded: with a class's slots taken and as many requests
+// waiting for one as it has slots, the next is shed at once rather than
+// after the queue time, and the waiters still get the slots freed.
+func TestWaitersAreBounded(t *testing.T) {
+	hold := make(chan struct{})
+	entered := make(chan struct{}, 4)
+	feature := func(s *server.Server) {
+		s.Route("POST /v1/block", server.AdminResource, func(w http.ResponseWriter, r *http.Request) error {
+			entered <- struct{}{}
+			<-hold
+			return server.WriteJSON(w, 200, map[string]int{})
+		})
+	}
+	// A queue time far past the test's deadlines: a request shed in time
+	// was shed without waiting for a slot.
+	ts, _ := start(t, server.Options{Features: []server.Feature{feature}, Limits: server.Limits{Writes: 2, Queue: time.Hour}})
+	client := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(client.CloseIdleConnections)
+	type result struct {
+		status     int
+		retryAfter string
+		err        error
+	}
+	post := func(out chan<- result) {
+		resp, err := client.Post(ts.URL+"/v1/block", "application/json", nil)
+		if err != nil {
+			out <- result{err: err}
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		out <- result{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After")}
+	}
+	admitted := make(chan result, 2)
+	for range 2 {
+		go post(admitted)
+	}
+	<-entered
+	<-entered
+	// Two waiters and one request too many, in whatever order they
+	// arrive: one of the three is shed.
+	rest := make(chan result, 3)
+	for range 3 {
+		go post(rest)
+	}
+	select {
+	case r := <-rest:
+		if r.err != nil || r.status != http.StatusServiceUnavailable || r.retryAfter != "1" {
+			close(hold)
+			t.Fatalf("a request past the slots and the waiters: %d Retry-After %q, %v", r.status, r.retryAfter, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		close(hold)
+		t.Fatal("a request past the slots and the waiters was not shed within 10s: it was queued")
+	}
+	close(hold)
+	for _, ch := range []chan result{admitted, admitted, rest, rest} {
+		if r := <-ch; r.err != nil || r.status != http.StatusOK {
+			t.Fatalf("a request admitted or waiting: %d %v", r.status, r.err)
+		}
+	}
+}

@@ -10,7 +10,9 @@
 #  2. overload: open loop at FACTOR (2) times that rate for OVERLOAD
 #     seconds, with /healthz probed 50 times a second beside it. It prints
 #     the share of requests shed (503), the p50/p99 of admitted (2xx)
-#     requests, the p99 of shed ones, and the p99 of /healthz.
+#     requests, the p99 of shed ones, the p99 of /healthz, and (on Linux)
+#     the cores the server used and the average number of its threads
+#     runnable but waiting for a CPU, taken by the machine's other work.
 #
 # The saturation runs have a server of their own (default bounds). The
 # overload runs are repeated in each of MODES, each on a fresh server
@@ -22,9 +24,13 @@
 #   bench/overload/run.sh [path to the ebb binary]          # bin/ebb
 #   WORKERS="8 64" SAT=5 OVERLOAD=10 bench/overload/run.sh  # a quicker run
 #
-# SERVE_FLAGS adds flags to both servers; MAX_WORKERS (2000) caps vegeta's
-# open-loop workers, so with admission off the attack can fall below the
-# rate it aims at (the table says what it achieved). vegeta is installed
+# SATWRITE and SATREAD, when both set, skip the saturation runs and take
+# these rates as saturation, so that two binaries are measured at the same
+# rate (alternate them on a shared machine, which drifts). ROUTES (write
+# read) picks the routes of the overload runs. SERVE_FLAGS adds flags to
+# both servers; MAX_WORKERS (2000) caps vegeta's open-loop workers, so
+# with admission off the attack can fall below the rate it aims at (the
+# table says what it achieved). vegeta is installed
 # into bin/ with `go install` when it is not on PATH.
 set -euo pipefail
 
@@ -38,6 +44,9 @@ FACTOR=${FACTOR:-2}
 MODES=${MODES:-default tight off}
 TIGHT=${TIGHT:-16}
 MAX_WORKERS=${MAX_WORKERS:-2000}
+ROUTES=${ROUTES:-write read}
+SATWRITE=${SATWRITE:-}
+SATREAD=${SATREAD:-}
 SERVE_FLAGS=${SERVE_FLAGS:-}
 VEGETA_VERSION=v12.12.0
 
@@ -150,13 +159,37 @@ saturation() {
 # probed beside, and prints one row of the table.
 overload() {
 	local name=$1 file=$2 rate=$3 mode=$4 hz line
+	local cpu0 cpu1
 	echo "GET $base/healthz" | vegeta attack -rate 50 -duration "${OVERLOAD}s" -timeout 30s >"$work/healthz.bin" &
 	hz=$!
+	cpu0=$(cpu)
 	vegeta attack -format json -targets "$file" -rate "$rate" -max-workers "$MAX_WORKERS" -duration "${OVERLOAD}s" -timeout 30s >"$work/over.bin"
+	cpu1=$(cpu)
 	wait "$hz"
 	line=$(stats "$work/over.bin")
 	# shellcheck disable=SC2086
-	printf '| %s | %s | %s | %s | %s | %s%% | %s | %s | %s | %s | %s |\n' "$name" "$mode" "$rate" $line "$(p99 "$work/healthz.bin")"
+	printf '| %s | %s | %s | %s | %s | %s%% | %s | %s | %s | %s | %s | %s |\n' "$name" "$mode" "$rate" $line "$(p99 "$work/healthz.bin")" \
+		"$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { split(a, x); split(b, y); d = y[1] - x[1]; if (d <= 0 || x[2] == "-") { print "-"; exit }
+			printf "%.2f / %.2f", (y[2] - x[2]) / d, (y[3] - x[3]) / d }')"
+}
+
+# cpu prints the time now, the CPU time the server has used and the time
+# its threads have spent runnable but waiting for a CPU (Linux
+# schedstat), all in seconds; "-" for the last two off Linux. Over an
+# attack, these give the cores the server had and how many more it
+# wanted: a machine shared with the load generator and other jobs shows
+# here, not in the server.
+cpu() {
+	local now
+	now=$(date +%s.%N)
+	if [[ -r /proc/$server/stat && -r /proc/$server/schedstat ]]; then
+		awk -v now="$now" -v tck="$(getconf CLK_TCK)" '
+			FILENAME ~ /stat$/ && FILENAME !~ /schedstat$/ { sub(/.*\) /, ""); cpu = ($12 + $13) / tck }
+			FILENAME ~ /schedstat$/ { wait += $2 / 1e9 }
+			END { printf "%s %.3f %.3f", now, cpu, wait }' "/proc/$server/stat" /proc/"$server"/task/*/schedstat
+	else
+		echo "$now - -"
+	fi
 }
 
 # Each mode is a name and the flags of its server.
@@ -166,13 +199,18 @@ declare -A modeflags=(
 	[off]="--max-reads 1000000 --max-writes 1000000"
 )
 # Saturation, on a server with the default bounds of its own.
-start
-targets
-saturation write "$work/writes.jsonl"
-satwrite=$sat
-saturation read "$work/reads.jsonl"
-satread=$sat
-stop
+if [[ -n "$SATWRITE" && -n "$SATREAD" ]]; then
+	satwrite=$SATWRITE satread=$SATREAD
+	echo "saturation given: $satwrite writes/s, $satread reads/s"
+else
+	start
+	targets
+	saturation write "$work/writes.jsonl"
+	satwrite=$sat
+	saturation read "$work/reads.jsonl"
+	satread=$sat
+	stop
+fi
 
 # Each mode on a fresh server holding the same data: the writes of
 # PREFILL seconds at 16 workers, which the reads then read.
@@ -183,12 +221,17 @@ for mode in $MODES; do
 	start ${modeflags[$mode]}
 	targets
 	vegeta attack -format json -targets "$work/writes.jsonl" -rate 0 -workers 16 -max-workers 16 -duration "${PREFILL}s" >/dev/null
-	table+=("$(overload write "$work/writes.jsonl" $((FACTOR * satwrite)) "$mode")")
-	table+=("$(overload read "$work/reads.jsonl" $((FACTOR * satread)) "$mode")")
+	for route in $ROUTES; do
+		case $route in
+		write) table+=("$(overload write "$work/writes.jsonl" $((FACTOR * satwrite)) "$mode")") ;;
+		read) table+=("$(overload read "$work/reads.jsonl" $((FACTOR * satread)) "$mode")") ;;
+		*) echo "run.sh: unknown route $route (write, read)" >&2; exit 2 ;;
+		esac
+	done
 	stop
 done
 
 echo
-echo "| route | admission | aimed req/s | sent req/s | 2xx req/s | shed (503) | other failures | 2xx p50 ms | 2xx p99 ms | 503 p99 ms | /healthz p99 ms |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| route | admission | aimed req/s | sent req/s | 2xx req/s | shed (503) | other failures | 2xx p50 ms | 2xx p99 ms | 503 p99 ms | /healthz p99 ms | server cores used / waiting |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 printf '%s\n' "${table[@]}"

@@ -98,9 +98,9 @@ Flags given on the command line override the file; a relative path in it
 	f.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
 	f.Int64Var(&cfg.minFreeBytes, "min-free-bytes", ebb.DefaultMinFreeBytes, "pebble backend: below this many free bytes on the data directory's disk, writes that add data are refused with 507 insufficient_storage (deletes, drops and expiry go on); 0 turns the floor off")
-	f.IntVar(&cfg.limits.Reads, "max-reads", server.DefaultLimits().Reads, "reads under /v1 worked on at once; past it, after a 50 ms wait, a read is answered 503 with Retry-After")
-	f.IntVar(&cfg.limits.Writes, "max-writes", server.DefaultLimits().Writes, "writes under /v1 worked on at once; past it, after a 50 ms wait, a write is answered 503 with Retry-After")
-	f.IntVar(&cfg.limits.Admin, "max-admin", server.DefaultLimits().Admin, "requests under /v1/admin worked on at once; past it, after a 50 ms wait, one is answered 503 with Retry-After")
+	f.IntVar(&cfg.limits.Reads, "max-reads", server.DefaultLimits().Reads, "reads under /v1 worked on at once; past it, after waiting up to 50 ms (at once when as many already wait), a read is answered 503 with Retry-After")
+	f.IntVar(&cfg.limits.Writes, "max-writes", server.DefaultLimits().Writes, "writes under /v1 worked on at once; past it, after waiting up to 50 ms (at once when as many already wait), a write is answered 503 with Retry-After")
+	f.IntVar(&cfg.limits.Admin, "max-admin", server.DefaultLimits().Admin, "requests under /v1/admin worked on at once; past it, after waiting up to 50 ms (at once when as many already wait), one is answered 503 with Retry-After")
 	return cmd
 }
 
