@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ebb-data/ebb/expiry"
+	"github.com/ebb-data/ebb/meter"
 	"github.com/ebb-data/ebb/store"
 	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 )
@@ -98,6 +100,9 @@ func BenchmarkPut(b *testing.B) {
 // BenchmarkPutParallel is BenchmarkPut/sync from 64 writers at once, as
 // an HTTP server's handlers write: puts to distinct keys share the
 // store's syncs (group commit), beside the raw write from as many writers.
+// "served" is the same over the decorators `ebb serve` adds.
+//
+//	go test -run '^$' -bench BenchmarkPutParallel -benchtime 2s ./multitable/
 func BenchmarkPutParallel(b *testing.B) {
 	run := func(b *testing.B, put func(ctx context.Context, i int) error) {
 		var next atomic.Int64
@@ -121,10 +126,56 @@ func BenchmarkPutParallel(b *testing.B) {
 			return err
 		})
 	})
+	// served/ttl puts items that expire, as the other cases do, so each
+	// also writes expiry-index rows; served/nottl, as bench/overload/puts.sh
+	// does, puts items that never expire.
+	for _, c := range []struct {
+		name string
+		ttl  time.Duration
+	}{{"served/ttl", time.Hour}, {"served/nottl", 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			reg := servedRegistry(b, c.ttl)
+			run(b, func(ctx context.Context, i int) error {
+				_, err := reg.Put(ctx, "bench", PutItem{Key: fmt.Sprint("key", i), Timestamp: benchTime(i), Attributes: benchAttrs})
+				return err
+			})
+		})
+	}
 	b.Run("baseline", func(b *testing.B) {
 		st, _ := benchStore(b, false)
 		run(b, func(ctx context.Context, i int) error { return baselineWrite(ctx, st, i) })
 	})
+}
+
+// servedRegistry is a Registry over the store `ebb serve` runs: the
+// embedded backend, synced, under the meter and the expiry decorator (the
+// sweeper not started), so that what is served is what is measured. Its
+// table "bench" has default TTL ttl.
+func servedRegistry(b *testing.B, ttl time.Duration) *Registry {
+	b.Helper()
+	ctx := context.Background()
+	raw, err := ebbpebble.Open(b.TempDir(), ebbpebble.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = raw.Close() })
+	metered, err := meter.Wrap(raw, meter.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := expiry.Wrap(ctx, metered, expiry.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	reg, err := New(ctx, st, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, _, err := reg.CreateTable(ctx, "bench", Config{DefaultTTL: ttl}); err != nil {
+		b.Fatal(err)
+	}
+	return reg
 }
 
 const benchItems = 10000
