@@ -35,3 +35,17 @@ wait_port() {
 	done
 	return 1
 }
+
+# use_vegeta ROOT NAME puts vegeta (github.com/tsenart/vegeta, the load
+# generator of bench/overload) on PATH, installing the pinned version into
+# ROOT/bin with `go install` when it is on neither. NAME prefixes the
+# message.
+use_vegeta() {
+	local root=$1 name=$2 version=v12.12.0
+	command -v vegeta >/dev/null 2>&1 && return
+	if [[ ! -x "$root/bin/vegeta" ]]; then
+		echo "$name: installing vegeta $version into bin/ (go install)" >&2
+		GOBIN="$root/bin" go install "github.com/tsenart/vegeta/v12@$version"
+	fi
+	PATH="$root/bin:$PATH"
+}

@@ -26,22 +26,15 @@ ROUNDS=${ROUNDS:-3}
 CEILING=${CEILING:-1}
 DURATION=${DURATION:-8}
 WRITERS=${WRITERS:-8 64}
-VEGETA_VERSION=v12.12.0
 
 for b in "$@"; do
 	[[ -x "$b" ]] || { echo "puts.sh: $b is not an executable; run make build" >&2; exit 1; }
 done
-if ! command -v vegeta >/dev/null 2>&1; then
-	if [[ ! -x "$root/bin/vegeta" ]]; then
-		echo "puts.sh: installing vegeta $VEGETA_VERSION into bin/ (go install)" >&2
-		GOBIN="$root/bin" go install "github.com/tsenart/vegeta/v12@$VEGETA_VERSION"
-	fi
-	PATH="$root/bin:$PATH"
-fi
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 # shellcheck source=../../scripts/lib.sh
 source "$root/scripts/lib.sh"
+use_vegeta "$root" puts.sh
 work=$(mktemp -d)
 server=
 cleanup() {

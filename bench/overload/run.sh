@@ -48,23 +48,16 @@ ROUTES=${ROUTES:-write read}
 SATWRITE=${SATWRITE:-}
 SATREAD=${SATREAD:-}
 SERVE_FLAGS=${SERVE_FLAGS:-}
-VEGETA_VERSION=v12.12.0
 
 [[ -x "$EBB" ]] || { echo "run.sh: $EBB is not an executable; run make build" >&2; exit 1; }
 for cmd in curl base64 awk sort; do
 	command -v "$cmd" >/dev/null || { echo "run.sh: $cmd is missing" >&2; exit 1; }
 done
-if ! command -v vegeta >/dev/null 2>&1; then
-	if [[ ! -x "$root/bin/vegeta" ]]; then
-		echo "run.sh: installing vegeta $VEGETA_VERSION into bin/ (go install)" >&2
-		GOBIN="$root/bin" go install "github.com/tsenart/vegeta/v12@$VEGETA_VERSION"
-	fi
-	PATH="$root/bin:$PATH"
-fi
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 # shellcheck source=../../scripts/lib.sh
 source "$root/scripts/lib.sh"
+use_vegeta "$root" run.sh
 work=$(mktemp -d)
 server=
 cleanup() {

@@ -44,13 +44,9 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	cluster, err := clusterConfig(opts)
+	session, err := openSession(ctx, opts)
 	if err != nil {
 		return nil, err
-	}
-	session, err := connect(ctx, cluster)
-	if err != nil {
-		return nil, mapErr(ctx, "cql: connect to "+fmt.Sprint(opts.Hosts), err)
 	}
 	p, err := detectProvider(ctx, session)
 	if err != nil {

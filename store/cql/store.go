@@ -61,6 +61,16 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults()
+	session, err := openSession(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newStore(ctx, session, opts)
+}
+
+// openSession connects a session to the cluster of opts, validated and
+// with defaults filled.
+func openSession(ctx context.Context, opts Options) (*gocql.Session, error) {
 	cluster, err := clusterConfig(opts)
 	if err != nil {
 		return nil, err
@@ -69,7 +79,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, mapErr(ctx, "cql: connect to "+fmt.Sprint(opts.Hosts), err)
 	}
-	return newStore(ctx, session, opts)
+	return session, nil
 }
 
 // newStore builds the Store on a connected session (which it owns from
