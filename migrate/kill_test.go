@@ -314,15 +314,8 @@ func TestBackfillKilled(t *testing.T) {
 func seedKillStore(t *testing.T, dir string, n int) {
 	t.Helper()
 	ctx := t.Context()
-	st, err := ebbpebble.Open(dir, ebbpebble.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, idx := openKillStore(t, dir)
 	defer st.Close()
-	idx, err := timeseries.New(ctx, st, timeseries.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, _, err := idx.Create(ctx, killIndex); err != nil {
 		t.Fatal(err)
 	}
@@ -343,6 +336,22 @@ func seedKillStore(t *testing.T, dir string, n int) {
 	if w, err := svc.WriteLegacy(ctx, killIndex.Name, rows); err != nil || w != n {
 		t.Fatalf("seeded %d rows: %v", w, err)
 	}
+}
+
+// openKillStore opens the embedded store in dir and the index service on
+// it; the caller closes the store.
+func openKillStore(t *testing.T, dir string) (*ebbpebble.Store, *timeseries.Service) {
+	t.Helper()
+	st, err := ebbpebble.Open(dir, ebbpebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := timeseries.New(t.Context(), st, timeseries.Options{})
+	if err != nil {
+		_ = st.Close()
+		t.Fatal(err)
+	}
+	return st, idx
 }
 
 // readCopyLog returns the shard rows each run logged, by run; a line cut
@@ -371,15 +380,8 @@ func readCopyLog(t *testing.T, path string) map[int][]string {
 func countShardRows(t *testing.T, dir string) int {
 	t.Helper()
 	ctx := t.Context()
-	st, err := ebbpebble.Open(dir, ebbpebble.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, idx := openKillStore(t, dir)
 	defer st.Close()
-	idx, err := timeseries.New(ctx, st, timeseries.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := 0
 	for i := range 5 {
 		q := timeseries.Query{IndexID: fmt.Sprintf("id%d", i), Limit: 10000}

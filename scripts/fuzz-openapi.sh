@@ -29,13 +29,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 
 # shellcheck source=lib.sh
 source "$root/scripts/lib.sh"
-work=$(mktemp -d)
-server=
-cleanup() {
-	[[ -n "$server" ]] && { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }
-	rm -rf "$work"
-}
-trap cleanup EXIT
+scratch
 
 token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 printf 'tokens:\n  - token: "%s"\n    name: fuzzer\n    scopes: ["admin"]\n' "$token" >"$work/auth.yaml"

@@ -49,3 +49,17 @@ use_vegeta() {
 	fi
 	PATH="$root/bin:$PATH"
 }
+
+# scratch sets work to a fresh temporary directory and server to none, and
+# at exit stops the process whose PID is in server (when set) and removes
+# work: the scaffolding of the scripts that run `ebb serve` for a while.
+scratch() {
+	work=$(mktemp -d)
+	server=
+	trap scratch_cleanup EXIT
+}
+
+scratch_cleanup() {
+	[[ -n "$server" ]] && { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }
+	rm -rf "$work"
+}

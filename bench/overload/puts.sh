@@ -35,13 +35,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 # shellcheck source=../../scripts/lib.sh
 source "$root/scripts/lib.sh"
 use_vegeta "$root" puts.sh
-work=$(mktemp -d)
-server=
-cleanup() {
-	[[ -n "$server" ]] && { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }
-	rm -rf "$work"
-}
-trap cleanup EXIT
+scratch
 
 # targets BASE TABLE writes 200,000 puts of distinct keys as vegeta JSON
 # targets.

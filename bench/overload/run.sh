@@ -58,13 +58,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 # shellcheck source=../../scripts/lib.sh
 source "$root/scripts/lib.sh"
 use_vegeta "$root" run.sh
-work=$(mktemp -d)
-server=
-cleanup() {
-	[[ -n "$server" ]] && { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }
-	rm -rf "$work"
-}
-trap cleanup EXIT
+scratch
 
 # start FLAGS... starts a server on a fresh data directory with an index
 # of daily shards, and sets base.
