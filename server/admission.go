@@ -1,8 +1,11 @@
 package server
 
 import (
+	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
+	runtimemetrics "runtime/metrics"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -14,7 +17,9 @@ import (
 
 // Limits bounds the requests a Server works on at once, per class, so that
 // load past saturation is shed quickly with 503 and Retry-After instead of
-// queueing without limit. /healthz, /readyz and /metrics are never limited.
+// queueing without limit; and, while the process has more work ready than
+// its CPUs keep up with, sheds a share of reads and writes (see Runnable).
+// /healthz, /readyz and /metrics are never limited.
 type Limits struct {
 	// Reads bounds GET requests under /v1 (admin aside). Default 256.
 	Reads int
@@ -26,11 +31,23 @@ type Limits struct {
 	// Default 50 ms. At most as many requests wait as their class has
 	// slots; past that, a request is shed at once, without waiting.
 	Queue time.Duration
+	// Runnable is how many goroutines per CPU (GOMAXPROCS) may be ready to
+	// run, waiting for a CPU, before the process counts as overloaded.
+	// While it is, ListenAndServe sheds a growing share of new reads and
+	// writes (up to 15 in 16), and lets them back in as the backlog
+	// drains. Default 32, the threshold CockroachDB's admission control
+	// uses for the same signal; negative turns it off.
+	//
+	// An in-flight bound cannot do this for work that uses the CPU and
+	// never waits: each such request runs to its end once it has a CPU,
+	// so few are ever in flight, while every request behind it, /healthz
+	// included, waits its turn in the Go scheduler's run queue.
+	Runnable int
 }
 
 // DefaultLimits returns the limits New applies to zero fields.
 func DefaultLimits() Limits {
-	return Limits{Reads: 256, Writes: 128, Admin: 8, Queue: 50 * time.Millisecond}
+	return Limits{Reads: 256, Writes: 128, Admin: 8, Queue: 50 * time.Millisecond, Runnable: 32}
 }
 
 func (l Limits) withDefaults() Limits {
@@ -47,16 +64,20 @@ func (l Limits) withDefaults() Limits {
 	if l.Queue <= 0 {
 		l.Queue = d.Queue
 	}
+	if l.Runnable == 0 {
+		l.Runnable = d.Runnable
+	}
 	return l
 }
 
 // ErrOverloaded is answered 503 with Retry-After when a class is full.
 var ErrOverloaded = fmt.Errorf("%w: server overloaded; retry after a second", store.ErrUnavailable)
 
-// admission holds one semaphore per request class.
+// admission holds one semaphore per request class, and the CPU guard.
 type admission struct {
 	queue   time.Duration
 	classes map[string]*admitClass
+	cpu     cpuGuard
 }
 
 // admitClass is one class's slots and its bounded queue of waiters.
@@ -81,9 +102,9 @@ const (
 	classAdmin = "admin"
 )
 
-func newAdmission(l Limits, shed *prometheus.CounterVec) *admission {
+func newAdmission(l Limits, shed *prometheus.CounterVec, cpuShed prometheus.Gauge) *admission {
 	l = l.withDefaults()
-	a := &admission{queue: l.Queue, classes: map[string]*admitClass{}}
+	a := &admission{queue: l.Queue, classes: map[string]*admitClass{}, cpu: cpuGuard{perCPU: l.Runnable, gauge: cpuShed}}
 	// Every class is exported from the start, at zero, so that an alert
 	// on the rate of shedding sees the first one.
 	for class, n := range map[string]int{classRead: l.Reads, classWrite: l.Writes, classAdmin: l.Admin} {
@@ -106,7 +127,12 @@ func classOf(r *http.Request) string {
 // returns the function that gives it back; or ErrOverloaded, at once when
 // the class already has as many waiters as slots.
 func (a *admission) admit(r *http.Request) (func(), error) {
-	c := a.classes[classOf(r)]
+	class := classOf(r)
+	c := a.classes[class]
+	if class != classAdmin && a.cpu.refuse() {
+		c.shed.Inc()
+		return nil, ErrOverloaded
+	}
 	release := func() { <-c.slots }
 	select {
 	case c.slots <- struct{}{}:
@@ -129,5 +155,85 @@ func (a *admission) admit(r *http.Request) (func(), error) {
 	case <-t.C:
 		c.shed.Inc()
 		return nil, ErrOverloaded
+	}
+}
+
+// cpuGuard sheds a share of reads and writes while the process has more
+// goroutines ready to run than its CPUs keep up with, read from the Go
+// runtime (/sched/goroutines/runnable:goroutines) every millisecond while
+// the backlog is over a quarter of the threshold or requests are being
+// shed, every 20 ms otherwise. Each sample over the threshold raises the share
+// shed by 1/16, up to 15/16; each at or under half of it lowers the share
+// by 1/32. Shedding a request costs a fraction of serving it, so the
+// backlog drains, and a request that is let in, or a probe of /healthz,
+// waits behind a short run queue instead of behind every request read.
+type cpuGuard struct {
+	perCPU int // the threshold, runnable goroutines per CPU; ≤ 0: off
+	// share is the share of new reads and writes shed, in 1/shedScale.
+	share atomic.Uint32
+	gauge prometheus.Gauge
+}
+
+const (
+	shedScale = 1 << 10
+	shedMax   = shedScale * 15 / 16
+	shedUp    = shedScale / 16
+	shedDown  = shedScale / 32
+
+	// guardBusy and guardIdle are the sampling intervals with and without
+	// a backlog or shedding.
+	guardBusy = time.Millisecond
+	guardIdle = 20 * time.Millisecond
+)
+
+// refuse decides whether to shed one new read or write.
+func (g *cpuGuard) refuse() bool {
+	s := g.share.Load()
+	return s != 0 && rand.Uint32N(shedScale) < s
+}
+
+// observe takes one sample: runnable goroutines and the CPUs (GOMAXPROCS)
+// to run them.
+func (g *cpuGuard) observe(runnable, cpus int) {
+	if g.perCPU <= 0 {
+		return
+	}
+	s := g.share.Load()
+	switch limit := g.perCPU * cpus; {
+	case runnable > limit:
+		s = min(shedMax, s+shedUp)
+	case runnable <= limit/2:
+		s -= min(s, shedDown)
+	}
+	g.share.Store(s)
+	if g.gauge != nil {
+		g.gauge.Set(float64(s) / shedScale)
+	}
+}
+
+// run samples the runtime until ctx is done. It returns at once when the
+// guard is off or the runtime does not report runnable goroutines.
+func (g *cpuGuard) run(ctx context.Context) {
+	samples := []runtimemetrics.Sample{{Name: "/sched/goroutines/runnable:goroutines"}, {Name: "/sched/gomaxprocs:threads"}}
+	runtimemetrics.Read(samples)
+	if g.perCPU <= 0 || samples[0].Value.Kind() != runtimemetrics.KindUint64 || samples[1].Value.Kind() != runtimemetrics.KindUint64 {
+		return
+	}
+	t := time.NewTimer(guardIdle)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		runtimemetrics.Read(samples)
+		runnable, cpus := int(samples[0].Value.Uint64()), int(samples[1].Value.Uint64())
+		g.observe(runnable, cpus)
+		next := guardIdle
+		if runnable > g.perCPU*cpus/4 || g.share.Load() != 0 {
+			next = guardBusy
+		}
+		t.Reset(next)
 	}
 }

@@ -41,6 +41,11 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, drain time.Dur
 	}
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()
+	// The CPU guard runs while the server does.
+	guardCtx, stopGuard := context.WithCancel(ctx)
+	guardDone := make(chan struct{})
+	go func() { defer close(guardDone); s.admit.cpu.run(guardCtx) }()
+	defer func() { stopGuard(); <-guardDone }()
 	if ready != nil {
 		ready("http://" + ln.Addr().String())
 	}

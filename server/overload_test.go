@@ -1,15 +1,19 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ebb-data/ebb"
 	"github.com/ebb-data/ebb/server"
@@ -204,4 +208,124 @@ func TestWaitersAreBounded(t *testing.T) {
 			t.Fatalf("a request admitted or waiting: %d %v", r.status, r.err)
 		}
 	}
+}
+
+// TestCPUOverloadIsShed runs the server as ebb serve does (ListenAndServe,
+// which runs the CPU guard) and makes the process CPU-bound: far more
+// goroutines ready to run than the CPUs can run soon, as a flood of
+// requests that use the CPU makes them. While it lasts, reads are shed in
+// part with 503 and Retry-After, ebb_http_cpu_shed_ratio is above zero,
+// and /healthz is never refused; once the backlog is gone, every read is
+// admitted again.
+func TestCPUOverloadIsShed(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	srv, err := server.New(server.Options{Registerer: reg, Features: []server.Feature{func(s *server.Server) {
+		s.Route("GET /v1/ping", server.AdminResource, func(w http.ResponseWriter, r *http.Request) error {
+			return server.WriteJSON(w, http.StatusOK, map[string]int{})
+		})
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	ready := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- srv.ListenAndServe(ctx, "127.0.0.1:0", 5*time.Second, func(url string) { ready <- url })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	})
+	url := <-ready
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
+	t.Cleanup(client.CloseIdleConnections)
+	get := func(path string) (int, string) {
+		resp, err := client.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	if code, _ := get("/v1/ping"); code != http.StatusOK {
+		t.Fatalf("ping before the overload: %d", code)
+	}
+
+	// The backlog: 64 runnable goroutines per CPU, twice the default
+	// threshold, each yielding in a loop so that it stays runnable.
+	stop := make(chan struct{})
+	var spin sync.WaitGroup
+	for range 64 * runtime.GOMAXPROCS(0) {
+		spin.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					runtime.Gosched()
+				}
+			}
+		})
+	}
+	shed, sawRatio := 0, false
+	deadline := time.Now().Add(20 * time.Second)
+	for shed == 0 || !sawRatio {
+		if time.Now().After(deadline) {
+			close(stop)
+			spin.Wait()
+			t.Fatalf("after 20 s of CPU overload: %d reads shed, ebb_http_cpu_shed_ratio above zero: %v", shed, sawRatio)
+		}
+		code, retry := get("/v1/ping")
+		switch code {
+		case http.StatusOK:
+		case http.StatusServiceUnavailable:
+			if retry != "1" {
+				t.Errorf("a read shed for the CPU has Retry-After %q", retry)
+			}
+			shed++
+		default:
+			t.Fatalf("a read under CPU overload: %d", code)
+		}
+		if code, _ := get("/healthz"); code != http.StatusOK {
+			t.Fatalf("/healthz under CPU overload: %d", code)
+		}
+		sawRatio = sawRatio || gaugeValue(t, reg, "ebb_http_cpu_shed_ratio") > 0
+	}
+	close(stop)
+	spin.Wait()
+
+	// The backlog gone, the share shed falls to zero within a second or
+	// so; give it ten.
+	deadline = time.Now().Add(10 * time.Second)
+	for gaugeValue(t, reg, "ebb_http_cpu_shed_ratio") > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("ebb_http_cpu_shed_ratio still %v 10 s after the overload ended", gaugeValue(t, reg, "ebb_http_cpu_shed_ratio"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for range 100 {
+		if code, _ := get("/v1/ping"); code != http.StatusOK {
+			t.Fatalf("a read after the overload ended: %d", code)
+		}
+	}
+}
+
+// gaugeValue reads a gauge without labels from reg.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("%s is not exported", name)
+	return 0
 }

@@ -149,7 +149,7 @@ func New(opts Options) (*Server, error) {
 	if s.readTimeout <= 0 {
 		s.readTimeout = DefaultReadTimeout
 	}
-	s.admit = newAdmission(opts.Limits, s.metrics.shed)
+	s.admit = newAdmission(opts.Limits, s.metrics.shed, s.metrics.cpuShed)
 	if s.gatherer == nil {
 		s.gatherer, _ = opts.Registerer.(prometheus.Gatherer)
 	}
@@ -416,6 +416,7 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	shed     *prometheus.CounterVec
+	cpuShed  prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -431,31 +432,36 @@ func newMetrics() *metrics {
 		}, []string{"route", "code"}),
 		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ebb_http_shed_total",
-			Help: "Requests refused with 503 because their class (read, write, admin) was at its in-flight limit.",
+			Help: "Requests refused with 503 because their class (read, write, admin) was at its in-flight limit or the CPU was overloaded.",
 		}, []string{"class"}),
+		cpuShed: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ebb_http_cpu_shed_ratio",
+			Help: "Share of new reads and writes refused because the process has more goroutines ready to run than its CPUs keep up with (0 when not overloaded).",
+		}),
 	}
 }
 
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.requests, m.duration, m.shed, m.cpuShed}
+}
+
 func (m *metrics) register(r prometheus.Registerer) error {
-	if err := r.Register(m.requests); err != nil {
-		return err
-	}
-	if err := r.Register(m.duration); err != nil {
-		r.Unregister(m.requests)
-		return err
-	}
-	if err := r.Register(m.shed); err != nil {
-		r.Unregister(m.requests)
-		r.Unregister(m.duration)
-		return err
+	cs := m.collectors()
+	for i, c := range cs {
+		if err := r.Register(c); err != nil {
+			for _, done := range cs[:i] {
+				r.Unregister(done)
+			}
+			return err
+		}
 	}
 	return nil
 }
 
 func (m *metrics) unregister(r prometheus.Registerer) {
-	r.Unregister(m.requests)
-	r.Unregister(m.duration)
-	r.Unregister(m.shed)
+	for _, c := range m.collectors() {
+		r.Unregister(c)
+	}
 }
 
 func (m *metrics) observe(route string, status int, d time.Duration) {

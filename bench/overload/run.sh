@@ -32,6 +32,12 @@
 # with admission off the attack can fall below the rate it aims at (the
 # table says what it achieved). vegeta is installed
 # into bin/ with `go install` when it is not on PATH.
+#
+# SERVER_CPUS and LOAD_CPUS (taskset lists, for example 0 and 1), when
+# set, pin the server and the load generator to CPUs of their own, so
+# that the load generator does not take the server's CPU: what a server
+# with its cores to itself and its clients elsewhere sees. The server's
+# Go runtime then sizes GOMAXPROCS to its CPUs.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -48,6 +54,8 @@ ROUTES=${ROUTES:-write read}
 SATWRITE=${SATWRITE:-}
 SATREAD=${SATREAD:-}
 SERVE_FLAGS=${SERVE_FLAGS:-}
+SERVER_CPUS=${SERVER_CPUS:-}
+LOAD_CPUS=${LOAD_CPUS:-}
 
 [[ -x "$EBB" ]] || { echo "run.sh: $EBB is not an executable; run make build" >&2; exit 1; }
 for cmd in curl base64 awk sort; do
@@ -60,14 +68,40 @@ source "$root/scripts/lib.sh"
 use_vegeta "$root" run.sh
 scratch
 
+# on CPUS CMD... runs CMD pinned to CPUS when CPUS is set.
+on() {
+	local cpus=$1
+	shift
+	if [[ -n "$cpus" ]]; then
+		taskset -c "$cpus" "$@"
+	else
+		"$@"
+	fi
+}
+# probe CMD... runs the /healthz prober: with real-time priority (chrt)
+# where allowed, so that what it measures is the server's answer and not
+# its own wait for a CPU behind the load generator, which it shares the
+# machine with. PROBE_RT=0 runs it as any other process.
+probe() {
+	if [[ ${PROBE_RT:-1} != 0 ]] && chrt -f 10 true 2>/dev/null; then
+		chrt -f 10 "$@"
+	else
+		"$@"
+	fi
+}
+# vegeta runs the load generator, pinned to LOAD_CPUS when set.
+vegeta_bin=$(command -v vegeta)
+vegeta() { on "$LOAD_CPUS" "$vegeta_bin" "$@"; }
+
 # start FLAGS... starts a server on a fresh data directory with an index
 # of daily shards, and sets base.
 start() {
 	local port
 	port=$(free_port)
 	rm -rf "$work/data"
+	# exec, so that server is the server's PID, pinned or not.
 	# shellcheck disable=SC2086
-	"$EBB" serve --addr "127.0.0.1:$port" --data "$work/data" --log-level error $SERVE_FLAGS "$@" >"$work/serve.log" 2>&1 &
+	(exec ${SERVER_CPUS:+taskset -c "$SERVER_CPUS"} "$EBB" serve --addr "127.0.0.1:$port" --data "$work/data" --log-level error $SERVE_FLAGS "$@" >"$work/serve.log" 2>&1) &
 	server=$!
 	wait_port "$server" "$port" 100 || { cat "$work/serve.log" >&2; exit 1; }
 	base="http://127.0.0.1:$port"
@@ -147,7 +181,7 @@ saturation() {
 overload() {
 	local name=$1 file=$2 rate=$3 mode=$4 hz line
 	local cpu0 cpu1
-	echo "GET $base/healthz" | vegeta attack -rate 50 -duration "${OVERLOAD}s" -timeout 30s >"$work/healthz.bin" &
+	echo "GET $base/healthz" | probe "$vegeta_bin" attack -rate 50 -duration "${OVERLOAD}s" -timeout 30s >"$work/healthz.bin" &
 	hz=$!
 	cpu0=$(cpu)
 	vegeta attack -format json -targets "$file" -rate "$rate" -max-workers "$MAX_WORKERS" -duration "${OVERLOAD}s" -timeout 30s >"$work/over.bin"

@@ -43,6 +43,7 @@ type serveConfig struct {
 	shutdownTimeout   time.Duration
 	minFreeBytes      int64
 	limits            server.Limits
+	maxRunnable       int
 }
 
 func newServeCmd(*client) *cobra.Command {
@@ -101,6 +102,7 @@ Flags given on the command line override the file; a relative path in it
 	f.IntVar(&cfg.limits.Reads, "max-reads", server.DefaultLimits().Reads, "reads under /v1 worked on at once; past it, after waiting up to 50 ms (at once when as many already wait), a read is answered 503 with Retry-After")
 	f.IntVar(&cfg.limits.Writes, "max-writes", server.DefaultLimits().Writes, "writes under /v1 worked on at once; past it, after waiting up to 50 ms (at once when as many already wait), a write is answered 503 with Retry-After")
 	f.IntVar(&cfg.limits.Admin, "max-admin", server.DefaultLimits().Admin, "requests under /v1/admin worked on at once; past it, after waiting up to 50 ms (at once when as many already wait), one is answered 503 with Retry-After")
+	f.IntVar(&cfg.maxRunnable, "max-runnable", server.DefaultLimits().Runnable, "goroutines per CPU ready to run but waiting for one, past which the CPU counts as overloaded and a growing share of new reads and writes (up to 15 in 16) is answered 503 with Retry-After until the backlog drains; 0 turns this off")
 	return cmd
 }
 
@@ -117,6 +119,14 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	}
 	if cfg.limits.Reads <= 0 || cfg.limits.Writes <= 0 || cfg.limits.Admin <= 0 {
 		return errors.New("--max-reads, --max-writes and --max-admin must be positive")
+	}
+	switch {
+	case cfg.maxRunnable < 0:
+		return fmt.Errorf("--max-runnable %d is negative; 0 turns CPU shedding off", cfg.maxRunnable)
+	case cfg.maxRunnable == 0:
+		cfg.limits.Runnable = -1
+	default:
+		cfg.limits.Runnable = cfg.maxRunnable
 	}
 	if cfg.minFreeBytes < 0 {
 		return fmt.Errorf("--min-free-bytes %d is negative; 0 turns the floor off", cfg.minFreeBytes)
