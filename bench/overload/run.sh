@@ -18,8 +18,9 @@
 # overload runs are repeated in each of MODES, each on a fresh server
 # holding the same data (PREFILL seconds of writes): `default` (the default
 # admission bounds, 256 reads and 128 writes in flight), `tight`
-# (--max-reads/--max-writes $TIGHT, 16) and `off` (bounds raised out of
-# reach, 1000000).
+# (--max-reads/--max-writes $TIGHT, 16) and `off` (in-flight bounds raised
+# out of reach, 1000000; the CPU guard stays on). MODES=none also turns
+# the CPU guard off (--max-runnable 0): no admission control at all.
 #
 #   bench/overload/run.sh [path to the ebb binary]          # bin/ebb
 #   WORKERS="8 64" SAT=5 OVERLOAD=10 bench/overload/run.sh  # a quicker run
@@ -218,6 +219,7 @@ declare -A modeflags=(
 	[default]=""
 	[tight]="--max-reads $TIGHT --max-writes $TIGHT"
 	[off]="--max-reads 1000000 --max-writes 1000000"
+	[none]="--max-reads 1000000 --max-writes 1000000 --max-runnable 0"
 )
 # Saturation, on a server with the default bounds of its own.
 if [[ -n "$SATWRITE" && -n "$SATREAD" ]]; then
@@ -237,7 +239,7 @@ fi
 # PREFILL seconds at 16 workers, which the reads then read.
 table=()
 for mode in $MODES; do
-	[[ -v "modeflags[$mode]" ]] || { echo "run.sh: unknown mode $mode (default, tight, off)" >&2; exit 2; }
+	[[ -v "modeflags[$mode]" ]] || { echo "run.sh: unknown mode $mode (default, tight, off, none)" >&2; exit 2; }
 	# shellcheck disable=SC2086
 	start ${modeflags[$mode]}
 	targets
