@@ -2,10 +2,10 @@ package meter_test
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/pairbench"
 	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/meter"
 	"github.com/ebb-data/ebb/store"
@@ -116,45 +116,11 @@ var hotPaths = []hotPath{
 	}},
 }
 
-// overheadChunk is the operations one side runs before the other takes
-// over: long enough for the clock's resolution, short enough that a burst
-// of load from elsewhere on the machine hits both sides alike.
-const overheadChunk = 256
-
 func BenchmarkOverhead(b *testing.B) {
 	for _, p := range hotPaths {
 		b.Run("op="+p.name, func(b *testing.B) {
 			bare, metered := p.setup(b, benchStore(b, false)), p.setup(b, benchStore(b, true))
-			var tb, tm time.Duration
-			var ratios []float64
-			i := 0
-			// chunk runs one chunk of op and returns how long it took.
-			chunk := func(op func(int)) time.Duration {
-				start := time.Now()
-				for j := range overheadChunk {
-					op(i + j)
-				}
-				return time.Since(start)
-			}
-			b.ResetTimer()
-			for n := 0; n < b.N; n += 2 * overheadChunk {
-				// Alternate which side goes first, so that neither always
-				// runs on the other's warm caches.
-				var db, dm time.Duration
-				if n/(2*overheadChunk)%2 == 0 {
-					db, dm = chunk(bare), chunk(metered)
-				} else {
-					dm, db = chunk(metered), chunk(bare)
-				}
-				i += overheadChunk
-				tb, tm = tb+db, tm+dm
-				ratios = append(ratios, float64(dm)/float64(db))
-			}
-			slices.Sort(ratios)
-			ops := float64(i)
-			b.ReportMetric(float64(tb.Nanoseconds())/ops, "bare-ns/op")
-			b.ReportMetric(float64(tm.Nanoseconds())/ops, "metered-ns/op")
-			b.ReportMetric(ratios[len(ratios)/2], "metered/bare")
+			pairbench.Run(b, "bare", "metered", bare, metered)
 		})
 	}
 }
