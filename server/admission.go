@@ -35,8 +35,10 @@ type Limits struct {
 	// run, waiting for a CPU, before the process counts as overloaded.
 	// While it is, ListenAndServe sheds a growing share of new reads and
 	// writes (up to 15 in 16), and lets them back in as the backlog
-	// drains. Default 32, the threshold CockroachDB's admission control
-	// uses for the same signal; negative turns it off.
+	// drains. Default 64: CockroachDB's admission control uses the same
+	// signal with 32, and net/http runs two goroutines for each request
+	// (its handler and a background read of the connection), so that 64
+	// closed-loop connections per CPU are not shed; negative turns it off.
 	//
 	// An in-flight bound cannot do this for work that uses the CPU and
 	// never waits: each such request runs to its end once it has a CPU,
@@ -47,7 +49,7 @@ type Limits struct {
 
 // DefaultLimits returns the limits New applies to zero fields.
 func DefaultLimits() Limits {
-	return Limits{Reads: 256, Writes: 128, Admin: 8, Queue: 50 * time.Millisecond, Runnable: 32}
+	return Limits{Reads: 256, Writes: 128, Admin: 8, Queue: 50 * time.Millisecond, Runnable: 64}
 }
 
 func (l Limits) withDefaults() Limits {

@@ -255,11 +255,11 @@ func TestCPUOverloadIsShed(t *testing.T) {
 		t.Fatalf("ping before the overload: %d", code)
 	}
 
-	// The backlog: 64 runnable goroutines per CPU, twice the default
-	// threshold, each yielding in a loop so that it stays runnable.
+	// The backlog: runnable goroutines four times the default threshold,
+	// each yielding in a loop so that it stays runnable.
 	stop := make(chan struct{})
 	var spin sync.WaitGroup
-	for range 64 * runtime.GOMAXPROCS(0) {
+	for range 4 * server.DefaultLimits().Runnable * runtime.GOMAXPROCS(0) {
 		spin.Go(func() {
 			for {
 				select {
