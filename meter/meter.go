@@ -200,6 +200,10 @@ func (s *Store) WriteDeferred(ctx context.Context, table string, batch []store.M
 	return nil
 }
 
+// pairwiseMax is the largest multi-partition batch whose partitions
+// countWrite compares pairwise.
+const pairwiseMax = 32
+
 // countWrite counts a batch as the providers would bill it: on DynamoDB a
 // single-partition batch of 2 to 100 mutations is one transaction, every
 // unit doubled; on Keyspaces two or more statements of one partition go out
@@ -218,8 +222,25 @@ func (s *Store) countWrite(ctx context.Context, table string, batch []store.Muta
 		single = sameTuple(batch[0].Partition, batch[i].Partition)
 	}
 	txn := single && len(batch) <= 100
+	// shared[i]: mutation i's partition has another mutation in this
+	// batch, so that Keyspaces sends them as a LOGGED batch. A small batch
+	// compares partitions pairwise, cheaper than building and hashing
+	// keys; a larger one counts encoded partitions in a map.
+	var small [pairwiseMax]bool
+	var shared []bool
 	var groups map[string]int
-	if !single {
+	switch {
+	case single:
+	case len(batch) <= pairwiseMax:
+		shared = small[:len(batch)]
+		for i := range batch {
+			for j := i + 1; j < len(batch) && !shared[i]; j++ {
+				if sameTuple(batch[i].Partition, batch[j].Partition) {
+					shared[i], shared[j] = true, true
+				}
+			}
+		}
+	default:
 		groups = make(map[string]int)
 		var buf []byte
 		for i := range batch {
@@ -252,7 +273,10 @@ func (s *Store) countWrite(ctx context.Context, table string, batch []store.Muta
 		}
 		d, k := t.mutationBytes(m, pk, pkKs)
 		logged := single
-		if groups != nil {
+		switch {
+		case shared != nil:
+			logged = shared[i]
+		case groups != nil:
 			buf = appendTuple(buf[:0], m.Partition)
 			logged = groups[string(buf)] >= 2
 		}
