@@ -328,6 +328,8 @@ func TestServeBadConfig(t *testing.T) {
 		{[]string{"--backend", "mysql"}, `unknown --backend "mysql"`},
 		{[]string{"--log-level", "loud"}, `--log-level "loud"`},
 		{[]string{"--sweep-interval", "0s"}, "must be positive"},
+		{[]string{"--max-writes", "0"}, "must be positive"},
+		{[]string{"--max-runnable", "-1"}, "--max-runnable -1 is negative"},
 		{[]string{"--addr", "nonsense"}, `--addr "nonsense"`},
 		{[]string{"--auth-file", badAuth}, "invalid auth file"},
 		{[]string{"--auth-file", filepath.Join(dir, "missing.yaml")}, "read auth file"},
