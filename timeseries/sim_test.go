@@ -191,57 +191,57 @@ func (b *bridge) call(f func()) {
 }
 
 func (b *bridge) CreateTable(ctx context.Context, spec store.TableSpec) (err error) {
-	b.call(func() { err = b.st.CreateTable(ctx, spec) })
+	b.call(func() { err = b.st.CreateTable(outside(ctx), spec) })
 	return err
 }
 
 func (b *bridge) DropTable(ctx context.Context, name string) (err error) {
-	b.call(func() { err = b.st.DropTable(ctx, name) })
+	b.call(func() { err = b.st.DropTable(outside(ctx), name) })
 	return err
 }
 
 func (b *bridge) Tables(ctx context.Context, prefix string) (out []store.TableInfo, err error) {
-	b.call(func() { out, err = b.st.Tables(ctx, prefix) })
+	b.call(func() { out, err = b.st.Tables(outside(ctx), prefix) })
 	return out, err
 }
 
 func (b *bridge) SetCapacity(ctx context.Context, table string, c store.Capacity) (err error) {
-	b.call(func() { err = b.st.SetCapacity(ctx, table, c) })
+	b.call(func() { err = b.st.SetCapacity(outside(ctx), table, c) })
 	return err
 }
 
 func (b *bridge) Write(ctx context.Context, table string, batch []store.Mutation) (err error) {
-	b.call(func() { err = b.st.Write(ctx, table, batch) })
+	b.call(func() { err = b.st.Write(outside(ctx), table, batch) })
 	return err
 }
 
 func (b *bridge) Get(ctx context.Context, table string, partition, clustering []any) (row store.Row, err error) {
-	b.call(func() { row, err = b.st.Get(ctx, table, partition, clustering) })
+	b.call(func() { row, err = b.st.Get(outside(ctx), table, partition, clustering) })
 	return row, err
 }
 
 func (b *bridge) Query(ctx context.Context, table string, q store.Query) (page store.Page, err error) {
-	b.call(func() { page, err = b.st.Query(ctx, table, q) })
+	b.call(func() { page, err = b.st.Query(outside(ctx), table, q) })
 	return page, err
 }
 
 func (b *bridge) Scan(ctx context.Context, table string, q store.Query, fn func(*store.RawRow) error) (next []byte, err error) {
-	b.call(func() { next, err = b.st.Scan(ctx, table, q, fn) })
+	b.call(func() { next, err = b.st.Scan(outside(ctx), table, q, fn) })
 	return next, err
 }
 
 func (b *bridge) QueryIndex(ctx context.Context, table, index string, partition []any, value any) (keys [][]any, err error) {
-	b.call(func() { keys, err = b.st.QueryIndex(ctx, table, index, partition, value) })
+	b.call(func() { keys, err = b.st.QueryIndex(outside(ctx), table, index, partition, value) })
 	return keys, err
 }
 
 func (b *bridge) DeletePartition(ctx context.Context, table string, partition []any) (err error) {
-	b.call(func() { err = b.st.DeletePartition(ctx, table, partition) })
+	b.call(func() { err = b.st.DeletePartition(outside(ctx), table, partition) })
 	return err
 }
 
 func (b *bridge) Stats(ctx context.Context, table string) (s store.TableStats, err error) {
-	b.call(func() { s, err = b.st.Stats(ctx, table) })
+	b.call(func() { s, err = b.st.Stats(outside(ctx), table) })
 	return s, err
 }
 
@@ -249,3 +249,9 @@ func (b *bridge) Capabilities() store.Capabilities { return b.st.Capabilities() 
 
 // Close is the test's business (t.Cleanup), not the Service's.
 func (b *bridge) Close() error { return nil }
+
+// outside strips a bubble's context of its cancellation for the call the
+// bridge makes outside the bubble: a select on the bubble's Done channel
+// from outside it is a fatal error, and Pebble selects on its context
+// while it waits for another reader of the same block (a compaction, say).
+func outside(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
