@@ -94,14 +94,19 @@ type admitClass struct {
 	slots      chan struct{}
 	waiting    atomic.Int64
 	maxWaiting int64
-	shed       prometheus.Counter
+	shed       prometheus.Counter // past the bound
+	cpuShed    prometheus.Counter // by the CPU guard
 }
 
-// Request classes, the class label of ebb_http_shed_total.
+// Request classes, the class label of ebb_http_shed_total; its reason
+// label is shedLimit (the class was full) or shedCPU (the CPU guard).
 const (
 	classRead  = "read"
 	classWrite = "write"
 	classAdmin = "admin"
+
+	shedLimit = "limit"
+	shedCPU   = "cpu"
 )
 
 func newAdmission(l Limits, shed *prometheus.CounterVec, cpuShed prometheus.Gauge) *admission {
@@ -110,7 +115,10 @@ func newAdmission(l Limits, shed *prometheus.CounterVec, cpuShed prometheus.Gaug
 	// Every class is exported from the start, at zero, so that an alert
 	// on the rate of shedding sees the first one.
 	for class, n := range map[string]int{classRead: l.Reads, classWrite: l.Writes, classAdmin: l.Admin} {
-		a.classes[class] = &admitClass{slots: make(chan struct{}, n), maxWaiting: int64(n), shed: shed.WithLabelValues(class)}
+		a.classes[class] = &admitClass{
+			slots: make(chan struct{}, n), maxWaiting: int64(n),
+			shed: shed.WithLabelValues(class, shedLimit), cpuShed: shed.WithLabelValues(class, shedCPU),
+		}
 	}
 	return a
 }
@@ -132,7 +140,7 @@ func (a *admission) admit(r *http.Request) (func(), error) {
 	class := classOf(r)
 	c := a.classes[class]
 	if class != classAdmin && a.cpu.refuse() {
-		c.shed.Inc()
+		c.cpuShed.Inc()
 		return nil, ErrOverloaded
 	}
 	release := func() { <-c.slots }

@@ -80,8 +80,11 @@ func TestCPUGuardShedsAndRecovers(t *testing.T) {
 	if k := shed(admin, 100); k != 0 {
 		t.Errorf("%d admin requests shed for the CPU: the operator's requests must get through", k)
 	}
-	if got := value(t, m.shed.WithLabelValues(classRead)); got < 0.9*n {
-		t.Errorf("ebb_http_shed_total{class=read} = %v after shedding about %d", got, int(0.94*n))
+	if got := value(t, m.shed.WithLabelValues(classRead, shedCPU)); got < 0.9*n {
+		t.Errorf(`ebb_http_shed_total{class="read",reason="cpu"} = %v after shedding about %d`, got, int(0.94*n))
+	}
+	if got := value(t, m.shed.WithLabelValues(classRead, shedLimit)); got != 0 {
+		t.Errorf(`ebb_http_shed_total{class="read",reason="limit"} = %v: no read was past its bound`, got)
 	}
 
 	// Between half the threshold and the threshold, the share holds.

@@ -143,7 +143,7 @@ func TestOverloadIsShed(t *testing.T) {
 	close(hold)
 	<-done
 	<-done
-	if body := string(call(t, "GET", ts.URL+"/metrics", "", nil).body); !strings.Contains(body, `ebb_http_shed_total{class="write"} 1`) {
+	if body := string(call(t, "GET", ts.URL+"/metrics", "", nil).body); !strings.Contains(body, `ebb_http_shed_total{class="write",reason="limit"} 1`) {
 		t.Fatalf("shed not counted:\n%s", body)
 	}
 }

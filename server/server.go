@@ -432,8 +432,8 @@ func newMetrics() *metrics {
 		}, []string{"route", "code"}),
 		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ebb_http_shed_total",
-			Help: "Requests refused with 503 because their class (read, write, admin) was at its in-flight limit or the CPU was overloaded.",
-		}, []string{"class"}),
+			Help: "Requests refused with 503, by class (read, write, admin) and reason: limit (the class was at its in-flight limit) or cpu (the CPU guard).",
+		}, []string{"class", "reason"}),
 		cpuShed: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ebb_http_cpu_shed_ratio",
 			Help: "Share of new reads and writes refused because the process has more goroutines ready to run than its CPUs keep up with (0 when not overloaded).",

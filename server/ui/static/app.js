@@ -736,7 +736,7 @@
             errorRow('Server errors (HTTP 5xx)', errors.http5xx),
             errorRow('Failed sweeps', errors.sweepErrors),
             errorRow('Failed reconciles', errors.reconcileFailures),
-            errorRow('Requests shed (HTTP 503, over the limits)', errors.shed))));
+            errorRow('Requests shed (HTTP 503: over a limit, or the CPU overloaded)', errors.shed))));
       } else {
         out.push(h('p', { class: 'notice' }, 'Error counts come from /metrics, which needs the metrics or admin scope.'));
       }
