@@ -1,7 +1,6 @@
 package ebb_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -150,7 +149,7 @@ func benchEvent(i int) timeseries.Event {
 }
 
 func createIndex(b *testing.B, db *ebb.DB) {
-	if _, _, err := db.Indexes().Create(context.Background(), timeseries.Config{
+	if _, _, err := db.Indexes().Create(b.Context(), timeseries.Config{
 		Name: "events", TableBucket: 24 * time.Hour, PartitionBucket: time.Hour, Retention: 7 * 24 * time.Hour,
 	}); err != nil {
 		b.Fatal(err)

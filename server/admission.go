@@ -109,9 +109,9 @@ const (
 	shedCPU   = "cpu"
 )
 
-func newAdmission(l Limits, shed *prometheus.CounterVec, cpuShed prometheus.Gauge) *admission {
+func newAdmission(l Limits, shed *prometheus.CounterVec, cpuShedRatio prometheus.Gauge) *admission {
 	l = l.withDefaults()
-	a := &admission{queue: l.Queue, classes: map[string]*admitClass{}, cpu: cpuGuard{perCPU: l.Runnable, gauge: cpuShed}}
+	a := &admission{queue: l.Queue, classes: map[string]*admitClass{}, cpu: cpuGuard{perCPU: l.Runnable, gauge: cpuShedRatio}}
 	// Every class is exported from the start, at zero, so that an alert
 	// on the rate of shedding sees the first one.
 	for class, n := range map[string]int{classRead: l.Reads, classWrite: l.Writes, classAdmin: l.Admin} {
@@ -216,9 +216,7 @@ func (g *cpuGuard) observe(runnable, cpus int) {
 		s -= min(s, shedDown)
 	}
 	g.share.Store(s)
-	if g.gauge != nil {
-		g.gauge.Set(float64(s) / shedScale)
-	}
+	g.gauge.Set(float64(s) / shedScale)
 }
 
 // run samples the runtime until ctx is done. It returns at once when the

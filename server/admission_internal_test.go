@@ -31,7 +31,7 @@ func value(t *testing.T, m prometheus.Metric) float64 {
 // lets requests back in, until none is shed.
 func TestCPUGuardShedsAndRecovers(t *testing.T) {
 	m := newMetrics()
-	a := newAdmission(Limits{}, m.shed, m.cpuShed)
+	a := newAdmission(Limits{}, m.shed, m.cpuShedRatio)
 	const cpus = 2
 	limit := DefaultLimits().Runnable * cpus
 	read := httptest.NewRequest("GET", "/v1/indexes/x/events?index_id=a", nil)
@@ -61,13 +61,13 @@ func TestCPUGuardShedsAndRecovers(t *testing.T) {
 
 	// One sample over the threshold sheds 1/16; sixteen more reach 15/16.
 	a.cpu.observe(limit+1, cpus)
-	if got := value(t, m.cpuShed); got != 1.0/16 {
+	if got := value(t, m.cpuShedRatio); got != 1.0/16 {
 		t.Fatalf("share shed after one sample over the threshold: %v, want 1/16", got)
 	}
 	for range 16 {
 		a.cpu.observe(10*limit, cpus)
 	}
-	if got := value(t, m.cpuShed); got != 15.0/16 {
+	if got := value(t, m.cpuShedRatio); got != 15.0/16 {
 		t.Fatalf("share shed after a long overload: %v, want 15/16", got)
 	}
 	const n = 4000
@@ -90,18 +90,18 @@ func TestCPUGuardShedsAndRecovers(t *testing.T) {
 	// Between half the threshold and the threshold, the share holds.
 	a.cpu.observe(limit, cpus)
 	a.cpu.observe(limit/2+1, cpus)
-	if got := value(t, m.cpuShed); got != 15.0/16 {
+	if got := value(t, m.cpuShedRatio); got != 15.0/16 {
 		t.Fatalf("share shed within the hysteresis band: %v, want it held at 15/16", got)
 	}
 	// At half, it falls by 1/32 a sample: 30 samples bring it to nothing.
 	a.cpu.observe(limit/2, cpus)
-	if got := value(t, m.cpuShed); got != 15.0/16-1.0/32 {
+	if got := value(t, m.cpuShedRatio); got != 15.0/16-1.0/32 {
 		t.Fatalf("share shed after one calm sample: %v, want 15/16 - 1/32", got)
 	}
 	for range 29 {
 		a.cpu.observe(0, cpus)
 	}
-	if got := value(t, m.cpuShed); got != 0 {
+	if got := value(t, m.cpuShedRatio); got != 0 {
 		t.Fatalf("share shed after the backlog drained: %v, want 0", got)
 	}
 	if k := shed(read, 1000); k != 0 {

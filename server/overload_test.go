@@ -153,16 +153,9 @@ func median(d []time.Duration) time.Duration {
 func TestWaitersAreBounded(t *testing.T) {
 	hold := make(chan struct{})
 	entered := make(chan struct{}, 4)
-	feature := func(s *server.Server) {
-		s.Route("POST /v1/block", server.AdminResource, func(w http.ResponseWriter, r *http.Request) error {
-			entered <- struct{}{}
-			<-hold
-			return server.WriteJSON(w, 200, map[string]int{})
-		})
-	}
 	// A queue time far past the test's deadlines: a request shed in time
 	// was shed without waiting for a slot.
-	ts, _ := start(t, server.Options{Features: []server.Feature{feature}, Limits: server.Limits{Writes: 2, Queue: time.Hour}})
+	ts, _ := start(t, server.Options{Features: []server.Feature{blockingFeature(entered, hold)}, Limits: server.Limits{Writes: 2, Queue: time.Hour}})
 	client := &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(client.CloseIdleConnections)
 	type result struct {
@@ -219,11 +212,7 @@ func TestWaitersAreBounded(t *testing.T) {
 // admitted again.
 func TestCPUOverloadIsShed(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	srv, err := server.New(server.Options{Registerer: reg, Features: []server.Feature{func(s *server.Server) {
-		s.Route("GET /v1/ping", server.AdminResource, func(w http.ResponseWriter, r *http.Request) error {
-			return server.WriteJSON(w, http.StatusOK, map[string]int{})
-		})
-	}}})
+	srv, err := server.New(server.Options{Registerer: reg, Features: []server.Feature{blockingFeature(nil, nil)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,14 +240,17 @@ func TestCPUOverloadIsShed(t *testing.T) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return resp.StatusCode, resp.Header.Get("Retry-After")
 	}
-	if code, _ := get("/v1/ping"); code != http.StatusOK {
-		t.Fatalf("ping before the overload: %d", code)
+	if code, _ := get("/v1/quick"); code != http.StatusOK {
+		t.Fatalf("a read before the overload: %d", code)
 	}
 
 	// The backlog: runnable goroutines four times the default threshold,
 	// each yielding in a loop so that it stays runnable.
 	stop := make(chan struct{})
 	var spin sync.WaitGroup
+	// endSpin stops them; the cleanup does too when the test fails first.
+	endSpin := sync.OnceFunc(func() { close(stop); spin.Wait() })
+	t.Cleanup(endSpin)
 	for range 4 * server.DefaultLimits().Runnable * runtime.GOMAXPROCS(0) {
 		spin.Go(func() {
 			for {
@@ -275,11 +267,9 @@ func TestCPUOverloadIsShed(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for shed == 0 || !sawRatio {
 		if time.Now().After(deadline) {
-			close(stop)
-			spin.Wait()
 			t.Fatalf("after 20 s of CPU overload: %d reads shed, ebb_http_cpu_shed_ratio above zero: %v", shed, sawRatio)
 		}
-		code, retry := get("/v1/ping")
+		code, retry := get("/v1/quick")
 		switch code {
 		case http.StatusOK:
 		case http.StatusServiceUnavailable:
@@ -295,8 +285,7 @@ func TestCPUOverloadIsShed(t *testing.T) {
 		}
 		sawRatio = sawRatio || gaugeValue(t, reg, "ebb_http_cpu_shed_ratio") > 0
 	}
-	close(stop)
-	spin.Wait()
+	endSpin()
 
 	// The backlog gone, the share shed falls to zero within a second or
 	// so; give it ten.
@@ -308,7 +297,7 @@ func TestCPUOverloadIsShed(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	for range 100 {
-		if code, _ := get("/v1/ping"); code != http.StatusOK {
+		if code, _ := get("/v1/quick"); code != http.StatusOK {
 			t.Fatalf("a read after the overload ended: %d", code)
 		}
 	}

@@ -89,14 +89,12 @@ func TestClientHangUpIsNotAServerError(t *testing.T) {
 	}
 }
 
-// TestOverloadIsShed fills the write slots with requests that block, and
-// checks that the next write is refused at once with 503 and Retry-After,
-// while reads and /healthz are still answered.
-func TestOverloadIsShed(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	hold := make(chan struct{})
-	entered := make(chan struct{}, 4)
-	feature := func(s *server.Server) {
+// blockingFeature serves POST /v1/block, which signals entered and then
+// waits for hold to close, and GET /v1/quick, which answers at once: writes
+// that hold their admission slots, and reads that take a slot of their own
+// for no time.
+func blockingFeature(entered chan<- struct{}, hold <-chan struct{}) server.Feature {
+	return func(s *server.Server) {
 		s.Route("POST /v1/block", server.AdminResource, func(w http.ResponseWriter, r *http.Request) error {
 			entered <- struct{}{}
 			<-hold
@@ -106,7 +104,16 @@ func TestOverloadIsShed(t *testing.T) {
 			return server.WriteJSON(w, 200, map[string]int{})
 		})
 	}
-	ts, _ := start(t, server.Options{Registerer: reg, Features: []server.Feature{feature}, Limits: server.Limits{Writes: 2, Queue: 20 * time.Millisecond}})
+}
+
+// TestOverloadIsShed fills the write slots with requests that block, and
+// checks that the next write is refused at once with 503 and Retry-After,
+// while reads and /healthz are still answered.
+func TestOverloadIsShed(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	hold := make(chan struct{})
+	entered := make(chan struct{}, 4)
+	ts, _ := start(t, server.Options{Registerer: reg, Features: []server.Feature{blockingFeature(entered, hold)}, Limits: server.Limits{Writes: 2, Queue: 20 * time.Millisecond}})
 	done := make(chan struct{})
 	for range 2 {
 		go func() {

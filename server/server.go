@@ -149,7 +149,7 @@ func New(opts Options) (*Server, error) {
 	if s.readTimeout <= 0 {
 		s.readTimeout = DefaultReadTimeout
 	}
-	s.admit = newAdmission(opts.Limits, s.metrics.shed, s.metrics.cpuShed)
+	s.admit = newAdmission(opts.Limits, s.metrics.shed, s.metrics.cpuShedRatio)
 	if s.gatherer == nil {
 		s.gatherer, _ = opts.Registerer.(prometheus.Gatherer)
 	}
@@ -413,10 +413,10 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // metrics are the server's request metrics.
 type metrics struct {
-	requests *prometheus.CounterVec
-	duration *prometheus.HistogramVec
-	shed     *prometheus.CounterVec
-	cpuShed  prometheus.Gauge
+	requests     *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	shed         *prometheus.CounterVec
+	cpuShedRatio prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -434,7 +434,7 @@ func newMetrics() *metrics {
 			Name: "ebb_http_shed_total",
 			Help: "Requests refused with 503, by class (read, write, admin) and reason: limit (the class was at its in-flight limit) or cpu (the CPU guard).",
 		}, []string{"class", "reason"}),
-		cpuShed: prometheus.NewGauge(prometheus.GaugeOpts{
+		cpuShedRatio: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ebb_http_cpu_shed_ratio",
 			Help: "Share of new reads and writes refused because the process has more goroutines ready to run than its CPUs keep up with (0 when not overloaded).",
 		}),
@@ -442,7 +442,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requests, m.duration, m.shed, m.cpuShed}
+	return []prometheus.Collector{m.requests, m.duration, m.shed, m.cpuShedRatio}
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {

@@ -69,16 +69,6 @@ source "$root/scripts/lib.sh"
 use_vegeta "$root" run.sh
 scratch
 
-# on CPUS CMD... runs CMD pinned to CPUS when CPUS is set.
-on() {
-	local cpus=$1
-	shift
-	if [[ -n "$cpus" ]]; then
-		taskset -c "$cpus" "$@"
-	else
-		"$@"
-	fi
-}
 # probe CMD... runs the /healthz prober: with real-time priority (chrt)
 # where allowed, so that what it measures is the server's answer and not
 # its own wait for a CPU behind the load generator, which it shares the
@@ -92,7 +82,7 @@ probe() {
 }
 # vegeta runs the load generator, pinned to LOAD_CPUS when set.
 vegeta_bin=$(command -v vegeta)
-vegeta() { on "$LOAD_CPUS" "$vegeta_bin" "$@"; }
+vegeta() { ${LOAD_CPUS:+taskset -c "$LOAD_CPUS"} "$vegeta_bin" "$@"; }
 
 # start FLAGS... starts a server on a fresh data directory with an index
 # of daily shards, and sets base.
