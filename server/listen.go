@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/netip"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // Deadlines on reading requests (docs/operations.md "Timeouts").
@@ -24,13 +26,23 @@ const (
 // gracefully: it stops accepting, waits up to drain for in-flight
 // requests, and closes the connections still open after that. ready is
 // called with the server's URL once it listens (addr may pick port 0).
+// With Options.HotAddr it serves the same routes on the hot listener too
+// (hot.go), whose URL HotURL returns by the time ready is called.
 func (s *Server) ListenAndServe(ctx context.Context, addr string, drain time.Duration, ready func(url string)) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	var hotLn net.Listener
+	if s.hotAddr != "" {
+		if hotLn, err = net.Listen("tcp", s.hotAddr); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("listen on %s (hot listener): %w", s.hotAddr, err)
+		}
+	}
+	handler := s.Handler()
 	httpSrv := &http.Server{
-		Handler: s.Handler(),
+		Handler: handler,
 		// A request whose headers or body arrive too slowly fails its
 		// read (a handler decoding the body answers 400) and its
 		// connection is closed.
@@ -39,8 +51,19 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, drain time.Dur
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	served := make(chan error, 1)
+	served := make(chan error, 2)
 	go func() { served <- httpSrv.Serve(ln) }()
+	// Requests on the hot listener run under hotCtx, cancelled once the
+	// drain time is over (net/http cancels its own at Close).
+	hotCtx, stopHot := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHot()
+	var hotSrv *fasthttp.Server
+	if hotLn != nil {
+		hotSrv = s.newHotServer(handler, hotCtx)
+		go func() { served <- hotSrv.Serve(hotLn) }()
+		u := "http://" + hotLn.Addr().String()
+		s.hotURL.Store(&u)
+	}
 	// The CPU guard runs while the server does.
 	guardCtx, stopGuard := context.WithCancel(ctx)
 	guardDone := make(chan struct{})
@@ -54,16 +77,46 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, drain time.Dur
 		s.log.Info("shutting down", "timeout", drain)
 	case err := <-served:
 		// Serve returns only on failure until Shutdown is called.
+		_ = httpSrv.Close()
+		if hotSrv != nil {
+			_ = hotSrv.Shutdown()
+		}
 		return fmt.Errorf("serve: %w", err)
 	}
 	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
 	defer cancel()
+	// Both listeners drain at once; each closes what is still open at the
+	// drain time.
+	hotDone := make(chan struct{})
+	go func() {
+		defer close(hotDone)
+		if hotSrv == nil {
+			return
+		}
+		if err := hotSrv.ShutdownWithContext(drainCtx); err != nil {
+			s.log.Warn("requests still running on the hot listener at the shutdown timeout; closing its connections", "err", err)
+			stopHot()
+		}
+	}()
 	if err := httpSrv.Shutdown(drainCtx); err != nil {
 		s.log.Warn("requests still running at the shutdown timeout; closing their connections", "err", err)
 		_ = httpSrv.Close()
 	}
+	<-hotDone
 	<-served // http.ErrServerClosed
+	if hotSrv != nil {
+		<-served // nil once shut down
+	}
 	return nil
+}
+
+// HotURL returns the hot listener's URL once ListenAndServe listens on
+// it, or "" (no Options.HotAddr, or not listening yet).
+func (s *Server) HotURL() string {
+	if u := s.hotURL.Load(); u != nil {
+		return *u
+	}
+	return ""
 }
 
 // RequireLoopback refuses a non-loopback listen address: without an auth

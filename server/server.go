@@ -59,6 +59,10 @@ type Options struct {
 	// shutdown. Zero is DefaultReadTimeout. Headers alone get at most
 	// DefaultReadHeaderTimeout.
 	ReadTimeout time.Duration
+	// HotAddr, when set, is a second address ListenAndServe listens on,
+	// serving the same routes on a lean HTTP/1.1 server (hot.go); its
+	// address with port 0 picks a free port (HotURL).
+	HotAddr string
 }
 
 // Feature registers a feature's routes on a Server being built.
@@ -117,6 +121,8 @@ type Server struct {
 	admit    *admission
 	// readTimeout is Options.ReadTimeout, defaulted (listen.go).
 	readTimeout time.Duration
+	hotAddr     string
+	hotURL      atomic.Pointer[string] // set once the hot listener listens
 }
 
 // New builds a Server: the built-in routes (/healthz, /metrics, admin), then
@@ -146,6 +152,7 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.readTimeout = opts.ReadTimeout
+	s.hotAddr = opts.HotAddr
 	if s.readTimeout <= 0 {
 		s.readTimeout = DefaultReadTimeout
 	}

@@ -2,8 +2,10 @@
 # listget.sh measures list reads over the wire, ebb beside Redis, in one run
 # on one machine: wrk against `ebb serve` reading the newest 100 items of a
 # 1000-item list, then redis-benchmark against a local redis-server running
-# ZREVRANGE over a 1000-member sorted set, at 1 and at 64 connections. It
-# prints requests/s, items/s and the ratio ebb/Redis.
+# ZREVRANGE over a 1000-member sorted set, at 1 and at 64 connections. ebb
+# is read on its main listener (net/http) and on its hot listener
+# (--hot-addr, fasthttp), in JSON and in MessagePack. It prints requests/s
+# and the ratios ebb/Redis.
 #
 #   bench/peers/listget.sh [path to the ebb binary]
 #
@@ -38,7 +40,8 @@ freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0
 
 # ebb: one feature, one list of 1000 items, 16-byte values, one second apart.
 eport=$(freeport)
-"$EBB" serve --addr "127.0.0.1:$eport" --data "$work/ebb" --log-level error >"$work/ebb.log" 2>&1 &
+hport=$(freeport)
+"$EBB" serve --addr "127.0.0.1:$eport" --hot-addr "127.0.0.1:$hport" --data "$work/ebb" --log-level error >"$work/ebb.log" 2>&1 &
 pids+=($!)
 epid=$!
 base="http://127.0.0.1:$eport"
@@ -54,9 +57,13 @@ now=$(date -u +%s)
 	printf ']}'
 } >"$work/items.json"
 curl -fsS -X POST "$base/v1/lists/user/stories/_/user-000042/items" --data-binary "@$work/items.json" >/dev/null
-url="$base/v1/lists/user/stories/_/user-000042/items?limit=100"
-got=$(curl -fsS "$url" | grep -o '"value"' | wc -l)
-[ "$got" -eq 100 ] || { echo "listget.sh: ebb returned $got items, want 100" >&2; exit 1; }
+path="/v1/lists/user/stories/_/user-000042/items?limit=100"
+url="$base$path"
+hoturl="http://127.0.0.1:$hport$path"
+for u in "$url" "$hoturl"; do
+	got=$(curl -fsS "$u" | grep -o '"value"' | wc -l)
+	[ "$got" -eq 100 ] || { echo "listget.sh: ebb returned $got items at $u, want 100" >&2; exit 1; }
+done
 
 # Redis: the same 1000 members in one sorted set, scored by timestamp; no
 # persistence, since nothing is written during the run.
@@ -74,11 +81,11 @@ for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sle
 ebbcpu() { [ -r "/proc/$epid/stat" ] && awk '{print $14 + $15}' "/proc/$epid/stat"; return 0; }
 tick=$(getconf CLK_TCK 2>/dev/null || echo 100)
 
-wrkrps() { # connections [extra wrk arguments]; prints req/s and ebb's CPU µs per request ("-" without /proc)
-	local c=$1 threads=$(( $1 < 2 ? 1 : 2 )) out c0 c1
-	shift
+wrkrps() { # url connections [extra wrk arguments]; prints req/s and ebb's CPU µs per request ("-" without /proc)
+	local u=$1 c=$2 threads=$(( $2 < 2 ? 1 : 2 )) out c0 c1
+	shift 2
 	c0=$(ebbcpu)
-	out=$(wrk -t"$threads" -c"$c" -d"${DURATION}s" "$@" "$url")
+	out=$(wrk -t"$threads" -c"$c" -d"${DURATION}s" "$@" "$u")
 	c1=$(ebbcpu)
 	# Only 2xx answers count: a 503 shed under load is not a list read.
 	awk -v c0="$c0" -v c1="$c1" -v tick="$tick" '
@@ -92,32 +99,38 @@ redisrps() { # connections
 	redis-benchmark -p "$rport" -c "$1" -n "$REQUESTS" -q ZREVRANGE list 0 99 | tr '\r' '\n' | awk -F'[: ]+' '/requests per second/ {for (i=1;i<=NF;i++) if ($i=="requests") {print $(i-1); exit}}'
 }
 
-# Rounds alternate ebb (JSON, then MessagePack) and Redis at each
-# connection count, so that a machine whose speed drifts affects all
-# three; the ratios of each round are taken, then the median of each
-# column over the rounds.
+# Rounds alternate ebb (main listener in JSON and MessagePack, then the hot
+# listener in both) and Redis at each connection count, so that a machine
+# whose speed drifts affects all of them; the ratios of each round are
+# taken, then the median of each column over the rounds.
+msgpack=(-H 'Accept: application/msgpack')
 rows=()
 for round in $(seq "$ROUNDS"); do
 	for c in 1 64; do
-		read -r e ecpu < <(wrkrps "$c")
-		read -r m mcpu < <(wrkrps "$c" -H 'Accept: application/msgpack')
+		read -r e ecpu < <(wrkrps "$url" "$c")
+		read -r m mcpu < <(wrkrps "$url" "$c" "${msgpack[@]}")
+		read -r he hecpu < <(wrkrps "$hoturl" "$c")
+		read -r hm hmcpu < <(wrkrps "$hoturl" "$c" "${msgpack[@]}")
 		r=$(redisrps "$c")
-		rows+=("$c $e $m $r $ecpu $mcpu")
-		echo "round $round, $c connections: ebb JSON $e req/s ($ecpu µs CPU/req), ebb MessagePack $m req/s ($mcpu µs CPU/req), Redis $r req/s;" \
-			"JSON/Redis $(awk -v a="$e" -v b="$r" 'BEGIN {printf "%.2f", a / b}'), MessagePack/Redis $(awk -v a="$m" -v b="$r" 'BEGIN {printf "%.2f", a / b}')" >&2
+		rows+=("$c $e $m $he $hm $r $ecpu $mcpu $hecpu $hmcpu")
+		echo "round $round, $c connections: Redis $r req/s; ebb main JSON $e ($ecpu µs CPU/req), MessagePack $m ($mcpu);" \
+			"hot JSON $he ($hecpu), MessagePack $hm ($hmcpu); ratios to Redis:" \
+			"$(awk -v r="$r" -v a="$e" -v b="$m" -v d="$he" -v f="$hm" 'BEGIN {printf "%.2f %.2f %.2f %.2f", a / r, b / r, d / r, f / r}')" >&2
 	done
 done
-printf '| connections | ebb JSON req/s | ebb MessagePack req/s | Redis req/s | JSON/Redis | MessagePack/Redis | ebb CPU µs/req, JSON | ebb CPU µs/req, MessagePack |\n'
-printf '| --- | --- | --- | --- | --- | --- | --- | --- |\n'
+printf '| connections | Redis req/s | listener | JSON req/s | MessagePack req/s | JSON/Redis | MessagePack/Redis | CPU µs/req, JSON | CPU µs/req, MessagePack |\n'
+printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
 for c in 1 64; do
-	printf '%s\n' "${rows[@]}" | awk -v c="$c" '
-		$1 == c { n++; e[n] = $2; m[n] = $3; r[n] = $4; qe[n] = $2 / $4; qm[n] = $3 / $4; ue[n] = $5; um[n] = $6 }
-		function median(a, n,   i, j, t) {
-			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-		}
-		END {
-			printf "| %d | %.0f | %.0f | %.0f | %.2f | %.2f | %s | %s |\n", c, median(e, n), median(m, n), median(r, n), median(qe, n), median(qm, n),
-				ue[1] == "-" ? "-" : sprintf("%.1f", median(ue, n)), um[1] == "-" ? "-" : sprintf("%.1f", median(um, n))
-		}'
+	for l in main hot; do
+		printf '%s\n' "${rows[@]}" | awk -v c="$c" -v l="$l" '
+			$1 == c { n++; o = (l == "hot") ? 2 : 0; e[n] = $(2 + o); m[n] = $(3 + o); r[n] = $6; qe[n] = e[n] / $6; qm[n] = m[n] / $6; ue[n] = $(7 + o); um[n] = $(8 + o) }
+			function median(a, n,   i, j, t) {
+				for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+				return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+			}
+			function cpu(a, n) { return a[1] == "-" ? "-" : sprintf("%.1f", median(a, n)) }
+			END {
+				printf "| %d | %.0f | %s | %.0f | %.0f | %.2f | %.2f | %s | %s |\n", c, median(r, n), l, median(e, n), median(m, n), median(qe, n), median(qm, n), cpu(ue, n), cpu(um, n)
+			}'
+	done
 done

@@ -21,6 +21,7 @@ import (
 // serveConfig is `ebb serve`'s flags (API.md "Server").
 type serveConfig struct {
 	addr              string
+	hotAddr           string
 	data              string
 	backend           string
 	dynamoEndpoint    string
@@ -78,6 +79,7 @@ Flags given on the command line override the file; a relative path in it
 	f := cmd.Flags()
 	f.StringVar(&configFile, configFlag, "", "YAML file of these flags' values by flag name (addr: 127.0.0.1:7070); flags on the command line override it")
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7070", "address to listen on (HOST:PORT; port 0 picks a free one)")
+	f.StringVar(&cfg.hotAddr, "hot-addr", "", "second address serving the same API on a lean HTTP/1.1 server, for clients making many small reads and writes (a request is not cancelled when its client hangs up; bodies are read whole first); empty: none")
 	f.StringVar(&cfg.data, "data", "./ebb-data", "data directory of the pebble backend")
 	f.StringVar(&cfg.backend, "backend", "pebble", "storage backend: pebble, dynamodb or cql")
 	f.StringVar(&cfg.dynamoEndpoint, "dynamodb-endpoint", "", "DynamoDB API endpoint URL (default: the AWS endpoint of the region)")
@@ -138,8 +140,15 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 		if auth, err = server.LoadAuth(cfg.authFile); err != nil {
 			return err
 		}
-	} else if err := server.RequireLoopback(cfg.addr); err != nil {
-		return err
+	} else {
+		for _, addr := range []string{cfg.addr, cfg.hotAddr} {
+			if addr == "" {
+				continue
+			}
+			if err := server.RequireLoopback(addr); err != nil {
+				return err
+			}
+		}
 	}
 
 	reg := prometheus.NewRegistry()
@@ -182,13 +191,17 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 			err = errors.Join(err, fmt.Errorf("close: %w", cerr))
 		}
 	}()
-	srv, err := server.New(server.Options{DB: db, Registerer: reg, Gatherer: reg, Logger: log, Auth: auth, Limits: cfg.limits})
+	srv, err := server.New(server.Options{DB: db, Registerer: reg, Gatherer: reg, Logger: log, Auth: auth, Limits: cfg.limits, HotAddr: cfg.hotAddr})
 	if err != nil {
 		return err
 	}
 	return srv.ListenAndServe(ctx, cfg.addr, cfg.shutdownTimeout, func(url string) {
 		log.Info("serving", "url", url, "backend", cfg.backend, "auth", auth != nil)
 		fmt.Fprintf(stdout, "ebb serving %s (backend %s, %s)\n", url, cfg.backend, where)
+		if hot := srv.HotURL(); hot != "" {
+			log.Info("serving on the hot listener", "url", hot)
+			fmt.Fprintf(stdout, "ebb serving %s on the hot listener\n", hot)
+		}
 	})
 }
 
