@@ -39,6 +39,9 @@ check:
 		echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$unformatted"; exit 1; \
 	fi
 	$(GO) test -race -timeout 9m ./...
+	# The server's tests once more with every request sent to the hot
+	# listener (ebb serve --hot-addr) instead of net/http.
+	EBB_TEST_LISTENER=hot $(GO) test -race -count=1 ./server/
 	# The race detector slows Pebble's conditional deletes ~30x, so the
 	# full-size expiry figures (100k rows in one second, 10k rows/s lag)
 	# are checked once more without it.

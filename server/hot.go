@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -24,37 +25,92 @@ import (
 //
 // What it gives up, and why it is not the main listener: a request's
 // context is not cancelled when its client hangs up (work a client
-// abandoned runs to its end), and a body is read whole before the handler
-// runs (at most MaxBodyBytes+1; a larger one is refused with 413 before
-// ebb sees it).
-
-// hotBodyLimit is the largest body the hot listener reads: one byte over
-// MaxBodyBytes, so that a body just over the bound still reaches the
-// handler and is refused there, in the API's words, like on the main
+// abandoned runs to its end). Bodies are limited and refused as on the main
 // listener.
-const hotBodyLimit = MaxBodyBytes + 1
+
+// hotBufferedBody is the largest body the hot listener reads whole before
+// the handler runs; a longer one is handed to the handler as a stream.
+const hotBufferedBody = 1 << 20
 
 // hotHeaderLimit bounds a request's line and headers on the hot listener
 // (431 past it).
 const hotHeaderLimit = 64 << 10
 
-// newHotServer returns the hot listener's server, serving h with requests
-// whose context is base.
-func (s *Server) newHotServer(h http.Handler, base context.Context) *fasthttp.Server {
-	return &fasthttp.Server{
+// hotServer is the hot listener's server: fasthttp's, with the
+// connections it holds tracked, so that a shutdown past its drain time
+// closes them as net/http's Close does.
+type hotServer struct {
+	srv    *fasthttp.Server
+	cancel context.CancelFunc // ends the context of every request
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+}
+
+// newHotServer returns the hot listener's server, serving h; requests'
+// contexts derive from base.
+func (s *Server) newHotServer(h http.Handler, base context.Context) *hotServer {
+	base, cancel := context.WithCancel(base)
+	hs := &hotServer{cancel: cancel, conns: map[net.Conn]struct{}{}}
+	hs.srv = &fasthttp.Server{
 		Handler:      func(ctx *fasthttp.RequestCtx) { s.serveHot(ctx, h, base) },
 		ErrorHandler: s.hotError,
+		ConnState:    hs.track,
 		// net/http's defaults: no Server header, and a Content-Type
 		// sniffed from the body rather than text/plain.
 		NoDefaultServerHeader: true,
 		NoDefaultContentType:  true,
 		ReadTimeout:           s.readTimeout,
 		IdleTimeout:           2 * time.Minute,
-		MaxRequestBodySize:    hotBodyLimit,
-		ReadBufferSize:        hotHeaderLimit,
-		Logger:                hotLogger{s},
-		CloseOnShutdown:       true,
+		MaxRequestBodySize:    hotBufferedBody,
+		StreamRequestBody:     true,
+		// Bodies are JSON; a multipart one is not parsed into files.
+		DisablePreParseMultipartForm: true,
+		ReadBufferSize:               hotHeaderLimit,
+		Logger:                       hotLogger{s},
+		// Answers given during a shutdown close their connection.
+		CloseOnShutdown: true,
 	}
+	return hs
+}
+
+func (hs *hotServer) track(c net.Conn, st fasthttp.ConnState) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	switch st {
+	case fasthttp.StateNew:
+		hs.conns[c] = struct{}{}
+	case fasthttp.StateClosed, fasthttp.StateHijacked:
+		delete(hs.conns, c)
+	}
+}
+
+// serve serves ln until shutdown; it returns nil once shut down.
+func (hs *hotServer) serve(ln net.Listener) error {
+	err := hs.srv.Serve(ln)
+	if errors.Is(err, net.ErrClosed) {
+		return nil // closed by shutdown before Serve took it
+	}
+	return err
+}
+
+// shutdown stops accepting on ln and waits until ctx is done for the
+// requests under way; past that it cancels their contexts and closes
+// every connection still open. It reports whether requests were cut off.
+func (hs *hotServer) shutdown(ctx context.Context, ln net.Listener) error {
+	err := hs.srv.ShutdownWithContext(ctx)
+	// Shutdown closes the listeners Serve has taken; one it has not
+	// taken yet (a shutdown right after start) is closed here.
+	_ = ln.Close()
+	if err != nil {
+		hs.cancel()
+		hs.mu.Lock()
+		for c := range hs.conns {
+			_ = c.Close()
+		}
+		hs.mu.Unlock()
+	}
+	hs.cancel()
+	return err
 }
 
 // serveHot serves one request through h: an http.Request built from the
@@ -106,13 +162,18 @@ func hotRequest(ctx *fasthttp.RequestCtx, base context.Context) (*http.Request, 
 		// Header names arrive canonical (fasthttp normalizes them).
 		r.Header[string(k)] = append(r.Header[string(k)], string(v))
 	}
-	body := ctx.PostBody()
-	r.ContentLength = int64(len(body))
-	if len(body) == 0 {
-		r.Body = http.NoBody
-	} else {
-		// Valid until the handler returns; handlers copy what they keep.
+	// A body up to hotBufferedBody has been read whole; a longer one is
+	// read by the handler as it goes, as on the main listener, which
+	// refuses it past MaxBodyBytes. Either is valid until the handler
+	// returns; handlers copy what they keep.
+	if st := ctx.RequestBodyStream(); st != nil {
+		r.Body = io.NopCloser(st)
+		r.ContentLength = int64(ctx.Request.Header.ContentLength()) // -1: chunked
+	} else if body := ctx.PostBody(); len(body) > 0 {
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+	} else {
+		r.Body = http.NoBody
 	}
 	return r, nil
 }
@@ -121,9 +182,9 @@ func hotRequest(ctx *fasthttp.RequestCtx, base context.Context) (*http.Request, 
 var errHotMalformed = errors.New("malformed request")
 
 // hotError answers a request the hot listener could not read or pass on:
-// 413 for a body over the bound, 431 for oversized headers, 400
-// for a request not read within the read timeout, 400 otherwise, in the
-// API's JSON error shape; then the connection is closed.
+// 431 for oversized headers, 408 for a request not read within the read
+// timeout, 400 otherwise, in the API's JSON error shape; then the
+// connection is closed.
 func (s *Server) hotError(ctx *fasthttp.RequestCtx, err error) {
 	status, code, msg := http.StatusBadRequest, CodeInvalidArgument, "malformed request"
 	var small *fasthttp.ErrSmallBuffer
@@ -131,8 +192,6 @@ func (s *Server) hotError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
 	case errors.As(err, &netErr) && netErr.Timeout():
 		status, msg = http.StatusRequestTimeout, "the request did not arrive within the read timeout"
-	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		status, code, msg = http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("request body exceeds %d bytes", MaxBodyBytes)
 	case errors.As(err, &small):
 		status, msg = http.StatusRequestHeaderFieldsTooLarge, fmt.Sprintf("request headers exceed %d bytes", hotHeaderLimit)
 	}

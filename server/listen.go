@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"net/netip"
 	"time"
-
-	"github.com/valyala/fasthttp"
 )
 
 // Deadlines on reading requests (docs/operations.md "Timeouts").
@@ -53,14 +51,12 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, drain time.Dur
 	}
 	served := make(chan error, 2)
 	go func() { served <- httpSrv.Serve(ln) }()
-	// Requests on the hot listener run under hotCtx, cancelled once the
-	// drain time is over (net/http cancels its own at Close).
-	hotCtx, stopHot := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopHot()
-	var hotSrv *fasthttp.Server
+	var hotSrv *hotServer
 	if hotLn != nil {
-		hotSrv = s.newHotServer(handler, hotCtx)
-		go func() { served <- hotSrv.Serve(hotLn) }()
+		// Its requests' contexts end once the drain time is over, as
+		// net/http's do at Close.
+		hotSrv = s.newHotServer(handler, context.WithoutCancel(ctx))
+		go func() { served <- hotSrv.serve(hotLn) }()
 		u := "http://" + hotLn.Addr().String()
 		s.hotURL.Store(&u)
 	}
@@ -79,7 +75,9 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, drain time.Dur
 		// Serve returns only on failure until Shutdown is called.
 		_ = httpSrv.Close()
 		if hotSrv != nil {
-			_ = hotSrv.Shutdown()
+			closed, cancel := context.WithCancel(ctx)
+			cancel()
+			_ = hotSrv.shutdown(closed, hotLn)
 		}
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -93,9 +91,8 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, drain time.Dur
 		if hotSrv == nil {
 			return
 		}
-		if err := hotSrv.ShutdownWithContext(drainCtx); err != nil {
+		if err := hotSrv.shutdown(drainCtx, hotLn); err != nil {
 			s.log.Warn("requests still running on the hot listener at the shutdown timeout; closing its connections", "err", err)
-			stopHot()
 		}
 	}()
 	if err := httpSrv.Shutdown(drainCtx); err != nil {

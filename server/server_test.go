@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,7 +25,16 @@ import (
 	"github.com/ebb-data/ebb/timeseries"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain checks that no test leaves a goroutine behind, but for two of
+// fasthttp's (the hot listener's server): the process-wide clock that
+// refreshes its Date header every second, started once and never
+// stopped, and a stopped server's idle-worker cleaner, which returns at
+// its next wake-up, up to 10 s later.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"))
+}
 
 // adminFor serves the admin routes from st through an ebb.DB without
 // background roles, on the test's clock (nil: time.Now). The DB takes st
@@ -39,7 +49,30 @@ func adminFor(t *testing.T, st store.Store, now func() time.Time) server.Admin {
 	return db
 }
 
-// start builds a Server over a fresh store with opts and serves it.
+// testListenerVar names the variable that runs the package's tests over
+// the hot listener.
+const testListenerVar = "EBB_TEST_LISTENER"
+
+// startMain builds a Server with opts and serves it over net/http, the
+// main listener, whatever testListenerVar says.
+func startMain(t *testing.T, opts server.Options) *httptest.Server {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s, err := server.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// start builds a Server over a fresh store with opts and serves it: over
+// net/http, or, with EBB_TEST_LISTENER=hot (make check runs the package
+// both ways), over the hot listener, whose URL then replaces the
+// httptest server's.
 func start(t *testing.T, opts server.Options) (*httptest.Server, server.Options) {
 	t.Helper()
 	if opts.Logger == nil {
@@ -51,6 +84,9 @@ func start(t *testing.T, opts server.Options) (*httptest.Server, server.Options)
 	}
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
+	if os.Getenv(testListenerVar) == "hot" {
+		ts.URL = server.ServeHot(t, s)
+	}
 	return ts, opts
 }
 

@@ -197,11 +197,11 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	}
 	return srv.ListenAndServe(ctx, cfg.addr, cfg.shutdownTimeout, func(url string) {
 		log.Info("serving", "url", url, "backend", cfg.backend, "auth", auth != nil)
-		fmt.Fprintf(stdout, "ebb serving %s (backend %s, %s)\n", url, cfg.backend, where)
 		if hot := srv.HotURL(); hot != "" {
 			log.Info("serving on the hot listener", "url", hot)
-			fmt.Fprintf(stdout, "ebb serving %s on the hot listener\n", hot)
+			where += "; hot listener " + hot
 		}
+		fmt.Fprintf(stdout, "ebb serving %s (backend %s, %s)\n", url, cfg.backend, where)
 	})
 }
 

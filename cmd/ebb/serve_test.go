@@ -193,16 +193,24 @@ func get(t *testing.T, url, token string) (int, string) {
 // lock, and SIGTERM shuts the first down cleanly.
 func TestServeLifecycle(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	p := startServe(t, "--addr", "127.0.0.1:0", "--data", data)
+	p := startServe(t, "--addr", "127.0.0.1:0", "--hot-addr", "127.0.0.1:0", "--data", data)
 
 	if status, body := get(t, p.url+"/healthz", ""); status != 200 || strings.TrimSpace(body) != `{"status":"ok"}` {
 		t.Fatalf("healthz: %d %q", status, body)
+	}
+	// The hot listener serves the same API.
+	hot := regexp.MustCompile(`; hot listener (http://\S+)\)$`).FindStringSubmatch(p.line)
+	if hot == nil {
+		t.Fatalf("ready line %q names no hot listener", p.line)
+	}
+	if status, body := get(t, hot[1]+"/healthz", ""); status != 200 || strings.TrimSpace(body) != `{"status":"ok"}` {
+		t.Fatalf("healthz on the hot listener: %d %q", status, body)
 	}
 	status, body := get(t, p.url+"/metrics", "")
 	if status != 200 {
 		t.Fatalf("metrics: %d", status)
 	}
-	for _, want := range []string{"\ngo_goroutines ", "\nprocess_cpu_seconds_total ", "\nebb_pebble_disk_usage_bytes ", `ebb_http_requests_total{code="200",route="GET /healthz"} 1`, `ebb_build_info{backend="pebble"`} {
+	for _, want := range []string{"\ngo_goroutines ", "\nprocess_cpu_seconds_total ", "\nebb_pebble_disk_usage_bytes ", `ebb_http_requests_total{code="200",route="GET /healthz"} 2` /* one per listener */, `ebb_build_info{backend="pebble"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", strings.TrimSpace(want))
 		}
@@ -265,12 +273,16 @@ func TestServeLifecycle(t *testing.T) {
 	}
 }
 
-// TestServeRefusesOpenAddressWithoutAuth checks that a non-loopback address
-// needs an auth file, and that the refusal touches no data.
+// TestServeRefusesOpenAddressWithoutAuth checks that a non-loopback address,
+// main or hot, needs an auth file, and that the refusal touches no data.
 func TestServeRefusesOpenAddressWithoutAuth(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
-		cmd := exec.Command(ebbBinary(t), "serve", "--addr", addr, "--data", data)
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "hot 0.0.0.0:0"} {
+		args := []string{"serve", "--addr", addr, "--data", data}
+		if hot, ok := strings.CutPrefix(addr, "hot "); ok {
+			args = []string{"serve", "--addr", "127.0.0.1:0", "--hot-addr", hot, "--data", data}
+		}
+		cmd := exec.Command(ebbBinary(t), args...)
 		out, err := cmd.CombinedOutput()
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != 1 {

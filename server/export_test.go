@@ -1,0 +1,32 @@
+package server
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+)
+
+// ServeHot serves s on a hot listener of its own (as ListenAndServe does
+// with Options.HotAddr) until the test ends, and returns its URL.
+func ServeHot(t testing.TB, s *Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hot := s.newHotServer(s.Handler(), context.Background())
+	done := make(chan error, 1)
+	go func() { done <- hot.serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := hot.shutdown(ctx, ln); err != nil {
+			t.Errorf("hot listener shutdown: %v", err)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("hot listener: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}

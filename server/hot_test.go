@@ -1,0 +1,238 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ebb-data/ebb"
+	"github.com/ebb-data/ebb/server"
+)
+
+// serveBoth runs ListenAndServe with a hot listener over a fresh embedded
+// DB and returns the main and hot URLs; the test's end shuts it down.
+func serveBoth(t *testing.T, features ...server.Feature) (mainURL, hotURL string) {
+	t.Helper()
+	db, err := ebb.Open(t.Context(), ebb.Options{Dir: filepath.Join(t.TempDir(), "data"), NoBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	srv, err := server.New(server.Options{DB: db, Registerer: reg, HotAddr: "127.0.0.1:0", Features: features})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() { served <- srv.ListenAndServe(ctx, "127.0.0.1:0", 5*time.Second, func(u string) { ready <- u }) }()
+	mainURL = <-ready
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("ListenAndServe: %v", err)
+		}
+		_ = db.Close()
+	})
+	hotURL = srv.HotURL()
+	if hotURL == "" || hotURL == mainURL {
+		t.Fatalf("hot listener URL %q (main %q)", hotURL, mainURL)
+	}
+	return mainURL, hotURL
+}
+
+// do sends one request with the given headers ("Name: value").
+func do(t *testing.T, method, url, body string, headers ...string) response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ": ")
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{resp.StatusCode, resp.Header, b}
+}
+
+// TestHotListenerAnswersAsMain: ebb serve with --hot-addr answers every
+// kind of request on the hot listener with the status, headers and body
+// the main listener gives, and keeps the names it was sent intact once
+// fasthttp has reused its buffers for later requests.
+func TestHotListenerAnswersAsMain(t *testing.T) {
+	mainURL, hotURL := serveBoth(t)
+
+	// Written through the hot listener, over one kept-alive connection:
+	// 40 list features, then 200 items in one list.
+	var names []string
+	for i := range 40 {
+		name := fmt.Sprintf("feature-%02d-%s", i, strings.Repeat(string(rune('a'+i%26)), i%7+1))
+		names = append(names, name)
+		if r := do(t, "PUT", hotURL+"/v1/list-features/user/"+name+"/_", `{"ttl":"720h"}`); r.status != 201 {
+			t.Fatalf("put feature %s: %d %s", name, r.status, r.body)
+		}
+	}
+	var items strings.Builder
+	items.WriteString(`{"items":[`)
+	now := time.Now().UTC().Truncate(time.Second)
+	for i := range 200 {
+		if i > 0 {
+			items.WriteByte(',')
+		}
+		fmt.Fprintf(&items, `{"value":"%s","timestamp":"%s"}`,
+			"aXRlbS0"+fmt.Sprint(i%10), now.Add(-time.Duration(i)*time.Second).Format(time.RFC3339))
+	}
+	items.WriteString(`]}`)
+	list := "/v1/lists/user/" + names[3] + "/_/user-1/items"
+	if r := do(t, "POST", hotURL+list, items.String(), "Content-Type: application/json"); r.status != 200 {
+		t.Fatalf("add items: %d %s", r.status, r.body)
+	}
+
+	// Every name arrived intact, read back through the main listener.
+	all := do(t, "GET", mainURL+"/v1/list-features/user", "")
+	for _, name := range names {
+		if !bytes.Contains(all.body, []byte(`"feature":"`+name+`"`)) {
+			t.Errorf("feature %s is missing or garbled in %s", name, all.body)
+		}
+	}
+
+	// The same requests on both listeners get the same answers.
+	cases := []struct {
+		method, path, body string
+		headers            []string
+	}{
+		{"GET", list + "?limit=100", "", nil},
+		{"GET", list + "?limit=100", "", []string{"Accept: application/msgpack"}},
+		{"GET", list + "?limit=50&page_token=", "", nil},
+		{"GET", list + "?limt=5", "", nil},                                    // unknown parameter
+		{"GET", list + "?limit=5&limit=6", "", nil},                           // given twice
+		{"GET", "/v1/lists/user/" + names[3] + "/_/user-1/../items", "", nil}, // dot segment
+		{"GET", "/v1/no/such/route", "", nil},
+		{"PATCH", list, "", nil}, // 405 with Allow
+		{"POST", list, `{"items":[{"value":"eA==","timestamp":"2026-01-01T00:00:00Z","extra":1}]}`, nil},
+		{"POST", list, `{"items":`, nil},
+		{"GET", "/v1/list-features/user/" + names[0] + "/_", "", nil},
+		{"GET", "/v1/list-features/user/nope/_", "", nil},
+		{"GET", "/healthz", "", nil},
+		{"GET", "/readyz", "", nil},
+		{"HEAD", list, "", nil},
+	}
+	for _, c := range cases {
+		m := do(t, c.method, mainURL+c.path, c.body, c.headers...)
+		h := do(t, c.method, hotURL+c.path, c.body, c.headers...)
+		what := c.method + " " + c.path + " " + strings.Join(c.headers, ",")
+		if m.status != h.status || !bytes.Equal(m.body, h.body) {
+			t.Errorf("%s:\nmain %d %s\nhot  %d %s", what, m.status, m.body, h.status, h.body)
+		}
+		for _, k := range []string{"Content-Type", "Content-Length", "Vary", "Allow", "Retry-After", "Www-Authenticate", "Location"} {
+			if m.header.Get(k) != h.header.Get(k) {
+				t.Errorf("%s: header %s: main %q, hot %q", what, k, m.header.Get(k), h.header.Get(k))
+			}
+		}
+		if h.header.Get("Server") != "" {
+			t.Errorf("%s: the hot listener names its server: %q", what, h.header.Get("Server"))
+		}
+	}
+
+	// A body past the bound: the same 413 too_large on both listeners.
+	big := `{"items":[{"value":"` + strings.Repeat("A", server.MaxBodyBytes) + `","timestamp":"2026-01-01T00:00:00Z"}]}`
+	for _, u := range []string{mainURL, hotURL} {
+		r := do(t, "POST", u+list, big)
+		if r.status != 413 || r.errorCode(t) != server.CodeTooLarge {
+			t.Errorf("%s: oversize body answered %d %s", u, r.status, r.body)
+		}
+	}
+
+	// Requests on the hot listener are counted like the main listener's.
+	m := do(t, "GET", mainURL+"/metrics", "")
+	if !bytes.Contains(m.body, []byte(`ebb_http_requests_total{code="201",route="PUT /v1/list-features/{entity_type}/{feature}/{version}"} 40`)) {
+		t.Errorf("the hot listener's writes are not counted:\n%s", m.body)
+	}
+}
+
+// TestHotShutdownCancelsWork: the hot listener does not see a client hang
+// up, so a request runs until its handler returns; at shutdown, once the
+// drain time is over, its context is cancelled, so abandoned work cannot
+// hold the process.
+func TestHotShutdownCancelsWork(t *testing.T) {
+	entered := make(chan struct{})
+	cancelled := make(chan error, 1)
+	feature := func(s *server.Server) {
+		s.Route("GET /v1/wait", server.AdminResource, func(_ http.ResponseWriter, r *http.Request) error {
+			close(entered)
+			<-r.Context().Done()
+			cancelled <- r.Context().Err()
+			return r.Context().Err()
+		})
+	}
+	db, err := ebb.Open(t.Context(), ebb.Options{Dir: filepath.Join(t.TempDir(), "data"), NoBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	srv, err := server.New(server.Options{DB: db, HotAddr: "127.0.0.1:0", Features: []server.Feature{feature}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan string, 1)
+	served := make(chan error, 1)
+	const drain = 300 * time.Millisecond
+	go func() { served <- srv.ListenAndServe(ctx, "127.0.0.1:0", drain, func(u string) { ready <- u }) }()
+	<-ready
+	client := &http.Client{Timeout: 10 * time.Second}
+	answered := make(chan error, 1)
+	go func() {
+		resp, err := client.Get(srv.HotURL() + "/v1/wait")
+		if err == nil {
+			resp.Body.Close()
+		}
+		answered <- err
+	}()
+	<-entered
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-cancelled:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the handler's context ended with %v", err)
+		}
+		if took := time.Since(start); took < drain {
+			t.Errorf("cancelled after %v, before the drain time %v was over", took, drain)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hot listener's request was not cancelled 10 s into a shutdown")
+	}
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ListenAndServe still running 10 s into a shutdown")
+	}
+	<-answered
+}
