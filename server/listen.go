@@ -75,9 +75,9 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, drain time.Dur
 		// Serve returns only on failure until Shutdown is called.
 		_ = httpSrv.Close()
 		if hotSrv != nil {
-			closed, cancel := context.WithCancel(ctx)
-			cancel()
-			_ = hotSrv.shutdown(closed, hotLn)
+			now, cancel := context.WithCancel(ctx)
+			cancel() // no drain: close at once
+			_ = hotSrv.shutdown(now, hotLn)
 		}
 		return fmt.Errorf("serve: %w", err)
 	}

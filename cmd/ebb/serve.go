@@ -141,12 +141,12 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 			return err
 		}
 	} else {
-		for _, addr := range []string{cfg.addr, cfg.hotAddr} {
-			if addr == "" {
-				continue
-			}
-			if err := server.RequireLoopback(addr); err != nil {
-				return err
+		if err := server.RequireLoopback(cfg.addr); err != nil {
+			return err
+		}
+		if cfg.hotAddr != "" {
+			if err := server.RequireLoopback(cfg.hotAddr); err != nil {
+				return fmt.Errorf("--hot-addr: %w", err)
 			}
 		}
 	}
