@@ -18,36 +18,39 @@ import (
 	"github.com/ebb-data/ebb/server"
 )
 
-// serveBoth runs ListenAndServe with a hot listener over a fresh embedded
-// DB and returns the main and hot URLs; the test's end shuts it down.
-func serveBoth(t *testing.T, features ...server.Feature) (mainURL, hotURL string) {
+// listening is a Server run by ListenAndServe with a hot listener.
+type listening struct {
+	srv    *server.Server
+	main   string // the main listener's URL
+	cancel context.CancelFunc
+	served chan error // ListenAndServe's result
+}
+
+// serveBoth runs ListenAndServe, draining for drain, with a hot listener
+// and features over a fresh embedded DB; the test's end shuts it down.
+func serveBoth(t *testing.T, drain time.Duration, features ...server.Feature) *listening {
 	t.Helper()
 	db, err := ebb.Open(t.Context(), ebb.Options{Dir: filepath.Join(t.TempDir(), "data"), NoBackground: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	srv, err := server.New(server.Options{DB: db, Registerer: reg, HotAddr: "127.0.0.1:0", Features: features})
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { _ = db.Close() })
+	srv, _ := newServer(t, server.Options{DB: db, Registerer: prometheus.NewRegistry(), HotAddr: "127.0.0.1:0", Features: features})
 	ctx, cancel := context.WithCancel(context.Background())
+	l := &listening{srv: srv, cancel: cancel, served: make(chan error, 1)}
 	ready := make(chan string, 1)
-	served := make(chan error, 1)
-	go func() { served <- srv.ListenAndServe(ctx, "127.0.0.1:0", 5*time.Second, func(u string) { ready <- u }) }()
-	mainURL = <-ready
+	go func() { l.served <- srv.ListenAndServe(ctx, "127.0.0.1:0", drain, func(u string) { ready <- u }) }()
+	l.main = <-ready
 	t.Cleanup(func() {
 		cancel()
-		if err := <-served; err != nil {
+		if err := <-l.served; err != nil { // put back by a test that waited on it
 			t.Errorf("ListenAndServe: %v", err)
 		}
-		_ = db.Close()
 	})
-	hotURL = srv.HotURL()
-	if hotURL == "" || hotURL == mainURL {
-		t.Fatalf("hot listener URL %q (main %q)", hotURL, mainURL)
+	if hot := srv.HotURL(); hot == "" || hot == l.main {
+		t.Fatalf("hot listener URL %q (main %q)", hot, l.main)
 	}
-	return mainURL, hotURL
+	return l
 }
 
 // do sends one request with the given headers ("Name: value").
@@ -57,24 +60,7 @@ func do(t *testing.T, method, url, body string, headers ...string) response {
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, h := range headers {
-		k, v, _ := strings.Cut(h, ": ")
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return response{resp.StatusCode, resp.Header, b}
+	return call(t, method, url, "", rd, headers...)
 }
 
 // TestHotListenerAnswersAsMain: ebb serve with --hot-addr answers every
@@ -82,7 +68,8 @@ func do(t *testing.T, method, url, body string, headers ...string) response {
 // the main listener gives, and keeps the names it was sent intact once
 // fasthttp has reused its buffers for later requests.
 func TestHotListenerAnswersAsMain(t *testing.T) {
-	mainURL, hotURL := serveBoth(t)
+	l := serveBoth(t, 5*time.Second)
+	mainURL, hotURL := l.main, l.srv.HotURL()
 
 	// Written through the hot listener, over one kept-alive connection:
 	// 40 list features, then 200 items in one list.
@@ -187,26 +174,12 @@ func TestHotShutdownCancelsWork(t *testing.T) {
 			return r.Context().Err()
 		})
 	}
-	db, err := ebb.Open(t.Context(), ebb.Options{Dir: filepath.Join(t.TempDir(), "data"), NoBackground: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	srv, err := server.New(server.Options{DB: db, HotAddr: "127.0.0.1:0", Features: []server.Feature{feature}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ready := make(chan string, 1)
-	served := make(chan error, 1)
 	const drain = 300 * time.Millisecond
-	go func() { served <- srv.ListenAndServe(ctx, "127.0.0.1:0", drain, func(u string) { ready <- u }) }()
-	<-ready
+	l := serveBoth(t, drain, feature)
 	client := &http.Client{Timeout: 10 * time.Second}
 	answered := make(chan error, 1)
 	go func() {
-		resp, err := client.Get(srv.HotURL() + "/v1/wait")
+		resp, err := client.Get(l.srv.HotURL() + "/v1/wait")
 		if err == nil {
 			resp.Body.Close()
 		}
@@ -214,7 +187,7 @@ func TestHotShutdownCancelsWork(t *testing.T) {
 	}()
 	<-entered
 	start := time.Now()
-	cancel()
+	l.cancel()
 	select {
 	case err := <-cancelled:
 		if !errors.Is(err, context.Canceled) {
@@ -227,10 +200,8 @@ func TestHotShutdownCancelsWork(t *testing.T) {
 		t.Fatal("the hot listener's request was not cancelled 10 s into a shutdown")
 	}
 	select {
-	case err := <-served:
-		if err != nil {
-			t.Fatal(err)
-		}
+	case err := <-l.served:
+		l.served <- err // for the cleanup
 	case <-time.After(10 * time.Second):
 		t.Fatal("ListenAndServe still running 10 s into a shutdown")
 	}

@@ -22,6 +22,11 @@ import (
 // MaxBodyBytes bounds request bodies (API.md "Conventions": 8 MiB).
 const MaxBodyBytes = 8 << 20
 
+// oversizeDrain is how much of a body past MaxBodyBytes is read and
+// dropped before it is refused, so that its 413 is seen; past that the
+// connection is closed.
+const oversizeDrain = 8 << 20
+
 // DefaultLimit is the page size when a request gives no limit.
 const DefaultLimit = 100
 
@@ -81,6 +86,14 @@ func DecodeJSON(r *http.Request, v any) error {
 	// reads the body twice still cannot read more than the limit.
 	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBodyBytes))
 	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			// Read on past the bound, up to oversizeDrain, so that the
+			// 413 reaches a client still sending: a connection closed
+			// with unread data is reset, and the client sees the reset
+			// instead of the answer.
+			_, _ = io.CopyN(io.Discard, r.Body, oversizeDrain)
+		}
 		return decodeError(err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -53,9 +53,8 @@ func adminFor(t *testing.T, st store.Store, now func() time.Time) server.Admin {
 // the hot listener.
 const testListenerVar = "EBB_TEST_LISTENER"
 
-// startMain builds a Server with opts and serves it over net/http, the
-// main listener, whatever testListenerVar says.
-func startMain(t *testing.T, opts server.Options) *httptest.Server {
+// newServer builds a Server with opts, its Logger discarding unless set.
+func newServer(t *testing.T, opts server.Options) (*server.Server, server.Options) {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -64,6 +63,14 @@ func startMain(t *testing.T, opts server.Options) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, opts
+}
+
+// startMain builds a Server with opts and serves it over net/http, the
+// main listener, whatever testListenerVar says.
+func startMain(t *testing.T, opts server.Options) *httptest.Server {
+	t.Helper()
+	s, _ := newServer(t, opts)
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	return ts
@@ -75,13 +82,7 @@ func startMain(t *testing.T, opts server.Options) *httptest.Server {
 // httptest server's.
 func start(t *testing.T, opts server.Options) (*httptest.Server, server.Options) {
 	t.Helper()
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	s, err := server.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, opts := newServer(t, opts)
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	if os.Getenv(testListenerVar) == "hot" {
@@ -112,7 +113,7 @@ func (r response) errorCode(t *testing.T) string {
 	return b.Error.Code
 }
 
-func call(t *testing.T, method, url, token string, body io.Reader) response {
+func call(t *testing.T, method, url, token string, body io.Reader, headers ...string) response {
 	t.Helper()
 	req, err := http.NewRequest(method, url, body)
 	if err != nil {
@@ -120,6 +121,10 @@ func call(t *testing.T, method, url, token string, body io.Reader) response {
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for _, h := range headers { // "Name: value"
+		k, v, _ := strings.Cut(h, ": ")
+		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
