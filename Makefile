@@ -42,6 +42,10 @@ check:
 	# The server's tests once more with every request sent to the hot
 	# listener (ebb serve --hot-addr) instead of net/http.
 	EBB_TEST_LISTENER=hot $(GO) test -race -count=1 ./server/
+	# The peer benchmarks' module (its own go.mod, which must follow the
+	# main module's requirements) builds, and its MessagePack decoder reads
+	# what the server writes.
+	cd bench/peers && $(GO) vet ./... && $(GO) test -count=1 -run 'TestMsgpackInterop' ./
 	# The race detector slows Pebble's conditional deletes ~30x, so the
 	# full-size expiry figures (100k rows in one second, 10k rows/s lag)
 	# are checked once more without it.
