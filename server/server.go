@@ -60,8 +60,8 @@ type Options struct {
 	// DefaultReadHeaderTimeout.
 	ReadTimeout time.Duration
 	// HotAddr, when set, is a second address ListenAndServe listens on,
-	// serving the same routes on a lean HTTP/1.1 server (hot.go); its
-	// address with port 0 picks a free port (HotURL).
+	// serving the same routes on a lean HTTP/1.1 server (hot.go); port 0
+	// picks a free port, which HotURL reports.
 	HotAddr string
 }
 
