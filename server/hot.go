@@ -118,6 +118,11 @@ func (hs *hotServer) shutdown(ctx context.Context, ln net.Listener) error {
 // once the handler returns and handlers may keep a name they were given),
 // and a ResponseWriter that fills the fasthttp response.
 func (s *Server) serveHot(ctx *fasthttp.RequestCtx, h http.Handler, base context.Context) {
+	if ctx.IsOptions() && string(ctx.RequestURI()) == "*" {
+		// The server's own options, answered as net/http does: 200,
+		// no body, before any route.
+		return
+	}
 	r, err := hotRequest(ctx, base)
 	if err != nil {
 		s.hotError(ctx, err)

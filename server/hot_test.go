@@ -1,11 +1,13 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -143,6 +145,21 @@ func TestHotListenerAnswersAsMain(t *testing.T) {
 		}
 	}
 
+	// Requests http.Client does not send, written raw: the same status
+	// on both listeners.
+	for _, raw := range []string{
+		"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET http://x/healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET /healthz HTTP/1.0\r\n\r\n",
+		"GET /v1/%zz HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET /healthz?x=%zz HTTP/1.1\r\nHost: x\r\n\r\n",
+		"BREW /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+	} {
+		if m, h := rawStatus(t, mainURL, raw), rawStatus(t, hotURL, raw); m != h {
+			t.Errorf("%q: main %s, hot %s", raw, m, h)
+		}
+	}
+
 	// A body past the bound: the same 413 too_large on both listeners.
 	big := `{"items":[{"value":"` + strings.Repeat("A", server.MaxBodyBytes) + `","timestamp":"2026-01-01T00:00:00Z"}]}`
 	for _, u := range []string{mainURL, hotURL} {
@@ -157,6 +174,26 @@ func TestHotListenerAnswersAsMain(t *testing.T) {
 	if !bytes.Contains(m.body, []byte(`ebb_http_requests_total{code="201",route="PUT /v1/list-features/{entity_type}/{feature}/{version}"} 40`)) {
 		t.Errorf("the hot listener's writes are not counted:\n%s", m.body)
 	}
+}
+
+// rawStatus sends raw on a connection of its own to the server at url and
+// returns the status code of the answer.
+func rawStatus(t *testing.T, url, raw string) string {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, raw); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if f := strings.Fields(line); err != nil || len(f) < 2 {
+		t.Fatalf("%q: answered %q, %v", raw, line, err)
+	}
+	return strings.Fields(line)[1]
 }
 
 // TestHotShutdownCancelsWork: the hot listener does not see a client hang
