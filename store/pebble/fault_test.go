@@ -140,7 +140,19 @@ func TestEmptyFlushIsNoFault(t *testing.T) {
 	if err := write(); err != nil {
 		t.Fatalf("write after an empty flush: %v", err)
 	}
+	// A flush cancelled by a concurrent excise (a drop) is retried by
+	// Pebble: no fault (this once refused writes in a CLI test).
+	cancelled := pebble.FlushInfo{Err: fmt.Errorf("flush: %w", pebble.ErrCancelledCompaction)}
+	l.FlushEnd(cancelled)
+	if err := write(); err != nil {
+		t.Fatalf("write after a cancelled flush: %v", err)
+	}
 	l.FlushEnd(pebble.FlushInfo{Err: errors.New("open 000042.sst: input/output error")})
+	if err := write(); !errors.Is(err, store.ErrStorageFault) {
+		t.Fatalf("write after a failed flush: %v, want ErrStorageFault", err)
+	}
+	// Nor does a cancelled flush clear a real fault: only a success does.
+	l.FlushEnd(cancelled)
 	if err := write(); !errors.Is(err, store.ErrStorageFault) {
 		t.Fatalf("write after a failed flush: %v, want ErrStorageFault", err)
 	}

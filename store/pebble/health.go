@@ -142,6 +142,14 @@ func (s *Store) fail(err error) {
 func (s *Store) eventListener() *pebble.EventListener {
 	return &pebble.EventListener{
 		FlushEnd: func(info pebble.FlushInfo) {
+			// A flush cancelled by a concurrent operation (an excise, as
+			// a table drop makes) is retried by Pebble, which calls this
+			// "expected during normal operation": it says nothing about
+			// the disk either way.
+			if errors.Is(info.Err, pebble.ErrCancelledCompaction) {
+				s.log.Debug("embedded store: a flush was cancelled by a concurrent operation; Pebble retries it", "component", "pebble", "err", info.Err)
+				return
+			}
 			// A flush that succeeded with nothing left to write (every key
 			// elided) ends with Pebble's "empty table" error: a success.
 			if info.Err != nil && !isEmptyTable(info.Err) {
