@@ -234,7 +234,10 @@ func (s *Store) countWrite(ctx context.Context, table string, batch []store.Muta
 	case len(batch) <= pairwiseMax:
 		shared = small[:len(batch)]
 		for i := range batch {
-			for j := i + 1; j < len(batch) && !shared[i]; j++ {
+			if shared[i] {
+				continue // marked, with every later row of its partition, by an earlier one
+			}
+			for j := i + 1; j < len(batch); j++ {
 				if sameTuple(batch[i].Partition, batch[j].Partition) {
 					shared[i], shared[j] = true, true
 				}

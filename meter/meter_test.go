@@ -231,3 +231,45 @@ func TestUnits(t *testing.T) {
 		}
 	}
 }
+
+// TestLoggedBatchCounts: on Keyspaces every row whose partition has
+// another row in a multi-partition batch goes out LOGGED, billed twice,
+// however many rows share it and wherever they stand in the batch; batches
+// of up to 32 mutations (compared pairwise) and longer ones (counted in a
+// map) agree.
+func TestLoggedBatchCounts(t *testing.T) {
+	for _, c := range []struct {
+		parts []string // each mutation's partition, in batch order
+		want  int64    // Keyspaces write units: 2 for a shared partition, 1 alone
+	}{
+		{[]string{"a", "b", "b"}, 1 + 2*2},
+		{[]string{"c", "d", "d", "d"}, 1 + 3*2},
+		{[]string{"d", "c", "d", "e", "d"}, 1 + 1 + 3*2},
+		{append(strings.Split(strings.Repeat("x,", 30), ",")[:30], "y", "x"), 31*2 + 1}, // 32: pairwise
+		{append(strings.Split(strings.Repeat("x,", 31), ",")[:31], "y", "x"), 32*2 + 1}, // 33: map
+	} {
+		s, err := meter.Wrap(testbackend.Pebble(t, nil), meter.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := store.TableSpec{
+			Name:         shard,
+			PartitionKey: []store.Column{{Name: "k", Type: store.TypeText}},
+			Clustering:   []store.Column{{Name: "c", Type: store.TypeInt64}},
+			Values:       []store.Column{{Name: "v", Type: store.TypeBytes}},
+		}
+		if err := s.CreateTable(t.Context(), spec); err != nil {
+			t.Fatal(err)
+		}
+		batch := make([]store.Mutation, len(c.parts))
+		for i, p := range c.parts {
+			batch[i] = store.Mutation{Partition: []any{p}, Clustering: []any{int64(i)}, Cells: []store.Cell{{Column: "v", Value: []byte("x")}}}
+		}
+		if err := s.Write(t.Context(), shard, batch); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Usage().Total("keyspaces", "write", "index_shard"); got != c.want {
+			t.Errorf("partitions %q: %d Keyspaces write units, want %d", c.parts, got, c.want)
+		}
+	}
+}
