@@ -152,10 +152,10 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.readTimeout = opts.ReadTimeout
-	s.hotAddr = opts.HotAddr
 	if s.readTimeout <= 0 {
 		s.readTimeout = DefaultReadTimeout
 	}
+	s.hotAddr = opts.HotAddr
 	s.admit = newAdmission(opts.Limits, s.metrics.shed, s.metrics.cpuShedRatio)
 	if s.gatherer == nil {
 		s.gatherer, _ = opts.Registerer.(prometheus.Gatherer)
