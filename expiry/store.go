@@ -19,7 +19,9 @@ type Store struct {
 	specs  *specCache
 	m      *metrics
 	maxRow int
-	sweep  *Sweeper
+	// resolve validates a batch as the wrapped Store does.
+	resolve func(*store.TableSpec, []store.Mutation, time.Time, int) ([]kit.ResolvedMutation, error)
+	sweep   *Sweeper
 }
 
 var _ store.Store = (*Store)(nil)
@@ -43,12 +45,16 @@ func Wrap(ctx context.Context, inner store.Store, opts Options) (*Store, error) 
 		return nil, err
 	}
 	s := &Store{
-		inner:  inner,
-		opts:   opts,
-		layout: l,
-		specs:  newSpecCache(inner, opts.Now, opts.SpecTTL),
-		m:      m,
-		maxRow: caps.MaxRowBytes,
+		inner:   inner,
+		opts:    opts,
+		layout:  l,
+		specs:   newSpecCache(inner, opts.Now, opts.SpecTTL),
+		m:       m,
+		maxRow:  caps.MaxRowBytes,
+		resolve: kit.ResolveBatch,
+	}
+	if caps.GuardedBatch {
+		s.resolve = kit.ResolveGuardedBatch
 	}
 	s.sweep = newSweeper(s)
 	return s, nil
@@ -142,13 +148,13 @@ func (s *Store) write(ctx context.Context, table string, batch []store.Mutation,
 		return s.writeInner(ctx, table, batch, deferred)
 	}
 	start := s.opts.Now()
-	res, err := kit.ResolveBatch(spec, batch, start, s.maxRow)
+	res, err := s.resolve(spec, batch, start, s.maxRow)
 	if err != nil {
 		// A stale cached spec must not refuse a valid write: read it again.
 		if spec, err = s.specs.refresh(ctx, table); err != nil {
 			return err
 		}
-		if res, err = kit.ResolveBatch(spec, batch, start, s.maxRow); err != nil {
+		if res, err = s.resolve(spec, batch, start, s.maxRow); err != nil {
 			return err
 		}
 	}

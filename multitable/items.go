@@ -79,13 +79,7 @@ func (g *Registry) Put(ctx context.Context, table string, in PutItem) (Item, err
 		if err != nil {
 			return Item{}, err
 		}
-		// The entry (and its bucket row) land before the item, so that a
-		// live item is always listed. It is this attempt's own row: no
-		// other writer ever touches it.
 		e.ver, e.written = newVersion(), g.now()
-		if err := g.addEntry(ctx, t, e); err != nil {
-			return Item{}, err
-		}
 		item := withExpiry(store.Mutation{
 			Partition:  t.itemPartition(in.Key),
 			Clustering: itemClustering(in.Key),
@@ -96,15 +90,23 @@ func (g *Registry) Put(ctx context.Context, table string, in PutItem) (Item, err
 			},
 			If: cur.guard(),
 		}, expMs)
-		applied, err := g.writeGuarded(ctx, t, in.Key, item, e.ver)
+		var applied bool
+		if g.guarded {
+			applied, err = g.writeWithEntry(ctx, t, item, e)
+		} else {
+			applied, err = g.writeAfterEntry(ctx, t, item, e)
+		}
 		if err != nil {
 			return Item{}, fmt.Errorf("put %s/%s: %w", table, clip(in.Key), err)
 		}
 		if !applied {
 			// Another writer replaced the item since it was read: this
-			// attempt's entry lists nothing, and the put starts over.
+			// attempt's entry, if it was written, lists nothing, and the
+			// put starts over.
 			g.metrics.conflicts.Inc()
-			g.dropEntry(ctx, t, e)
+			if !g.guarded {
+				g.dropEntry(ctx, t, e)
+			}
 			if err := g.pause(ctx, attempt); err != nil {
 				return Item{}, err
 			}
@@ -266,12 +268,47 @@ func (g *Registry) readItem(ctx context.Context, t tableRef, key string) (itemRo
 	return r, nil
 }
 
-// writeGuarded applies a guarded write of an item row that sets version
-// ver, and reports whether it applied. A refused condition is not always
-// a lost race: a request retried after it applied is refused by its own
-// write, so a refusal is settled by reading the version back.
-func (g *Registry) writeGuarded(ctx context.Context, t tableRef, key string, m store.Mutation, ver int64) (bool, error) {
-	err := g.st.Write(ctx, ItemsTable, []store.Mutation{m})
+// writeAfterEntry writes e (and its bucket row) and then the guarded item
+// write m that lists through it, and reports whether m applied. The entry
+// is this attempt's own row: no other writer ever touches it.
+func (g *Registry) writeAfterEntry(ctx context.Context, t tableRef, m store.Mutation, e entry) (bool, error) {
+	if err := g.addEntry(ctx, t, e); err != nil {
+		return false, err
+	}
+	return g.writeGuarded(ctx, t, e.key, []store.Mutation{m}, e.ver)
+}
+
+// writeWithEntry is writeAfterEntry on a store that applies a guarded
+// batch whole or not at all: the entry (and its bucket row, unless this
+// process wrote it already) and the item go in one batch, one write
+// instead of two, and a refused attempt leaves no entry behind. The
+// bucket row of an entry without expiry is then checked as addEntry
+// checks it.
+func (g *Registry) writeWithEntry(ctx context.Context, t tableRef, m store.Mutation, e entry) (bool, error) {
+	br := t.bucketRowOf(e)
+	muts := make([]store.Mutation, 0, 3)
+	cached := g.buckets.has(t, br)
+	if !cached {
+		muts = append(muts, t.bucketUpsert(br))
+	}
+	muts = append(muts, t.entryUpsert(e), m)
+	applied, err := g.writeGuarded(ctx, t, e.key, muts, e.ver)
+	if err != nil || !applied {
+		return applied, err
+	}
+	if !cached {
+		g.buckets.add(t, br)
+	}
+	return true, g.checkBucket(ctx, t, e, br)
+}
+
+// writeGuarded applies a batch whose one guarded write is of an item row
+// that sets version ver, and reports whether it applied. A refused
+// condition is not always a lost race: a request retried after it applied
+// is refused by its own write, so a refusal is settled by reading the
+// version back.
+func (g *Registry) writeGuarded(ctx context.Context, t tableRef, key string, muts []store.Mutation, ver int64) (bool, error) {
+	err := g.st.Write(ctx, ItemsTable, muts)
 	if err == nil {
 		return true, nil
 	}
@@ -324,8 +361,15 @@ func (g *Registry) addEntry(ctx context.Context, t tableRef, e entry) error {
 	if !cached {
 		g.buckets.add(t, br)
 	}
+	return g.checkBucket(ctx, t, e, br)
+}
+
+// checkBucket checks, after the entry e is written, that the bucket row br
+// announcing it is still there, and writes it again if not: a listing
+// that found the bucket empty just before the entry landed may have
+// removed it. Bucket rows with an expiry are never removed before it.
+func (g *Registry) checkBucket(ctx context.Context, t tableRef, e entry, br bucketRow) error {
 	if br.granule != noExpiry {
-		// Bucket rows with an expiry are never removed before it.
 		return nil
 	}
 	_, err := g.st.Get(ctx, ItemsTable, t.bucketPartition(), t.bucketClustering(br))

@@ -98,6 +98,9 @@ type Registry struct {
 	metrics *metrics
 	buckets *bucketCache
 	records *recordCache
+	// guarded: the store applies a put's entry and item in one guarded
+	// batch (store.Capabilities.GuardedBatch).
+	guarded bool
 
 	// ddl serializes creating and deleting tables within this process.
 	ddl sync.Mutex
@@ -130,6 +133,7 @@ func New(ctx context.Context, st store.Store, opts Options) (*Registry, error) {
 		st: st, meta: meta, opts: opts, log: opts.Logger, now: opts.Now,
 		metrics: m, buckets: newBucketCache(bucketCacheSize),
 		records: newRecordCache(opts.RecordTTL, opts.Now),
+		guarded: st.Capabilities().GuardedBatch,
 	}, nil
 }
 

@@ -43,6 +43,7 @@ var suite = []struct {
 	{"RaceListingFencesMove", testRaceListingFencesMove},
 	{"ListingSparesPutsInFlight", testListingSparesPutsInFlight},
 	{"RefusedAfterApplying", testRefusedAfterApplying},
+	{"LostRaceLeavesNoEntry", testLostRaceLeavesNoEntry},
 	{"PageTokenAfter", testPageTokenAfter},
 	{"ItemsWithoutVersions", testItemsWithoutVersions},
 	{"Usage", testUsage},

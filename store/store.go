@@ -151,8 +151,11 @@ type Mutation struct {
 	// write is applied, atomically with respect to every other writer of
 	// that row (on every replica). When it does not hold, Write returns an
 	// error wrapping ErrConflict and writes nothing. A conditional mutation
-	// must be the only mutation of its batch, and may be an Upsert,
-	// DeleteRow or DeleteCells.
+	// may be an Upsert, DeleteRow or DeleteCells, and must be the only
+	// mutation of its batch, unless Capabilities().GuardedBatch: then a
+	// batch holds at most one, among unconditional mutations of any
+	// partitions, and is applied whole when the condition holds (evaluated
+	// after the batch's earlier mutations) or not at all.
 	If *Condition
 }
 
@@ -304,6 +307,12 @@ type Capabilities struct {
 	// and number at most MaxAtomicBatch is all-or-nothing.
 	AtomicPartitionBatch bool
 	MaxAtomicBatch       int
+	// GuardedBatch: a batch may carry one conditional mutation (see
+	// Mutation.If) among unconditional ones, of any partitions and any
+	// number, and is all-or-nothing: applied whole when the condition
+	// holds, otherwise ErrConflict and nothing written. A row and the rows
+	// that must land with it then cost one write instead of several.
+	GuardedBatch bool
 	// MaxRowBytes bounds one row's stored size (keys, values and
 	// metadata); larger writes return ErrTooLarge.
 	MaxRowBytes int

@@ -45,7 +45,19 @@ type ResolvedCondition struct {
 // ResolveBatch validates a batch against spec at time now and returns it
 // resolved. maxRowBytes (0 = no limit) bounds each store.Upsert's size. Any error
 // is a *store.MutationError wrapping store.ErrInvalid or store.ErrTooLarge.
+// A conditional mutation must be alone in its batch.
 func ResolveBatch(spec *store.TableSpec, batch []store.Mutation, now time.Time, maxRowBytes int) ([]ResolvedMutation, error) {
+	return resolveBatch(spec, batch, now, maxRowBytes, false)
+}
+
+// ResolveGuardedBatch is ResolveBatch for a backend with
+// store.Capabilities.GuardedBatch: a batch may hold one conditional
+// mutation among unconditional ones.
+func ResolveGuardedBatch(spec *store.TableSpec, batch []store.Mutation, now time.Time, maxRowBytes int) ([]ResolvedMutation, error) {
+	return resolveBatch(spec, batch, now, maxRowBytes, true)
+}
+
+func resolveBatch(spec *store.TableSpec, batch []store.Mutation, now time.Time, maxRowBytes int, guarded bool) ([]ResolvedMutation, error) {
 	out := make([]ResolvedMutation, len(batch))
 	// One slab for every mutation's cells saves an allocation per row.
 	ncells := 0
@@ -60,6 +72,7 @@ func ResolveBatch(spec *store.TableSpec, batch []store.Mutation, now time.Time, 
 	if len(batch) > 0 {
 		keys = make([]byte, 0, len(batch)*keySizeHint(&batch[0]))
 	}
+	conds := 0
 	for i := range batch {
 		n := len(batch[i].Cells)
 		out[i].Cells = slab[len(slab) : len(slab) : len(slab)+n]
@@ -68,7 +81,8 @@ func ResolveBatch(spec *store.TableSpec, batch []store.Mutation, now time.Time, 
 			return nil, &store.MutationError{Index: i, Err: err}
 		}
 		if batch[i].If != nil {
-			c, err := resolveCondition(spec, &batch[i], len(batch))
+			conds++
+			c, err := resolveCondition(spec, &batch[i], len(batch), conds, guarded)
 			if err != nil {
 				return nil, &store.MutationError{Index: i, Err: err}
 			}
@@ -257,8 +271,13 @@ func resolve(spec *store.TableSpec, m *store.Mutation, now time.Time, maxRowByte
 	return nil
 }
 
-func resolveCondition(spec *store.TableSpec, m *store.Mutation, batchLen int) (*ResolvedCondition, error) {
-	if batchLen != 1 {
+// resolveCondition resolves the condition of m, the conds-th conditional
+// mutation of a batch of batchLen.
+func resolveCondition(spec *store.TableSpec, m *store.Mutation, batchLen, conds int, guarded bool) (*ResolvedCondition, error) {
+	switch {
+	case guarded && conds > 1:
+		return nil, fmt.Errorf("%w: a batch holds at most one conditional mutation", store.ErrInvalid)
+	case !guarded && batchLen != 1:
 		return nil, fmt.Errorf("%w: a conditional mutation must be alone in its batch", store.ErrInvalid)
 	}
 	if m.Kind == store.DeleteIfExpired {

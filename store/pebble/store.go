@@ -243,6 +243,7 @@ func (s *Store) Capabilities() store.Capabilities {
 		Backend:              "pebble",
 		AtomicPartitionBatch: true,
 		MaxAtomicBatch:       1 << 30,
+		GuardedBatch:         true,
 		MaxRowBytes:          MaxRowBytes,
 		DeleteBatch:          1000,
 	}

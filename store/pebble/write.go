@@ -67,7 +67,7 @@ func (s *Store) write(ctx context.Context, name string, batch []store.Mutation, 
 		return err
 	}
 	spec := &t.Spec
-	rs, err := kit.ResolveBatch(spec, batch, s.now(), MaxRowBytes)
+	rs, err := kit.ResolveGuardedBatch(spec, batch, s.now(), MaxRowBytes)
 	if err != nil {
 		return err
 	}

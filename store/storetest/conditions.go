@@ -20,6 +20,7 @@ var conditionCases = []testCase{
 	{"ConditionalDeletes", testConditionalDeletes},
 	{"ConditionRefusals", testConditionRefusals},
 	{"CompareAndSwapRace", testCompareAndSwapRace},
+	{"GuardedBatch", testGuardedBatch},
 }
 
 func cond(m store.Mutation, c store.Condition) store.Mutation {
@@ -147,12 +148,18 @@ func testConditionRefusals(e *env) {
 		name  string
 		batch []store.Mutation
 	}{
-		{"two mutations", []store.Mutation{cond(up("p", 1, "a", cell("v", "x")), store.Condition{Kind: store.IfAbsent}), up("p", 2, "b")}},
+		{"two conditions", []store.Mutation{cond(up("p", 1, "a"), store.Condition{Kind: store.IfAbsent}), cond(up("p", 2, "b"), store.Condition{Kind: store.IfAbsent})}},
 		{"unknown column", []store.Mutation{cond(up("p", 1, "a"), store.Condition{Kind: store.IfEquals, Column: "nope", Value: "x"})}},
 		{"wrong type", []store.Mutation{cond(up("p", 1, "a"), store.Condition{Kind: store.IfEquals, Column: "n", Value: "x"})}},
 		{"unknown kind", []store.Mutation{cond(up("p", 1, "a"), store.Condition{Kind: 99})}},
 		{"column on IfAbsent", []store.Mutation{cond(up("p", 1, "a"), store.Condition{Kind: store.IfAbsent, Column: "v"})}},
 		{"DeleteIfExpired", []store.Mutation{cond(store.Mutation{Kind: store.DeleteIfExpired, Partition: p, Clustering: key(1, "a")}, store.Condition{Kind: store.IfExists})}},
+	}
+	if !e.caps.GuardedBatch {
+		bad = append(bad, struct {
+			name  string
+			batch []store.Mutation
+		}{"two mutations", []store.Mutation{cond(up("p", 1, "a", cell("v", "x")), store.Condition{Kind: store.IfAbsent}), up("p", 2, "b")}})
 	}
 	for _, b := range bad {
 		err := e.s.Write(e.ctx, spec.Name, b.batch)
@@ -212,4 +219,41 @@ func testCompareAndSwapRace(e *env) {
 	if got != wins || wins == 0 {
 		e.t.Fatalf("counter is %d after %d acknowledged increments", got, wins)
 	}
+}
+
+// testGuardedBatch checks a conditional mutation among unconditional ones
+// (store.Capabilities.GuardedBatch): the batch is applied whole when the
+// condition holds, evaluated after the batch's earlier mutations, and not
+// at all when it does not. Backends without it refuse such a batch
+// (testConditionRefusals).
+func testGuardedBatch(e *env) {
+	if !e.caps.GuardedBatch {
+		return
+	}
+	spec := e.create("guarded", wideSpec(store.Asc, 0))
+	absent := store.Condition{Kind: store.IfAbsent}
+	// Other partitions before and after the conditional row.
+	e.write(spec.Name, up("p", 1, "a", cell("v", "before")), cond(up("q", 1, "a", cell("v", "guarded")), absent), up("r", 1, "a", cell("v", "after")))
+	for _, p := range []string{"p", "q", "r"} {
+		e.mustGet(spec.Name, []any{p}, key(1, "a"))
+	}
+	// The condition fails: nothing of the batch is written, and the error
+	// names the conditional mutation.
+	err := e.s.Write(e.ctx, spec.Name, []store.Mutation{
+		up("p", 2, "b", cell("v", "lost")),
+		cond(up("q", 1, "a", cell("v", "lost")), absent),
+		up("r", 2, "b", cell("v", "lost")),
+	})
+	var me *store.MutationError
+	if !isErr(err, store.ErrConflict) || !errors.As(err, &me) || me.Index != 1 {
+		e.t.Fatalf("refused guarded batch: got %v, want a *MutationError at 1 wrapping ErrConflict", err)
+	}
+	e.mustMiss(spec.Name, []any{"p"}, key(2, "b"))
+	e.mustMiss(spec.Name, []any{"r"}, key(2, "b"))
+	e.checkRow(e.mustGet(spec.Name, []any{"q"}, key(1, "a")), []any{"q"}, key(1, "a"), "guarded", nil, nil, nil)
+	e.checkIndex(spec, "by_v", []any{"p"}, "before", key(1, "a"))
+	e.checkIndex(spec, "by_v", []any{"p"}, "lost")
+	// The condition sees the batch's own earlier write of its row.
+	e.write(spec.Name, up("s", 1, "a", cell("n", int64(1))), cond(up("s", 1, "a", cell("v", "seen")), store.Condition{Kind: store.IfEquals, Column: "n", Value: int64(1)}))
+	e.checkRow(e.mustGet(spec.Name, []any{"s"}, key(1, "a")), []any{"s"}, key(1, "a"), "seen", int64(1), nil, nil)
 }
