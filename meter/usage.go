@@ -225,7 +225,10 @@ func (c *counters) snapshot(since, at time.Time) Usage {
 	for cl := range numClasses {
 		for op := range numOps {
 			t := c.totals(cl, op)
-			if t.requests == 0 {
+			// A kind of mutation may be billed only within batches led by
+			// another kind (under which the batch's request counts): its
+			// rows show it was seen.
+			if t.requests == 0 && t.rows == 0 {
 				continue
 			}
 			o := OpUsage{
