@@ -71,6 +71,12 @@
 //     put's entry, so its expiry is the put's, and it is removed only
 //     once its item is gone: a put costs one read and two writes (three
 //     when it replaces an item).
+//   - On a store that applies a guarded batch whole or not at all
+//     (store.Capabilities.GuardedBatch: the embedded backend), the entry
+//     (and, when this process has not written it yet, the bucket row) and
+//     the guarded item write go in one batch: the row another depends on
+//     still never lands without it, a put costs one read and one write,
+//     and an attempt that loses the race writes nothing to remove.
 //   - A guarded write refused because a retried request had already
 //     applied it is told apart from a lost race by reading the version
 //     back.
@@ -83,9 +89,10 @@
 //     of a new version (or, where there is no item, of a fence row that
 //     expires with the entry). The in-flight put's guard then fails and it
 //     starts over with a new entry.
-//   - After writing an entry without expiry, the writer reads its bucket
-//     row back; a listing that retires an empty bucket's row reads the
-//     bucket again afterwards and restores the row if an entry landed.
+//   - After writing an entry without expiry (alone or with its item), the
+//     writer reads its bucket row back; a listing that retires an empty
+//     bucket's row reads the bucket again afterwards and restores the row
+//     if an entry landed.
 //     Either the remover's re-check sees the writer's row, or the
 //     writer's check sees the removal.
 //

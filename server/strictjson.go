@@ -3,9 +3,13 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // checkStrict walks a JSON document beside the Go type it decodes into and
@@ -14,10 +18,26 @@ import (
 // a struct field named in another case ("Retention" for "retention": json
 // matches it case-insensitively). Objects decoded into maps, interfaces or
 // raw messages are checked for duplicates only.
+//
+// The walk runs on jsontext, whose decoder finds duplicate names itself,
+// in every object, without allocating; it only descends where a struct's
+// field names are to be checked, and skips every other value whole.
 func checkStrict(data []byte, t reflect.Type) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	return walkValue(dec, t, "body")
+	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowInvalidUTF8(true))
+	err := walkValue(dec, t)
+	var se *jsontext.SyntacticError
+	if errors.As(err, &se) && errors.Is(se.Err, jsontext.ErrDuplicateName) {
+		return fmt.Errorf("key %q appears twice in %s", se.JSONPointer.LastToken(), where(se.JSONPointer.Parent()))
+	}
+	return err
+}
+
+// where names the value at a JSON pointer (RFC 6901) for an error message.
+func where(p jsontext.Pointer) string {
+	if p == "" {
+		return "the body"
+	}
+	return "the object at " + string(p)
 }
 
 var (
@@ -25,83 +45,135 @@ var (
 	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 )
 
-func walkValue(dec *json.Decoder, t reflect.Type, path string) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
+func walkValue(dec *jsontext.Decoder, t reflect.Type) error {
+	t = checked(t)
+	if t == nil {
+		return dec.SkipValue()
 	}
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	// Types that decode themselves (and raw JSON) get the generic check.
-	if t != nil && (t == rawMessageType || reflect.PointerTo(t).Implements(unmarshalerType)) {
-		t = nil
-	}
-	switch tok {
-	case json.Delim('{'):
-		return walkObject(dec, t, path)
-	case json.Delim('['):
-		var elem reflect.Type
-		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			elem = t.Elem()
+	switch dec.PeekKind() {
+	case '{':
+		return walkObject(dec, t)
+	case '[':
+		if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
+			return dec.SkipValue()
 		}
-		for i := 0; dec.More(); i++ {
-			if err := walkValue(dec, elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+		if _, err := dec.ReadToken(); err != nil {
+			return err
+		}
+		for dec.PeekKind() != ']' {
+			if err := walkValue(dec, t.Elem()); err != nil {
 				return err
 			}
 		}
-		_, err := dec.Token() // ']'
+		_, err := dec.ReadToken() // ']'
 		return err
 	}
-	return nil
+	return dec.SkipValue()
 }
 
-func walkObject(dec *json.Decoder, t reflect.Type, path string) error {
+func walkObject(dec *jsontext.Decoder, t reflect.Type) error {
 	var fields map[string]reflect.Type
 	var elem reflect.Type
-	if t != nil {
-		switch t.Kind() {
-		case reflect.Struct:
-			fields = jsonFields(t)
-		case reflect.Map:
-			elem = t.Elem()
-		}
+	switch t.Kind() {
+	case reflect.Struct:
+		fields = jsonFields(t)
+	case reflect.Map:
+		elem = t.Elem()
+	default:
+		return dec.SkipValue()
 	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
+	if _, err := dec.ReadToken(); err != nil { // '{'
+		return err
+	}
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
 		if err != nil {
 			return err
 		}
-		key, _ := tok.(string)
-		if seen[key] {
-			return fmt.Errorf("%s: key %q appears twice", path, key)
-		}
-		seen[key] = true
 		next := elem
 		if fields != nil {
+			key := tok.String()
 			ft, ok := fields[key]
 			if !ok {
 				for name := range fields {
 					if strings.EqualFold(name, key) {
-						return fmt.Errorf("%s: unknown field %q; field names are case-sensitive: did you mean %q?", path, key, name)
+						return fmt.Errorf("unknown field %q in %s; field names are case-sensitive: did you mean %q?", key, where(dec.StackPointer().Parent()), name)
 					}
 				}
 				// Unknown fields are DisallowUnknownFields' to report.
 			}
 			next = ft
 		}
-		if err := walkValue(dec, next, path+"."+key); err != nil {
+		if err := walkValue(dec, next); err != nil {
 			return err
 		}
 	}
-	_, err := dec.Token() // '}'
+	_, err := dec.ReadToken() // '}'
 	return err
 }
+
+// checkedTypes caches checked.
+var checkedTypes sync.Map // reflect.Type → reflect.Type (nil: skip)
+
+// checked returns the type whose JSON a walk must descend into to check
+// field names, with pointers removed, or nil when the value holds no
+// struct that encoding/json decodes field by field: such a value only
+// needs its duplicate names found, which skipping it does.
+func checked(t reflect.Type) reflect.Type {
+	if t == nil {
+		return nil
+	}
+	if v, ok := checkedTypes.Load(t); ok {
+		c, _ := v.(reflect.Type)
+		return c
+	}
+	c := t
+	for c.Kind() == reflect.Pointer {
+		c = c.Elem()
+	}
+	if !holdsStruct(c, map[reflect.Type]bool{}) {
+		c = nil
+	}
+	checkedTypes.Store(t, c)
+	return c
+}
+
+// holdsStruct reports whether values of t may hold, at any depth, a
+// struct decoded field by field (types that decode themselves, and raw
+// JSON, do not count).
+func holdsStruct(t reflect.Type, seen map[reflect.Type]bool) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == rawMessageType || reflect.PointerTo(t).Implements(unmarshalerType) || seen[t] {
+		return false
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Struct:
+		return true
+	case reflect.Map, reflect.Slice, reflect.Array:
+		return holdsStruct(t.Elem(), seen)
+	}
+	return false
+}
+
+// fieldsOf caches jsonFields.
+var fieldsOf sync.Map // reflect.Type → map[string]reflect.Type
 
 // jsonFields maps a struct's JSON field names to their types, following
 // embedded structs as encoding/json does.
 func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if v, ok := fieldsOf.Load(t); ok {
+		m, _ := v.(map[string]reflect.Type)
+		return m
+	}
+	m := structFields(t)
+	fieldsOf.Store(t, m)
+	return m
+}
+
+func structFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -116,7 +188,7 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				for k, v := range jsonFields(ft) {
+				for k, v := range structFields(ft) {
 					if _, dup := out[k]; !dup {
 						out[k] = v
 					}
