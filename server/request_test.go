@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -173,5 +174,50 @@ func TestWriteJSON(t *testing.T) {
 	w = httptest.NewRecorder()
 	if err := server.WriteJSON(w, http.StatusOK, map[string]any{"f": func() {}}); err == nil || w.Body.Len() != 0 {
 		t.Fatalf("unencodable value: %v, body %q", err, w.Body)
+	}
+}
+
+// TestDecodeJSONStrict: what encoding/json resolves silently is refused,
+// wherever it sits: a name given twice in any object (escaped or not, in
+// free-form values too), and a struct field named in another case, also
+// in structs inside slices and maps. Each refusal says what it found and
+// where.
+func TestDecodeJSONStrict(t *testing.T) {
+	type event struct {
+		ID   string         `json:"id"`
+		Tags map[string]any `json:"tags"`
+	}
+	type body struct {
+		Name   string           `json:"name"`
+		Events []event          `json:"events"`
+		ByKey  map[string]event `json:"by_key"`
+		Free   any              `json:"free"`
+		Raw    json.RawMessage  `json:"raw"`
+	}
+	for _, c := range []struct{ in, want string }{
+		{`{"name":"a","events":[{"id":"1","tags":{"x":1}}],"by_key":{"k":{"id":"2"}},"free":{"a":[{"b":1}]},"raw":{"c":{"d":2}}}`, ""},
+		{`{"name":"a","name":"b"}`, `key "name" appears twice in the body`},
+		{`{"name":"a","n\u0061me":"b"}`, `key "name" appears twice in the body`},
+		{`{"events":[{"id":"1"},{"id":"2","id":"3"}]}`, `key "id" appears twice in the object at /events/1`},
+		{`{"events":[{"id":"1","tags":{"x":1,"x":2}}]}`, `key "x" appears twice in the object at /events/0/tags`},
+		{`{"free":{"a":[{"b":1,"b":2}]}}`, `key "b" appears twice in the object at /free/a/0`},
+		{`{"raw":{"c":{"d":1,"d":2}}}`, `key "d" appears twice in the object at /raw/c`},
+		{`{"by_key":{"k":{},"k":{}}}`, `key "k" appears twice in the object at /by_key`},
+		{`{"Name":"a"}`, `unknown field "Name" in the body; field names are case-sensitive: did you mean "name"?`},
+		{`{"events":[{"ID":"1"}]}`, `unknown field "ID" in the object at /events/0; field names are case-sensitive: did you mean "id"?`},
+		{`{"by_key":{"k":{"Id":"1"}}}`, `unknown field "Id" in the object at /by_key/k; field names are case-sensitive: did you mean "id"?`},
+	} {
+		var v body
+		err := server.DecodeJSON(httptest.NewRequest("POST", "/", strings.NewReader(c.in)), &v)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.in, err)
+			}
+			continue
+		}
+		var se *server.Error
+		if !errors.As(err, &se) || se.Status != 400 || !strings.Contains(se.Error(), c.want) {
+			t.Errorf("%s: got %v, want 400 saying %s", c.in, err, c.want)
+		}
 	}
 }
