@@ -39,6 +39,18 @@ func putApplyScratch(sc *applyScratch) {
 	applyScratchPool.Put(sc)
 }
 
+// keyBefore reports whether a mutation before i writes mutation i's row.
+// The keys of mutations 0..i are recorded.
+func (sc *applyScratch) keyBefore(i int) bool {
+	k := sc.key(i)
+	for j := range i {
+		if bytes.Equal(sc.key(j), k) {
+			return true
+		}
+	}
+	return false
+}
+
 // key is mutation i's row key.
 func (sc *applyScratch) key(i int) []byte {
 	start := 0

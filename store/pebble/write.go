@@ -119,11 +119,13 @@ func (s *Store) apply(name string, t *table, rs []kit.ResolvedMutation, wo *pebb
 	spec := &t.Spec
 	// A batch that must read rows (to check expiry, or to find index entries
 	// to remove) uses an indexed batch, so it reads its own earlier
-	// mutations too. A row read to decide a write (a condition, an expiry
-	// check) is locked exclusively until the batch is applied; every other
-	// row of the batch is locked shared.
+	// mutations too; a batch that reads only to check conditions, on rows
+	// it has not written before them, reads the database and stays a
+	// plain batch, cheaper to build. A row read to decide a write (a
+	// condition, an expiry check) is locked exclusively until the batch is
+	// applied; every other row of the batch is locked shared.
 	var rows rowSet
-	reads := false
+	reads, indexed := false, false
 	var key, val []byte
 	var err error
 	sc := getApplyScratch(len(rs))
@@ -131,10 +133,12 @@ func (s *Store) apply(name string, t *table, rs []kit.ResolvedMutation, wo *pebb
 	for i := range rs {
 		r := &rs[i]
 		decides := r.Cond != nil || r.Kind == store.DeleteIfExpired
-		reads = reads || decides || (r.Kind == store.DeleteRow && len(spec.Indexes) > 0)
+		deletes := r.Kind == store.DeleteIfExpired || (r.Kind == store.DeleteRow && len(spec.Indexes) > 0)
+		reads = reads || decides || deletes
 		start := len(sc.keys)
 		sc.keys = rowKey(sc.keys, t.prefix, r.PartitionKey, r.ClusteringKey)
 		sc.ends = append(sc.ends, len(sc.keys))
+		indexed = indexed || deletes || (r.Cond != nil && sc.keyBefore(i))
 		s.rows.add(&rows, sc.keys[start:], decides)
 	}
 	// A batch that reads nothing goes into Pebble in key order (see
@@ -145,8 +149,10 @@ func (s *Store) apply(name string, t *table, rs []kit.ResolvedMutation, wo *pebb
 		sc.sortBatch()
 	}
 	var b *pebble.Batch
-	if reads {
+	var reader pebble.Reader = s.db
+	if indexed {
 		b = s.db.NewIndexedBatch()
+		reader = b
 	} else {
 		b = s.db.NewBatch()
 	}
@@ -163,7 +169,7 @@ func (s *Store) apply(name string, t *table, rs []kit.ResolvedMutation, wo *pebb
 		r := &rs[i]
 		key = sc.key(int(i))
 		if r.Cond != nil {
-			ok, err := condHolds(b, spec, r.Cond, key, now)
+			ok, err := condHolds(reader, spec, r.Cond, key, now)
 			if err != nil {
 				return fmt.Errorf("write %s: %w", name, err)
 			}
@@ -271,12 +277,13 @@ func (s *Store) deleteRow(b *pebble.Batch, t *table, r *kit.ResolvedMutation, ke
 	return b.Delete(key, nil)
 }
 
-// condHolds evaluates a condition against the row's live content. The
-// caller holds the row's stripe exclusively, so no other writer changes the
-// row between this read and the batch's commit.
-func condHolds(b *pebble.Batch, spec *store.TableSpec, c *kit.ResolvedCondition, key []byte, now int64) (bool, error) {
+// condHolds evaluates a condition against the row's live content as r
+// holds it: the database, or an indexed batch over it when the batch wrote
+// the row before. The caller holds the row's stripe exclusively, so no
+// other writer changes the row between this read and the batch's commit.
+func condHolds(r pebble.Reader, spec *store.TableSpec, c *kit.ResolvedCondition, key []byte, now int64) (bool, error) {
 	var f fragment
-	v, closer, err := b.Get(key)
+	v, closer, err := r.Get(key)
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
 	case err != nil:
