@@ -68,49 +68,41 @@ func BenchmarkPut(b *testing.B) {
 		name   string
 		noSync bool
 	}{{"sync", false}, {"nosync", true}} {
-		b.Run(mode.name+"/multitable", func(b *testing.B) {
-			_, reg := benchStore(b, mode.noSync)
-			ctx := context.Background()
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				if _, err := reg.Put(ctx, "bench", PutItem{Key: fmt.Sprint("key", i), Timestamp: benchTime(i), Attributes: benchAttrs}); err != nil {
-					b.Fatal(err)
-				}
-				i++
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
-		})
 		// separate writes the entry and then the item, as on a store
 		// without guarded batches (DynamoDB, CQL).
-		b.Run(mode.name+"/multitable/separate", func(b *testing.B) {
-			_, reg := benchStore(b, mode.noSync)
-			reg.guarded = false
-			ctx := context.Background()
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				if _, err := reg.Put(ctx, "bench", PutItem{Key: fmt.Sprint("key", i), Timestamp: benchTime(i), Attributes: benchAttrs}); err != nil {
-					b.Fatal(err)
-				}
-				i++
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
-		})
+		for _, c := range []struct {
+			name    string
+			guarded bool
+		}{{"multitable", true}, {"multitable/separate", false}} {
+			b.Run(mode.name+"/"+c.name, func(b *testing.B) {
+				_, reg := benchStore(b, mode.noSync)
+				reg.guarded = reg.guarded && c.guarded
+				loop(b, func(ctx context.Context, i int) error {
+					_, err := reg.Put(ctx, "bench", PutItem{Key: fmt.Sprint("key", i), Timestamp: benchTime(i), Attributes: benchAttrs})
+					return err
+				})
+			})
+		}
 		b.Run(mode.name+"/baseline", func(b *testing.B) {
 			st, _ := benchStore(b, mode.noSync)
-			ctx := context.Background()
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				if err := baselineWrite(ctx, st, i); err != nil {
-					b.Fatal(err)
-				}
-				i++
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+			loop(b, func(ctx context.Context, i int) error { return baselineWrite(ctx, st, i) })
 		})
 	}
+}
+
+// loop runs op for b.Loop's iterations, numbered from 0, and reports
+// ops/s.
+func loop(b *testing.B, op func(ctx context.Context, i int) error) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if err := op(ctx, i); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 }
 
 // BenchmarkPutParallel is BenchmarkPut/sync from 64 writers at once, as
