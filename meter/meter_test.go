@@ -41,6 +41,15 @@ const (
 	list  = "list_0123456789abcdef0123456789abcdef"
 )
 
+// shardSpec is an index shard's table: one text partition column, an
+// int64 clustering column and one bytes value.
+var shardSpec = store.TableSpec{
+	Name:         shard,
+	PartitionKey: []store.Column{{Name: "k", Type: store.TypeText}},
+	Clustering:   []store.Column{{Name: "c", Type: store.TypeInt64}},
+	Values:       []store.Column{{Name: "v", Type: store.TypeBytes}},
+}
+
 // checkCounts runs a known sequence of operations through the meter and
 // compares every counter with the units worked out by hand (in the
 // comments, from the size rules in the package comment). The figures do
@@ -52,12 +61,6 @@ func checkCounts(t *testing.T, open testbackend.Factory) {
 	s, err := meter.Wrap(open(t, nil), meter.Options{Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
-	}
-	shardSpec := store.TableSpec{
-		Name:         shard,
-		PartitionKey: []store.Column{{Name: "k", Type: store.TypeText}},
-		Clustering:   []store.Column{{Name: "c", Type: store.TypeInt64}},
-		Values:       []store.Column{{Name: "v", Type: store.TypeBytes}},
 	}
 	listSpec := shardSpec
 	listSpec.Name, listSpec.DefaultTTL = list, time.Hour
@@ -252,12 +255,7 @@ func TestLoggedBatchCounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		spec := store.TableSpec{
-			Name:         shard,
-			PartitionKey: []store.Column{{Name: "k", Type: store.TypeText}},
-			Clustering:   []store.Column{{Name: "c", Type: store.TypeInt64}},
-			Values:       []store.Column{{Name: "v", Type: store.TypeBytes}},
-		}
+		spec := shardSpec
 		if err := s.CreateTable(t.Context(), spec); err != nil {
 			t.Fatal(err)
 		}

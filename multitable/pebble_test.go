@@ -13,4 +13,9 @@ func TestPebble(t *testing.T) {
 	t.Run("ParallelReads", func(t *testing.T) {
 		runSuite(t, backend{open: testbackend.Pebble, readParallelism: 8})
 	})
+	// Puts as on a store without guarded batches (entry, then item), so
+	// that path is tested without a remote backend too.
+	t.Run("Separate", func(t *testing.T) {
+		runSuite(t, backend{open: testbackend.Pebble, separate: true})
+	})
 }
