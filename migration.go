@@ -48,12 +48,29 @@ func (db *DB) openLegacy(ctx context.Context, cfg migrate.LegacyConfig) (migrate
 	if awsCfg.Region == "" {
 		awsCfg.Region = "us-east-1"
 	}
+	awsCfg.Credentials = legacyCredentials{awsCfg.Credentials}
 	client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 	})
 	return dynamolegacy.Open(ctx, client, cfg)
+}
+
+// legacyCredentials marks a failure to find credentials for a legacy
+// DynamoDB table as migrate.ErrLegacyCredentials (answered 502): the
+// server's configuration lacks them, whatever the request.
+type legacyCredentials struct{ p aws.CredentialsProvider }
+
+func (c legacyCredentials) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	if c.p == nil {
+		return aws.Credentials{}, fmt.Errorf("%w: no AWS credentials provider configured", migrate.ErrLegacyCredentials)
+	}
+	creds, err := c.p.Retrieve(ctx)
+	if err != nil && ctx.Err() == nil {
+		return creds, fmt.Errorf("%w: %w", migrate.ErrLegacyCredentials, err)
+	}
+	return creds, err
 }
 
 // openLegacyCQL opens a CQL legacy table. A session of its own (to another

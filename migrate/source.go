@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -88,6 +89,27 @@ type LegacyConfig struct {
 	// KindCQL.
 	Mapping *Mapping `json:"mapping,omitempty"`
 }
+
+// OwnTable is the name of index's own embedded legacy table. Embedded
+// legacy tables share one namespace with every index, so the server lets a
+// token scoped to an index name this table alone: any other legacy source
+// may hold, or be meant for, another index's events.
+func OwnTable(index string) string { return index + "_legacy" }
+
+// OwnedBy reports whether c is index's own legacy source: the embedded
+// table OwnTable(index), reached through the index's own backend. Every
+// other source (another embedded table, a DynamoDB or CQL table, with or
+// without an endpoint) is reached with the server's credentials and from
+// its network, and is the operator's to grant.
+func (c LegacyConfig) OwnedBy(index string) bool {
+	return c.Kind == KindTable && c.Table == OwnTable(index) && c.Endpoint == "" && c.Region == "" && c.Mapping == nil
+}
+
+// ErrLegacyCredentials is a legacy table's backend (DynamoDB or CQL)
+// refusing the server's credentials, or the server finding none for it:
+// the server's configuration is at fault, not the request, and retrying
+// does not help until an operator fixes it.
+var ErrLegacyCredentials = errors.New("migrate: the legacy table's backend refused the server's credentials, or there are none")
 
 // Sort-key formats of Mapping.SortKeyFormat.
 const (

@@ -310,6 +310,20 @@ func (a *Auth) authorize(r *http.Request, res Resource) (string, error) {
 	return t.name, nil
 }
 
+// Permits reports whether the request's token reaches res, for a handler
+// that learns from the request's body that it needs more than its
+// route's resource (a migration from a legacy source other than the
+// index's own needs the admin scope). Without Auth every request is
+// permitted. The route's own check has run already, so a token that does
+// not authenticate is not permitted.
+func (s *Server) Permits(r *http.Request, res Resource) bool {
+	if s.auth == nil {
+		return true
+	}
+	t, err := s.auth.authenticate(r)
+	return err == nil && t.scopes.allowsRequest(r.Method, res)
+}
+
 func describe(res Resource) string {
 	switch {
 	case res.Kind == KindAdmin:

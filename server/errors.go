@@ -28,7 +28,13 @@ const (
 	// CodeInsufficientStorage (507): the disk is below its free-space
 	// floor; nothing was written. Deletes and drops are still accepted.
 	CodeInsufficientStorage = "insufficient_storage"
-	CodeInternal            = "internal"
+	// CodeBadGateway (502): a backend the server reaches on the
+	// request's behalf, other than its own (a migration's DynamoDB or CQL
+	// legacy table), refused the server's credentials, or the server has
+	// none for it. An operator must fix the server's configuration;
+	// retrying does not help until then.
+	CodeBadGateway = "bad_gateway"
+	CodeInternal   = "internal"
 )
 
 // Error is an error with the HTTP status and API code it is answered with.
@@ -154,7 +160,8 @@ var (
 		"store: table exists with a different spec", "store: capacity change limit reached", "store: closed",
 		"store: insufficient storage", "store: storage fault",
 	}
-	packageNames = map[string]bool{"timeseries": true, "multitable": true, "lists": true, "shardmgr": true, "expiry": true, "store": true, "ebb": true, "server": true}
+	packageNames = map[string]bool{"timeseries": true, "multitable": true, "lists": true, "shardmgr": true, "expiry": true, "store": true, "ebb": true, "server": true,
+		"migrate": true, "dynamolegacy": true, "cqllegacy": true}
 )
 
 // userMessage says what an error says in the API's own words: without

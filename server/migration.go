@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -12,9 +13,18 @@ import (
 
 // Migrations serves the migrations of indexes off legacy tables
 // (docs/migration.md) on svc, under /v1/indexes/{name}/migration.
+//
+// A token scoped to an index reaches the index's migration routes, but
+// names only the index's own legacy table (migrate.OwnTable): every other
+// legacy source needs the admin scope, to start a migration from it and
+// to import rows into it. Embedded legacy tables share one namespace, so
+// another name may hold another index's events, or be one another index
+// will use; a DynamoDB or CQL table, and any endpoint, is reached with
+// the server's credentials from the server's network.
 func Migrations(svc *migrate.Service) Feature {
 	return func(s *Server) {
-		h := migrationHandlers{svc: svc}
+		h := migrationHandlers{svc: svc, s: s}
+		s.MapError(migrate.ErrLegacyCredentials, http.StatusBadGateway, CodeBadGateway)
 		byName := ResourceFromPath(KindIndex, "name")
 		s.Route("GET /v1/indexes/{name}/migration", byName, h.status)
 		s.Route("PUT /v1/indexes/{name}/migration", byName, h.start)
@@ -26,7 +36,24 @@ func Migrations(svc *migrate.Service) Feature {
 	}
 }
 
-type migrationHandlers struct{ svc *migrate.Service }
+type migrationHandlers struct {
+	svc *migrate.Service
+	s   *Server
+}
+
+// checkOwned refuses a legacy source that is not index's own to a token
+// without the admin scope.
+func (h migrationHandlers) checkOwned(r *http.Request, index string, cfg migrate.LegacyConfig) error {
+	if cfg.OwnedBy(index) || h.s.Permits(r, Resource{Kind: KindAdmin}) {
+		return nil
+	}
+	what := fmt.Sprintf("legacy %s table %q", cfg.Kind, cfg.Table)
+	if cfg.Endpoint != "" || cfg.Region != "" {
+		what += " at an endpoint or region"
+	}
+	return Errorf(http.StatusForbidden, CodePermissionDenied,
+		"%s is not index %q's own legacy table (%s): another legacy source needs a token with the admin scope", what, index, migrate.OwnTable(index))
+}
 
 // legacyJSON is a legacy table on the wire: LegacyConfig with its TTL as
 // a duration string.
@@ -159,6 +186,11 @@ func (h migrationHandlers) start(w http.ResponseWriter, r *http.Request) error {
 		cfg.TTL = d
 	}
 	name := r.PathValue("name")
+	// Before anything reads the store or opens the source: the answer
+	// depends on the token and the request alone.
+	if err := h.checkOwned(r, name, cfg); err != nil {
+		return err
+	}
 	_, created, err := h.svc.Start(r.Context(), name, migrate.Settings{Legacy: cfg, WriteLegacy: req.WriteLegacy, SamplePercent: req.SamplePercent})
 	if err != nil {
 		return err
@@ -245,6 +277,14 @@ type legacyRowJSON struct {
 // legacyRows writes rows to the index's legacy table, as asked: the import
 // that fills an embedded legacy table from a JSONL file.
 func (h migrationHandlers) legacyRows(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	st, err := h.svc.State(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	if err := h.checkOwned(r, name, st.Legacy); err != nil {
+		return err
+	}
 	var req struct {
 		Rows []legacyRowJSON `json:"rows"`
 	}
@@ -282,7 +322,7 @@ func (h migrationHandlers) legacyRows(w http.ResponseWriter, r *http.Request) er
 		}
 		rows[i] = row
 	}
-	n, err := h.svc.WriteLegacy(r.Context(), r.PathValue("name"), rows)
+	n, err := h.svc.WriteLegacy(r.Context(), name, rows)
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func Open(ctx context.Context, client *dynamodb.Client, cfg migrate.LegacyConfig
 		if errors.As(err, &nf) {
 			return nil, fmt.Errorf("%w: dynamolegacy: table %q does not exist", store.ErrInvalid, cfg.Table)
 		}
-		return nil, fmt.Errorf("dynamolegacy: describe %s: %w", cfg.Table, err)
+		return nil, mapErr(ctx, "dynamolegacy: describe "+cfg.Table, err)
 	}
 	m := *cfg.Mapping
 	want := map[types.KeyType]string{types.KeyTypeHash: m.IndexID, types.KeyTypeRange: m.SortKey}
@@ -185,7 +185,7 @@ func (s *Source) Query(ctx context.Context, r migrate.Range, now time.Time) ([]m
 		in.Limit = aws.Int32(int32(min(r.Limit+1-len(rows), 1000)))
 		out, err := s.client.Query(ctx, in)
 		if err != nil {
-			return nil, false, fmt.Errorf("dynamolegacy: query %s: %w", s.table, err)
+			return nil, false, mapErr(ctx, "dynamolegacy: query "+s.table, err)
 		}
 		for _, item := range out.Items {
 			row, ok := s.row(item)
@@ -224,7 +224,7 @@ func (s *Source) Write(ctx context.Context, rows []migrate.Row) error {
 		for attempt := 0; len(batch) > 0; attempt++ {
 			out, err := s.client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{s.table: batch}})
 			if err != nil {
-				return fmt.Errorf("dynamolegacy: write %s: %w", s.table, err)
+				return mapErr(ctx, "dynamolegacy: write "+s.table, err)
 			}
 			batch = out.UnprocessedItems[s.table]
 			if len(batch) > 0 {
@@ -273,7 +273,7 @@ func (s *Source) Scan(ctx context.Context, cursor []byte, limit int) ([]migrate.
 	}
 	out, err := s.client.Scan(ctx, in)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("dynamolegacy: scan %s: %w", s.table, err)
+		return nil, nil, 0, mapErr(ctx, "dynamolegacy: scan "+s.table, err)
 	}
 	rows := make([]migrate.Row, 0, len(out.Items))
 	for _, item := range out.Items {
@@ -302,7 +302,7 @@ func (s *Source) Scan(ctx context.Context, cursor []byte, limit int) ([]migrate.
 func (s *Source) Estimate(ctx context.Context) (int64, error) {
 	out, err := s.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)})
 	if err != nil {
-		return 0, fmt.Errorf("dynamolegacy: describe %s: %w", s.table, err)
+		return 0, mapErr(ctx, "dynamolegacy: describe "+s.table, err)
 	}
 	return aws.ToInt64(out.Table.ItemCount), nil
 }
