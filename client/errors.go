@@ -25,6 +25,7 @@ const (
 	CodeInternal            = "internal"
 	CodeUnavailable         = "unavailable"
 	CodeInsufficientStorage = "insufficient_storage"
+	CodeBadGateway          = "bad_gateway"
 )
 
 // Sentinels, one per API error code. An *APIError matches the sentinel of
@@ -64,6 +65,11 @@ var (
 	ErrUnavailable = errors.New("client: unavailable")
 	// ErrInsufficientStorage: the server's disk is full (507).
 	ErrInsufficientStorage = errors.New("client: insufficient storage")
+	// ErrBadGateway: a migration's legacy table (DynamoDB or CQL)
+	// refused the server's credentials, or the server has none for it
+	// (502). Retrying does not help until an operator fixes the server's
+	// configuration.
+	ErrBadGateway = errors.New("client: bad gateway")
 
 	// ErrNoServer: nothing accepts connections at the server's address.
 	ErrNoServer = errors.New("client: no server")
@@ -83,6 +89,7 @@ var codeSentinels = map[string]error{
 	CodeInternal:            ErrInternal,
 	CodeUnavailable:         ErrUnavailable,
 	CodeInsufficientStorage: ErrInsufficientStorage,
+	CodeBadGateway:          ErrBadGateway,
 }
 
 // statusSentinels stands in for the code when the answer is not the API's

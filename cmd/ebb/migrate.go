@@ -37,7 +37,9 @@ func indexMigrateCmd(c *client) *cobra.Command {
 
 With --legacy-table (an ebb table, created empty if missing), or
 --legacy-dynamodb-table or --legacy-cql-table and the --map-* flags, the
-migration starts in phase shadow-write. --import writes a JSON Lines file of
+migration starts in phase shadow-write. A token scoped to the index may
+name only its own legacy table, NAME_legacy; any other legacy source needs
+a token with the admin scope. --import writes a JSON Lines file of
 {"index_id","event_id","timestamp","payload"(base64),"expires_at"} rows into
 the legacy table. --phase moves to shadow-write, shadow-read, merged-read or
 cutover; the server refuses a change its rules forbid, saying why, unless
@@ -164,9 +166,9 @@ shows a progress bar until it is done. With no action, it shows the status.`,
 	f := cmd.Flags()
 	f.StringVar(&phase, "phase", "", "move to this phase: shadow-write, shadow-read, merged-read or cutover")
 	f.BoolVar(&force, "force", false, "override the phase rules (with --phase or --end)")
-	f.StringVar(&legacyTable, "legacy-table", "", "start migrating from this ebb table (embedded layout; created empty if missing)")
-	f.StringVar(&dynamoTable, "legacy-dynamodb-table", "", "start migrating from this existing DynamoDB table (with the --map-* flags)")
-	f.StringVar(&cqlTable, "legacy-cql-table", "", "start migrating from this existing CQL table, KEYSPACE.TABLE (with the --map-* flags)")
+	f.StringVar(&legacyTable, "legacy-table", "", "start migrating from this ebb table (embedded layout; created empty if missing): NAME_legacy is the index's own; any other name needs an admin token")
+	f.StringVar(&dynamoTable, "legacy-dynamodb-table", "", "start migrating from this existing DynamoDB table (with the --map-* flags; needs an admin token)")
+	f.StringVar(&cqlTable, "legacy-cql-table", "", "start migrating from this existing CQL table, KEYSPACE.TABLE (with the --map-* flags; needs an admin token)")
 	f.StringVar(&mapPK, "map-index-id", "", "DynamoDB: the partition key attribute holding the index id; CQL: the partition key column")
 	f.StringVar(&mapSK, "map-sort-key", "", "DynamoDB: the sort key attribute; CQL: the first clustering column")
 	f.StringVar(&mapSKFormat, "map-sort-key-format", "timestamp_event_id", "timestamp_event_id (\"<13-digit ms>#<event id>\") or timestamp_ms (a number; on CQL a bigint or timestamp); CQL: from the column's type by default")
