@@ -2,9 +2,11 @@ package ebb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -78,7 +80,8 @@ func (c legacyCredentials) Retrieve(ctx context.Context) (aws.Credentials, error
 // defaults: no authentication, no TLS, LOCAL_QUORUM.
 func (db *DB) openLegacyCQL(ctx context.Context, cfg migrate.LegacyConfig) (migrate.Source, error) {
 	if cs, ok := db.raw.(*cql.Store); ok && cfg.Endpoint == "" {
-		return cqllegacy.Open(ctx, cs.Client(), cfg, cqllegacy.Options{})
+		src, err := cqllegacy.Open(ctx, cs.Client(), cfg, cqllegacy.Options{})
+		return src, cqlCredentials(err)
 	}
 	if cfg.Endpoint == "" {
 		return nil, fmt.Errorf("%w: ebb: legacy CQL table %s: the backend is not CQL; give the cluster's hosts as the endpoint", store.ErrInvalid, cfg.Table)
@@ -90,7 +93,25 @@ func (db *DB) openLegacyCQL(ctx context.Context, cfg migrate.LegacyConfig) (migr
 	o.Logger = db.o.Logger
 	c, err := cql.Dial(ctx, o)
 	if err != nil {
-		return nil, fmt.Errorf("ebb: legacy CQL table %s: %w", cfg.Table, err)
+		return nil, cqlCredentials(fmt.Errorf("ebb: legacy CQL table %s: %w", cfg.Table, err))
 	}
-	return cqllegacy.Open(ctx, c, cfg, cqllegacy.Options{})
+	src, err := cqllegacy.Open(ctx, c, cfg, cqllegacy.Options{})
+	return src, cqlCredentials(err)
+}
+
+// cqlCredentials marks err as migrate.ErrLegacyCredentials (answered 502)
+// when the CQL cluster refused the session's credentials or their
+// permissions, or asked for authentication the session has none for.
+func cqlCredentials(err error) error {
+	if err == nil {
+		return nil
+	}
+	var re gocql.RequestError
+	refused := errors.As(err, &re) && (re.Code() == gocql.ErrCodeCredentials || re.Code() == gocql.ErrCodeUnauthorized)
+	// The driver tells of a cluster asking for authentication that the
+	// session has none for in words only.
+	if refused || strings.Contains(err.Error(), "authentication required") {
+		return fmt.Errorf("%w: %w", migrate.ErrLegacyCredentials, err)
+	}
+	return err
 }

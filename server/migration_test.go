@@ -1,13 +1,16 @@
 package server_test
 
 import (
+	"encoding/binary"
 	"hash/crc32"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -261,11 +264,22 @@ func TestMigrationLegacyCredentialsRefused(t *testing.T) {
 		t.Cleanup(upstream.Close)
 		url := migrationServer(t)
 		r := startMigration(t, url, "ia", "admin-token", legacy(upstream.URL))
-		if r.status != 502 || r.errorCode(t) != "bad_gateway" || !strings.Contains(string(r.body), "credentials") {
+		if r.status != 502 || r.errorCode(t) != server.CodeBadGateway || !strings.Contains(string(r.body), "credentials") {
 			t.Fatalf("credentials refused by the legacy endpoint: %d %s, want 502 bad_gateway", r.status, r.body)
 		}
 		if calls.Load() == 0 {
 			t.Fatal("the legacy endpoint was never asked")
+		}
+	})
+	t.Run("cql", func(t *testing.T) {
+		// A CQL node whose cluster requires a password: it answers the
+		// session's STARTUP with AUTHENTICATE, and the session has none.
+		addr := cqlAuthRequired(t)
+		url := migrationServer(t)
+		r := startMigration(t, url, "ia", "admin-token", `{"kind":"cql","table":"shop.events_v1","endpoint":"`+addr+`",`+
+			`"mapping":{"index_id":"account","sort_key":"ts","event_id":"event_id","payload":"body"}}`)
+		if r.status != 502 || r.errorCode(t) != server.CodeBadGateway || !strings.Contains(string(r.body), "authentication required") {
+			t.Fatalf("a CQL cluster asking for credentials: %d %s, want 502 bad_gateway", r.status, r.body)
 		}
 	})
 	t.Run("none", func(t *testing.T) {
@@ -273,11 +287,83 @@ func TestMigrationLegacyCredentialsRefused(t *testing.T) {
 		addr, accepted := countingListener(t)
 		url := migrationServer(t)
 		r := startMigration(t, url, "ia", "admin-token", legacy("http://"+addr))
-		if r.status != 502 || r.errorCode(t) != "bad_gateway" || !strings.Contains(string(r.body), "credentials") {
+		if r.status != 502 || r.errorCode(t) != server.CodeBadGateway || !strings.Contains(string(r.body), "credentials") {
 			t.Fatalf("no AWS credentials for the legacy table: %d %s, want 502 bad_gateway", r.status, r.body)
 		}
 		if n := accepted.Load(); n != 0 {
 			t.Fatalf("the server connected %d times without credentials", n)
 		}
 	})
+}
+
+// cqlAuthRequired serves the start of the CQL native protocol on a free
+// loopback port, as a node requiring password authentication does: OPTIONS
+// is answered SUPPORTED, STARTUP is answered AUTHENTICATE, and the
+// connection then waits for a response the driver never sends.
+func cqlAuthRequired(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		conns sync.WaitGroup
+		mu    sync.Mutex
+		open  []net.Conn
+	)
+	serve := func(c net.Conn) {
+		defer conns.Done()
+		defer c.Close()
+		for {
+			head := make([]byte, 9) // version, flags, stream (2), opcode, length (4)
+			if _, err := io.ReadFull(c, head); err != nil {
+				return
+			}
+			if _, err := io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint32(head[5:]))); err != nil {
+				return
+			}
+			var op byte
+			var body []byte
+			switch head[4] {
+			case 0x05: // OPTIONS: SUPPORTED, with no options
+				op, body = 0x06, []byte{0, 0}
+			case 0x01: // STARTUP: AUTHENTICATE with the authenticator's class
+				class := "org.apache.cassandra.auth.PasswordAuthenticator"
+				op, body = 0x03, append(binary.BigEndian.AppendUint16(nil, uint16(len(class))), class...)
+			default:
+				return
+			}
+			out := []byte{head[0] | 0x80, 0, head[2], head[3], op}
+			out = binary.BigEndian.AppendUint32(out, uint32(len(body)))
+			if _, err := c.Write(append(out, body...)); err != nil {
+				return
+			}
+		}
+	}
+	accepting := make(chan struct{})
+	go func() {
+		defer close(accepting)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			open = append(open, c)
+			mu.Unlock()
+			conns.Add(1)
+			go serve(c)
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-accepting
+		mu.Lock()
+		for _, c := range open {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		conns.Wait()
+	})
+	return ln.Addr().String()
 }
