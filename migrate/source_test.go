@@ -59,3 +59,34 @@ func TestLegacyConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestLegacyConfigOwnedBy: an index owns the embedded table
+// OwnTable(index) and nothing else; names that only start or end like it
+// belong to no index.
+func TestLegacyConfigOwnedBy(t *testing.T) {
+	dyn := &Mapping{IndexID: "pk", SortKey: "sk", SortKeyFormat: SortTimestampEventID, Payload: "body", TTL: "expires"}
+	cases := []struct {
+		index string
+		cfg   LegacyConfig
+		owned bool
+	}{
+		{"events", LegacyConfig{Kind: KindTable, Table: "events_legacy"}, true},
+		{"events", LegacyConfig{Kind: KindTable, Table: "events_legacy", TTL: time.Hour}, true},
+		{"events", LegacyConfig{Kind: KindTable, Table: "other_legacy"}, false},
+		{"events", LegacyConfig{Kind: KindTable, Table: "events_legacy_x"}, false},
+		{"events", LegacyConfig{Kind: KindTable, Table: "events_old"}, false},
+		{"ev", LegacyConfig{Kind: KindTable, Table: "events_legacy"}, false},
+		{"events_legacy", LegacyConfig{Kind: KindTable, Table: "events_legacy"}, false},
+		{"events", LegacyConfig{Kind: KindTable, Table: "events_legacy", Endpoint: "http://127.0.0.1:1"}, false},
+		{"events", LegacyConfig{Kind: KindDynamoDB, Table: "events_legacy", Mapping: dyn}, false},
+		{"events", LegacyConfig{Kind: KindCQL, Table: "ks.events_legacy", Mapping: dyn}, false},
+	}
+	for _, c := range cases {
+		if got := c.cfg.OwnedBy(c.index); got != c.owned {
+			t.Errorf("%s owns %+v: %v, want %v", c.index, c.cfg, got, c.owned)
+		}
+	}
+	if err := (LegacyConfig{Kind: KindTable, Table: OwnTable("abcdefghijklmnopqrstuvwxyz01234")}).Validate(); err != nil {
+		t.Errorf("the own table of the longest index name: %v", err)
+	}
+}
