@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -376,6 +378,25 @@ func (s *Service) State(ctx context.Context, index string) (State, error) {
 		return State{}, notMigrating(index)
 	}
 	return *st, nil
+}
+
+// States returns the migration state of every index that migrates,
+// sorted by index, read afresh.
+func (s *Service) States(ctx context.Context) ([]State, error) {
+	docs, err := store.Meta{S: s.st}.List(ctx, metaKind)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: list migrations: %w", err)
+	}
+	out := make([]State, 0, len(docs))
+	for index, doc := range docs {
+		var st State
+		if err := json.Unmarshal(doc, &st); err != nil {
+			return nil, fmt.Errorf("migrate: %s: corrupt migration state: %w", index, err)
+		}
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b State) int { return strings.Compare(a.Index, b.Index) })
+	return out, nil
 }
 
 // facts gathers what the phase rules need.

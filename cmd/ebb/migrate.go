@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	ebbclient "github.com/ebb-data/ebb/client"
+	"github.com/ebb-data/ebb/migrate"
 )
 
 // indexMigrateCmd is `ebb index migrate`: start a migration off a legacy
@@ -192,6 +195,27 @@ shows a progress bar until it is done. With no action, it shows the status.`,
 	f.IntVar(&batch, "batch-size", 0, "with --backfill: rows per step (default 500)")
 	out = addOutput(cmd)
 	return cmd
+}
+
+// warnForeignLegacy logs a warning for each migration from a legacy source
+// other than its index's own (migrate.OwnTable). Only a token with the
+// admin scope may start one now, but a migration started earlier by a
+// token scoped to the index may read another index's legacy table, or
+// reach an address of that token's choosing; the operator should check
+// that an admin meant it, and end it otherwise.
+func warnForeignLegacy(ctx context.Context, log *slog.Logger, svc *migrate.Service) {
+	states, err := svc.States(ctx)
+	if err != nil {
+		log.Warn("could not list migrations to check their legacy sources", "err", err)
+		return
+	}
+	for _, st := range states {
+		if st.Legacy.OwnedBy(st.Index) {
+			continue
+		}
+		log.Warn("migration from a legacy source other than the index's own: only an admin token may start one; if no admin did, end it with ebb index migrate INDEX --end --force",
+			"index", st.Index, "kind", st.Legacy.Kind, "table", st.Legacy.Table, "endpoint", st.Legacy.Endpoint, "own", migrate.OwnTable(st.Index))
+	}
 }
 
 // kindLabel names a kind of legacy table for people.

@@ -191,6 +191,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 			err = errors.Join(err, fmt.Errorf("close: %w", cerr))
 		}
 	}()
+	if auth != nil {
+		warnForeignLegacy(ctx, log, db.Migrations())
+	}
 	srv, err := server.New(server.Options{DB: db, Registerer: reg, Gatherer: reg, Logger: log, Auth: auth, Limits: cfg.limits, HotAddr: cfg.hotAddr})
 	if err != nil {
 		return err
