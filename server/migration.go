@@ -47,7 +47,8 @@ func (h migrationHandlers) checkOwned(r *http.Request, index string, cfg migrate
 	if cfg.OwnedBy(index) || h.s.Permits(r, Resource{Kind: KindAdmin}) {
 		return nil
 	}
-	what := fmt.Sprintf("legacy %s table %q", cfg.Kind, cfg.Table)
+	kind := map[string]string{migrate.KindTable: "embedded", migrate.KindDynamoDB: "DynamoDB", migrate.KindCQL: "CQL"}[cfg.Kind]
+	what := fmt.Sprintf("the %s legacy table %q", kind, cfg.Table)
 	if cfg.Endpoint != "" || cfg.Region != "" {
 		what += " at an endpoint or region"
 	}
