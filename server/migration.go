@@ -188,7 +188,11 @@ func (h migrationHandlers) start(w http.ResponseWriter, r *http.Request) error {
 	}
 	name := r.PathValue("name")
 	// Before anything reads the store or opens the source: the answer
-	// depends on the token and the request alone.
+	// depends on the token and the request alone. A malformed source is
+	// a 400 whoever names it.
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 	if err := h.checkOwned(r, name, cfg); err != nil {
 		return err
 	}
