@@ -18,16 +18,16 @@ import (
 )
 
 // scanClock records the partitions a read visits: how many, and when the
-// last one began.
+// last one was done.
 type scanClock struct {
 	store.Store
 	scans atomic.Int64
-	last  atomic.Int64 // Unix ns of the last Scan
+	last  atomic.Int64 // Unix ns at the end of the last Scan
 }
 
 func (c *scanClock) Scan(ctx context.Context, table string, q store.Query, fn func(*store.RawRow) error) ([]byte, error) {
-	c.last.Store(time.Now().UnixNano())
 	c.scans.Add(1)
+	defer func() { c.last.Store(time.Now().UnixNano()) }()
 	return c.Store.Scan(ctx, table, q, fn)
 }
 
@@ -75,6 +75,7 @@ func TestHangUpStopsARead(t *testing.T) {
 	}
 	hungUp := time.Now()
 	cancel()
+	atHangUp := cs.scans.Load()
 	if status := <-answered; status != 0 {
 		t.Fatalf("the client got status %d after hanging up", status)
 	}
@@ -96,8 +97,8 @@ func TestHangUpStopsARead(t *testing.T) {
 	if listener == "" {
 		listener = "main"
 	}
-	t.Logf("%s listener: hang-up after %d partitions; the read stopped %s later, after %d partitions of 480,000",
-		listener, 20000, stopped.Sub(hungUp).Round(10*time.Microsecond), total)
+	t.Logf("%s listener: hang-up after %d partitions; the read stopped %s later, after %d more partitions (%d of 480,000)",
+		listener, atHangUp, stopped.Sub(hungUp).Round(10*time.Microsecond), total-atHangUp, total)
 	if total >= 479999 {
 		t.Fatalf("the read ran to its end (%d partitions) although its client hung up", total)
 	}
