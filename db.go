@@ -100,7 +100,8 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 		ReconcileInterval: o.ReconcileInterval, CacheTTL: o.CacheTTL,
 		// A crashed manager is replaced within two lease periods; the
 		// runway must outlast that.
-		MinRunway: 2 * o.LeaseDuration,
+		MinRunway:     2 * o.LeaseDuration,
+		MaxPartitions: o.MaxReadPartitions,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: indexes: %w", err)
 	}

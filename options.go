@@ -60,6 +60,12 @@ type Options struct {
 	// sweeper go on, so expiry can free space. Zero takes 256 MiB;
 	// negative turns the floor off.
 	MinFreeBytes int64
+	// MaxReadPartitions is the read budget of an index: the partitions one
+	// read of events visits at most before it answers with what it found
+	// and a page token resuming at the next partition
+	// (timeseries.Options.MaxPartitions). Zero takes
+	// timeseries.DefaultMaxPartitions (256).
+	MaxReadPartitions int
 	// NoMetering leaves out the meter that counts the request units every
 	// store operation would bill on DynamoDB and Keyspaces (package meter;
 	// GET /v1/admin/usage). Metering is on by default.
@@ -131,6 +137,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: ebb: Options has both a Store and a Dir; Dir is only for the embedded store Open creates", store.ErrInvalid)
 	case o.ReconcileInterval < 0, o.SweepInterval < 0, o.LeaseDuration < 0, o.CacheTTL < 0:
 		return fmt.Errorf("%w: ebb: intervals and the lease duration must be positive", store.ErrInvalid)
+	case o.MaxReadPartitions < 0:
+		return fmt.Errorf("%w: ebb: MaxReadPartitions %d is negative", store.ErrInvalid, o.MaxReadPartitions)
 	case o.LeaseDuration > 0 && o.LeaseDuration < 100*time.Millisecond:
 		return fmt.Errorf("%w: ebb: LeaseDuration %s is below 100ms: renewals could not keep up", store.ErrInvalid, o.LeaseDuration)
 	}

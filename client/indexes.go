@@ -173,8 +173,10 @@ type EventQuery struct {
 // EventPage is one page of a query.
 type EventPage struct {
 	Events []Event `json:"events"`
-	// NextPageToken, when not empty, resumes after the last event; the
-	// next page may then still be empty.
+	// NextPageToken, when not empty, resumes after the last event, or
+	// where the server's read budget (256 partitions a request) ran out:
+	// a page may then hold fewer than Limit events, or none, and the next
+	// may still be empty. Only an empty token ends the query.
 	NextPageToken string `json:"next_page_token,omitempty"`
 }
 

@@ -132,7 +132,7 @@ func (s *Service) RouteQuery(ctx context.Context, index string, q timeseries.Que
 				s.counter(index).readFailed()
 				s.log.Warn("shadow read of the shards failed", "index", index, "err", err)
 			} else {
-				s.compare(index, q, legacy, shards)
+				s.compare(index, q, legacy, shards, shardStop(cfg, q, shards))
 			}
 		}
 		return legacy.page(cfg, q), true, nil
@@ -188,6 +188,17 @@ func (s *Service) legacyPage(ctx context.Context, src Source, cfg timeseries.Con
 	}
 	now := s.now()
 	lo, hi := cfg.Window(now, q.From, q.To)
+	if pos != nil && pos.EventID == "" {
+		// An edge where a page of the shards stopped at the read budget:
+		// the range narrows to what lies beyond it, as the shards narrow
+		// theirs.
+		if ts := pos.Timestamp.UnixMilli(); q.Desc {
+			hi = min(hi, ts)
+		} else {
+			lo = max(lo, ts)
+		}
+		pos = nil
+	}
 	out := sourcePage{events: []timeseries.Event{}}
 	if lo >= hi {
 		return out, nil
@@ -219,17 +230,49 @@ func compareEvents(a, b timeseries.Event) int {
 	return cmp.Or(a.Timestamp.Compare(b.Timestamp), strings.Compare(a.EventID, b.EventID))
 }
 
+// shardStop is where a page of the shards with a token stopped (the
+// position its token resumes after: its last event, or the partition edge
+// where the read budget ran out), or nil when the shards are exhausted.
+// The shards have answered for every position up to it and none beyond.
+func shardStop(cfg timeseries.Config, q timeseries.Query, shards timeseries.Page) *timeseries.Event {
+	if shards.NextPageToken == nil {
+		return nil
+	}
+	p, err := cfg.DecodePosition(shards.NextPageToken, q.Desc)
+	if err != nil {
+		// The shards' own token: cannot fail; if it did, their last
+		// event is the stop, as before there were edges.
+		if len(shards.Events) == 0 {
+			return nil
+		}
+		return &shards.Events[len(shards.Events)-1]
+	}
+	return &timeseries.Event{IndexID: q.IndexID, Timestamp: p.Timestamp, EventID: p.EventID}
+}
+
 // merge merges a page of the shards and one of the legacy table, both
 // ordered and starting at the same position, into one page: in order,
 // deduplicated by (timestamp, event_id) with the shards' copy kept, at
-// most q.Limit events. Its token is the position of its last event when
-// either source may hold more after it.
+// most q.Limit events, none past where the shards stopped (shardStop: a
+// page of the shards cut short by its byte or partition budget has not
+// looked beyond). Its token is the position of its last event when either
+// source may hold more after it, or the shards' own token when the page
+// holds everything up to where they stopped.
 func merge(cfg timeseries.Config, q timeseries.Query, shards timeseries.Page, legacy sourcePage) timeseries.Page {
 	dir := 1
 	if q.Desc {
 		dir = -1
 	}
 	a, b := shards.Events, legacy.events
+	stop := shardStop(cfg, q, shards)
+	clipped := false // legacy events lie beyond stop
+	if stop != nil {
+		n := 0
+		for n < len(b) && compareEvents(b[n], *stop)*dir <= 0 {
+			n++
+		}
+		b, clipped = b[:n], n < len(b)
+	}
 	out := make([]timeseries.Event, 0, min(q.Limit, len(a)+len(b)))
 	i, j := 0, 0
 	for (i < len(a) || j < len(b)) && len(out) < q.Limit {
@@ -257,6 +300,13 @@ func merge(cfg timeseries.Config, q timeseries.Query, shards timeseries.Page, le
 	}
 	more := i < len(a) || j < len(b) || shards.NextPageToken != nil || legacy.more
 	page := timeseries.Page{Events: out}
+	if stop != nil && i == len(a) && j == len(b) && (clipped || !legacy.more) {
+		// Everything both sources hold up to the shards' stop is in the
+		// page (legacy events beyond it are left for the next one):
+		// resume there.
+		page.NextPageToken = shards.NextPageToken
+		return page
+	}
 	if more && len(out) > 0 {
 		last := out[len(out)-1]
 		page.NextPageToken = cfg.PositionToken(timeseries.Position{Timestamp: last.Timestamp, EventID: last.EventID}, q.Desc)
@@ -285,8 +335,9 @@ type Mismatch struct {
 
 // compare counts the mismatches between a legacy page (the answer) and a
 // shard page of the same query, over the positions both pages cover: up
-// to the last event of whichever page stopped short of the range's end.
-func (s *Service) compare(index string, q timeseries.Query, legacy sourcePage, shards timeseries.Page) {
+// to the last event of the legacy page when it stopped short of the
+// range's end, and up to stop (shardStop) when the shards did.
+func (s *Service) compare(index string, q timeseries.Query, legacy sourcePage, shards timeseries.Page, stop *timeseries.Event) {
 	dir := 1
 	if q.Desc {
 		dir = -1
@@ -295,11 +346,8 @@ func (s *Service) compare(index string, q timeseries.Query, legacy sourcePage, s
 	if legacy.more && len(legacy.events) > 0 {
 		bound = &legacy.events[len(legacy.events)-1]
 	}
-	if shards.NextPageToken != nil && len(shards.Events) > 0 {
-		last := &shards.Events[len(shards.Events)-1]
-		if bound == nil || compareEvents(*last, *bound)*dir < 0 {
-			bound = last
-		}
+	if stop != nil && (bound == nil || compareEvents(*stop, *bound)*dir < 0) {
+		bound = stop
 	}
 	covered := func(e timeseries.Event) bool { return bound == nil || compareEvents(e, *bound)*dir <= 0 }
 	now := s.now()

@@ -24,10 +24,10 @@ import (
 // net/http, which at one connection is what it takes to answer as fast as
 // Redis (docs/performance.md "Fourth round").
 //
-// What it gives up, and why it is not the main listener: a request's
-// context is not cancelled when its client hangs up (work a client
-// abandoned runs to its end). Bodies are limited and refused as on the main
-// listener.
+// A request without a body is cancelled when its client hangs up, as on
+// the main listener, once it has run for hotHangupDelay (hothangup.go); a
+// request with a body is not (work a client abandoned runs to its end).
+// Bodies are limited and refused as on the main listener.
 
 // hotBufferedBody is the largest body the hot listener reads whole before
 // the handler runs; a longer one is handed to the handler as a stream.
@@ -87,7 +87,7 @@ func (hs *hotServer) track(c net.Conn, st fasthttp.ConnState) {
 
 // serve serves ln until shutdown; it returns nil once shut down.
 func (hs *hotServer) serve(ln net.Listener) error {
-	err := hs.srv.Serve(ln)
+	err := hs.srv.Serve(hangupListener{ln})
 	if errors.Is(err, net.ErrClosed) {
 		return nil // closed by shutdown before Serve took it
 	}
@@ -122,6 +122,15 @@ func (s *Server) serveHot(ctx *fasthttp.RequestCtx, h http.Handler, base context
 		// The server's own options, answered as net/http does: 200,
 		// no body, before any route.
 		return
+	}
+	if c, ok := ctx.Conn().(*hangupConn); ok && ctx.Request.Header.ContentLength() <= 0 && ctx.Request.Header.ContentLength() != -1 {
+		// No body (-2: none declared; 0: empty), so nothing but the next
+		// request is read from the connection while the handler runs.
+		reqCtx, cancel := context.WithCancel(base)
+		defer cancel()
+		c.watch(cancel)
+		defer c.stop()
+		base = reqCtx
 	}
 	r, err := hotRequest(ctx, base)
 	if err != nil {

@@ -196,10 +196,11 @@ func rawStatus(t *testing.T, url, raw string) string {
 	return strings.Fields(line)[1]
 }
 
-// TestHotShutdownCancelsWork: the hot listener does not see a client hang
-// up, so a request runs until its handler returns; at shutdown, once the
-// drain time is over, its context is cancelled, so abandoned work cannot
-// hold the process.
+// TestHotShutdownCancelsWork: a request on the hot listener whose client
+// stays (or whose body keeps the listener from watching for a hang-up)
+// runs until its handler returns; at shutdown, once the drain time is
+// over, its context is cancelled, so abandoned work cannot hold the
+// process.
 func TestHotShutdownCancelsWork(t *testing.T) {
 	entered := make(chan struct{})
 	cancelled := make(chan error, 1)

@@ -49,10 +49,9 @@ func TestDotSegmentsNeverRedirect(t *testing.T) {
 }
 
 // TestClientHangUpIsNotAServerError checks that a request whose client
-// went away is counted as 499, not as a 503 that would fire 5xx alerts.
-// Only the main listener sees a hang-up (hot.go), so this test serves over
-// net/http whatever EBB_TEST_LISTENER says; TestHotShutdownCancelsWork
-// holds what the hot listener does instead.
+// went away is counted as 499, not as a 503 that would fire 5xx alerts,
+// on either listener (the hot one notices once a request without a body
+// has run for its watch delay: hothangup.go).
 func TestClientHangUpIsNotAServerError(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	started := make(chan struct{})
@@ -63,7 +62,7 @@ func TestClientHangUpIsNotAServerError(t *testing.T) {
 			return fmt.Errorf("slow: %w", r.Context().Err())
 		})
 	}
-	ts := startMain(t, server.Options{Registerer: reg, Features: []server.Feature{feature}})
+	ts, _ := start(t, server.Options{Registerer: reg, Features: []server.Feature{feature}})
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/v1/slow", nil)
 	done := make(chan struct{})

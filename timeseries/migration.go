@@ -71,7 +71,11 @@ func CheckEvent(e Event) error {
 }
 
 // Position is a place in an index_id's events: the event at Timestamp
-// (millisecond precision) with EventID. Page tokens are positions.
+// (millisecond precision) with EventID. Page tokens are positions. An
+// empty EventID (no event has one) is the edge where a page stopped at the
+// read budget: in ascending order before every event at Timestamp, in
+// descending order after every one; resuming from it reads on from
+// Timestamp (ascending) or from just before it (descending).
 type Position struct {
 	Timestamp time.Time
 	EventID   string

@@ -45,14 +45,19 @@ type Page struct {
 	// NextPageToken is nil when the range is known to be exhausted. It may
 	// be set on a page that happened to end exactly at the last event, in
 	// which case the next page is empty: finding out would mean reading
-	// partitions the page did not need.
+	// partitions the page did not need. It is also set on a page that
+	// stopped at the read budget (Options.MaxPartitions), which may hold
+	// fewer than Limit events, or none: only a nil token ends the range.
 	NextPageToken []byte
 }
 
 // Query returns live events of q.IndexID in [From, To) clipped to the
 // retention window, in order. It visits shards, and partition buckets
 // within them, in the query's order, touching only those the range covers,
-// and stops as soon as it has Limit events.
+// and stops as soon as it has Limit events, or once it has visited
+// Options.MaxPartitions partitions: then the page holds what was found,
+// and its token resumes at the first partition not visited. It stops with
+// ctx's error once ctx is done, between two partitions.
 //
 // While the index migrates from a legacy table (see SetRouter), the router
 // decides which source answers; QueryShards always reads the shards.
@@ -102,6 +107,16 @@ func (s *Service) QueryShards(ctx context.Context, index string, q Query) (Page,
 	if !q.To.IsZero() {
 		hi = ceilMs(q.To)
 	}
+	if pos != nil && pos.eventID == "" {
+		// A page that stopped at the budget resumes at a partition's
+		// edge: the range narrows to what lies beyond it.
+		if q.Desc {
+			hi = min(hi, pos.ts)
+		} else {
+			lo = max(lo, pos.ts)
+		}
+		pos = nil
+	}
 	page := Page{Events: []Event{}}
 	if lo >= hi {
 		return page, nil
@@ -131,8 +146,20 @@ func (s *Service) QueryShards(ctx context.Context, index string, q Query) (Page,
 		}
 	}
 	cur := newCursor(cfg, starts, elo, ehi, q.Desc)
-	pageBytes := 0
+	pageBytes, visited := 0, 0
 	for p, ok := cur.next(); ok; p, ok = cur.next() {
+		// Between partitions, since a backend's read of an empty one may
+		// not look at ctx at all, and a range may cover many of them.
+		if err := ctx.Err(); err != nil {
+			return Page{}, fmt.Errorf("timeseries: query %s: %w", index, err)
+		}
+		if visited == s.maxPart {
+			// The budget is spent and p is yet to be read: the page ends
+			// here, short or even empty, and the next one starts at p.
+			page.NextPageToken = edgeToken(cfg, p, lo, hi, q.Desc)
+			break
+		}
+		visited++
 		want := q.Limit - len(page.Events)
 		sq := store.Query{
 			Partition: []any{q.IndexID, p.bucket},
@@ -278,6 +305,18 @@ func (c *cursor) next() (part, bool) {
 	return p, true
 }
 
+// edgeToken is the token of a page that stops before partition p: the
+// edge of p where the read enters it, in [lo, hi], with no event ID (event
+// IDs are never empty, so the position lies before, in the query's order,
+// every event at the edge). Resuming from it narrows the range to p and
+// what follows.
+func edgeToken(cfg Config, p part, lo, hi int64, desc bool) []byte {
+	if desc {
+		return encodeToken(cfg, min(p.hi, hi), "", desc)
+	}
+	return encodeToken(cfg, max(p.lo, lo), "", desc)
+}
+
 // errPageDone stops a shard scan once the page has what it needs.
 var errPageDone = errors.New("timeseries: page done")
 
@@ -314,7 +353,9 @@ func ceilMs(t time.Time) int64 {
 	return ms
 }
 
-// position is where a page ended: the last event returned.
+// position is where a page ended: the last event returned, or, with an
+// empty eventID, the edge of the partition a page stopped before (see
+// edgeToken).
 type position struct {
 	shard, bucket int64 // shard start (Unix ms) and partition bucket
 	ts            int64 // Unix ms
@@ -324,6 +365,10 @@ type position struct {
 // Page token layout, version 1:
 //
 //	version(1) flags(1: bit 0 = desc) shard-start-ms(8) bucket(8) ts-ms(8) event_id
+//
+// An empty event_id marks a partition's edge (edgeToken): the page stopped
+// at the read budget there, and the next one starts at ts-ms (ascending)
+// or just before it (descending).
 //
 // The shard and bucket are redundant with ts; they are checked on decode so
 // that a token of another index layout, or a corrupted one, is refused
@@ -347,7 +392,7 @@ func decodeToken(cfg Config, b []byte, desc bool) (position, error) {
 	bad := func(why string) (position, error) {
 		return position{}, fmt.Errorf("%w: malformed page token (%s)", store.ErrInvalid, why)
 	}
-	if len(b) < 27 || b[0] != tokenVersion || b[1]&^1 != 0 {
+	if len(b) < 26 || b[0] != tokenVersion || b[1]&^1 != 0 {
 		return bad("unknown format")
 	}
 	if (b[1] == 1) != desc {

@@ -49,7 +49,21 @@ type Options struct {
 	// that misses the cache always refreshes it. Zero means
 	// DefaultCacheTTL.
 	CacheTTL time.Duration
+	// MaxPartitions bounds the partitions one Query visits (the read
+	// budget): past it, Query answers with the events found so far, maybe
+	// none, and a page token that resumes at the next partition. Zero
+	// means DefaultMaxPartitions.
+	MaxPartitions int
 }
+
+// DefaultMaxPartitions is the partitions one Query visits at most when
+// Options.MaxPartitions is zero. Each visit is a read of the backend: on
+// the embedded one 256 empty partitions took 1 ms
+// (TestQueryVisitsAtMostTheBudget); on DynamoDB or CQL each is a request of
+// a few milliseconds, so a page costs about a second at most, whatever the
+// range and the index's partition_bucket. A read of six weeks of daily or
+// hourly partitions (42 or 1,008 of them) takes one page or four.
+const DefaultMaxPartitions = 256
 
 // Service is the time-sharded index: index lifecycle, writes, reads and the
 // shard manager. It is safe for concurrent use.
@@ -61,6 +75,7 @@ type Service struct {
 	guards  shardmgr.Guards
 	caps    store.Capabilities
 	minRun  time.Duration
+	maxPart int // Options.MaxPartitions, defaulted
 	mgr     *shardmgr.Manager
 	metrics *metrics
 
@@ -87,11 +102,15 @@ type cachedShards struct {
 
 // DefaultOptions returns the options New uses for zero fields.
 func DefaultOptions() Options {
-	return Options{ReconcileInterval: shardmgr.DefaultInterval, CacheTTL: DefaultCacheTTL}
+	return Options{ReconcileInterval: shardmgr.DefaultInterval, CacheTTL: DefaultCacheTTL, MaxPartitions: DefaultMaxPartitions}
 }
 
-// Validate reports options New refuses: negative durations.
+// Validate reports options New refuses: negative durations and a
+// negative MaxPartitions.
 func (o Options) Validate() error {
+	if o.MaxPartitions < 0 {
+		return fmt.Errorf("%w: timeseries: Options.MaxPartitions %d is negative", store.ErrInvalid, o.MaxPartitions)
+	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
@@ -124,6 +143,7 @@ func New(ctx context.Context, st store.Store, opts Options) (*Service, error) {
 		guards:  opts.Guards,
 		caps:    st.Capabilities(),
 		minRun:  opts.MinRunway,
+		maxPart: opts.MaxPartitions,
 		metrics: newMetrics(),
 		configs: map[string]cachedConfig{},
 		shards:  map[string]cachedShards{},
@@ -136,6 +156,9 @@ func New(ctx context.Context, st store.Store, opts Options) (*Service, error) {
 	}
 	if s.ttl <= 0 {
 		s.ttl = DefaultCacheTTL
+	}
+	if s.maxPart == 0 {
+		s.maxPart = DefaultMaxPartitions
 	}
 	mgr, err := shardmgr.New(shardmgr.Options{
 		Store:      st,

@@ -119,6 +119,10 @@ func (s *Store) indexEntries(ctx context.Context, sc *schema, p []any, ix int, r
 		}
 		iter := s.session.Query(st.cql, st.args...).Idempotent(true).PageSize(1000).IterContext(ctx)
 		for iter.Scan(dest...) {
+			if err := ctx.Err(); err != nil {
+				_ = iter.Close()
+				return err
+			}
 			exp, ok, err := cols[n].int64()
 			if err == nil && ok && exp <= now {
 				continue // expired with its cell; its TTL removes it

@@ -167,6 +167,12 @@ func (s *Store) scan(ctx context.Context, name string, q store.Query, op string,
 		buf := newRowBuf(spec)
 		iter := s.session.Query(st.cql, st.args...).Idempotent(true).PageSize(pageSize).IterContext(ctx)
 		for iter.Scan(buf.dest...) {
+			// The driver looks at ctx only between its pages, which
+			// can hold thousands of rows (expired ones skipped here).
+			if err := ctx.Err(); err != nil {
+				_ = iter.Close()
+				return err
+			}
 			if taken == q.Limit {
 				// Is the row after a full page live? Then there is a next
 				// page, which starts after the last row taken.
@@ -337,6 +343,10 @@ func (s *Store) Stats(ctx context.Context, name string) (_ store.TableStats, err
 		iter := s.session.Query(fmt.Sprintf("SELECT %s FROM %s", sc.rowCols, sc.data)).
 			Idempotent(true).PageSize(1000).IterContext(ctx)
 		for iter.Scan(buf.dest...) {
+			if err := ctx.Err(); err != nil {
+				_ = iter.Close()
+				return err
+			}
 			if st.Rows == statsScanRows {
 				complete = false
 				break

@@ -355,6 +355,9 @@ func (s *Store) Tables(ctx context.Context, prefix string) ([]store.TableInfo, e
 	existing := map[string]bool{}
 	var start *string
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, mapErr(ctx, "list tables", err)
+		}
 		out, err := s.client.ListTables(ctx, &dynamodb.ListTablesInput{ExclusiveStartTableName: start})
 		if err != nil {
 			return nil, mapErr(ctx, "list tables", err)
@@ -370,6 +373,9 @@ func (s *Store) Tables(ctx context.Context, prefix string) ([]store.TableInfo, e
 	var infos []store.TableInfo
 	in := &dynamodb.ScanInput{TableName: aws.String(s.catalog), ConsistentRead: aws.Bool(true)}
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, mapErr(ctx, "list tables", err)
+		}
 		out, err := s.client.Scan(ctx, in)
 		if err != nil {
 			return nil, mapErr(ctx, "list tables", err)

@@ -104,6 +104,11 @@ func (s *Store) Query(ctx context.Context, name string, q store.Query) (store.Pa
 	// full of expired rows, ask for more at a time.
 	batch := int32(min(q.Limit+1, 1000))
 	for {
+		// Each request honours ctx too; looking first spares the request
+		// a read whose client has gone would still send.
+		if err := ctx.Err(); err != nil {
+			return store.Page{}, s.tableErr(ctx, t, "query", err)
+		}
 		in.Limit = aws.Int32(batch)
 		out, err := s.client.Query(ctx, in)
 		if err != nil {
@@ -176,6 +181,9 @@ func (s *Store) QueryIndex(ctx context.Context, name, index string, partition []
 	now := s.now().UnixMilli()
 	var sks [][]byte
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, s.tableErr(ctx, t, "query index of", err)
+		}
 		out, err := s.client.Query(ctx, in)
 		if err != nil {
 			return nil, s.tableErr(ctx, t, "query index of", err)
@@ -250,6 +258,9 @@ func (s *Store) DeletePartition(ctx context.Context, name string, partition []an
 		ConsistentRead:            aws.Bool(true),
 	}
 	for {
+		if err := ctx.Err(); err != nil {
+			return s.tableErr(ctx, t, "delete partition in", err)
+		}
 		out, err := s.client.Query(ctx, in)
 		if err != nil {
 			return s.tableErr(ctx, t, "delete partition in", err)
@@ -296,6 +307,9 @@ func (s *Store) Stats(ctx context.Context, name string) (store.TableStats, error
 	var st store.TableStats
 	in := &dynamodb.ScanInput{TableName: aws.String(t.physical), ConsistentRead: aws.Bool(true)}
 	for {
+		if err := ctx.Err(); err != nil {
+			return store.TableStats{}, s.tableErr(ctx, t, "stats of", err)
+		}
 		out, err := s.client.Scan(ctx, in)
 		if err != nil {
 			return store.TableStats{}, s.tableErr(ctx, t, "stats of", err)
@@ -330,5 +344,5 @@ func (s *Store) Scan(ctx context.Context, name string, q store.Query, fn func(*s
 	if err != nil {
 		return nil, err
 	}
-	return kit.ScanPage(&t.spec, page, fn)
+	return kit.ScanPage(ctx, &t.spec, page, fn)
 }

@@ -1,6 +1,7 @@
 package kit
 
 import (
+	"context"
 	"encoding/binary"
 	"time"
 
@@ -9,10 +10,14 @@ import (
 
 // ScanPage calls fn with each row of a page from store.Query, encoded as a
 // store.RawRow, and returns the page token: Scan for backends whose store.Query already
-// materializes rows and who know the table's spec.
-func ScanPage(spec *store.TableSpec, page store.Page, fn func(*store.RawRow) error) ([]byte, error) {
+// materializes rows and who know the table's spec. It stops with ctx's
+// error once ctx is done: fn may be slow, and the caller gone.
+func ScanPage(ctx context.Context, spec *store.TableSpec, page store.Page, fn func(*store.RawRow) error) ([]byte, error) {
 	var raw store.RawRow
 	for _, r := range page.Rows {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		raw.Clustering = EncodeClustering(spec, r.Clustering)
 		raw.Values = raw.Values[:0]
 		for _, v := range r.Values {

@@ -169,7 +169,11 @@ func (s *Store) scan(ctx context.Context, name string, q store.Query,
 	if q.Reverse {
 		valid, step = it.Last, it.Prev
 	}
+	steps := 0
 	for ok := valid(); ok; ok = step() {
+		if err := checkCtx(ctx, &steps); err != nil {
+			return nil, fmt.Errorf("query %s: %w", name, err)
+		}
 		v, err := it.ValueAndErr()
 		if err != nil {
 			return nil, s.readFault("query", name, err)
@@ -202,6 +206,25 @@ func (s *Store) scan(ctx context.Context, name string, q store.Query,
 	return nil, nil
 }
 
+// scanCheckEvery is how many keys a read steps over between two looks at
+// its context: often enough that a cancelled read (its client hung up)
+// stops within microseconds, rarely enough that the look costs nothing
+// next to the steps.
+const scanCheckEvery = 64
+
+// checkCtx returns ctx's error on the first call and every scanCheckEvery
+// calls after it, counting calls in *steps. Pebble's iterators take a
+// context for tracing only, so a read that walks keys (live, expired or
+// deleted alike) looks at its own.
+func checkCtx(ctx context.Context, steps *int) error {
+	n := *steps
+	*steps = n + 1
+	if n%scanCheckEvery != 0 {
+		return nil
+	}
+	return ctx.Err()
+}
+
 // QueryIndex looks rows up by an indexed value, verifying each entry
 // against its row; see store.Store.
 func (s *Store) QueryIndex(ctx context.Context, name, index string, partition []any, value any) ([][]any, error) {
@@ -226,7 +249,11 @@ func (s *Store) QueryIndex(ctx context.Context, name, index string, partition []
 	var out [][]any
 	var f fragment
 	var key []byte
+	steps := 0
 	for it.First(); it.Valid(); it.Next() {
+		if err := checkCtx(ctx, &steps); err != nil {
+			return nil, fmt.Errorf("query index of %s: %w", name, err)
+		}
 		ckBytes := it.Key()[len(prefix):]
 		key = rowKey(key[:0], t.prefix, pk, ckBytes)
 		rv, closer, err := s.db.Get(key)
@@ -271,7 +298,11 @@ func (s *Store) Stats(ctx context.Context, name string) (store.TableStats, error
 	}
 	defer it.Close()
 	st := store.TableStats{Exact: true}
+	steps := 0
 	for it.First(); it.Valid(); it.Next() {
+		if err := checkCtx(ctx, &steps); err != nil {
+			return store.TableStats{}, fmt.Errorf("stats %s: %w", name, err)
+		}
 		_, rest, err := store.DecodeTuple(t.Spec.PartitionKey, it.Key()[len(t.prefix):], false)
 		if err != nil || len(rest) == 0 {
 			return store.TableStats{}, fmt.Errorf("stats %s: malformed key", name)

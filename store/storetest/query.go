@@ -19,6 +19,7 @@ var queryCases = []testCase{
 	{"PagingWithConcurrentInserts", testPagingConcurrentInserts},
 	{"Refuses", testQueryRefuses},
 	{"ScanMatchesQuery", testScanMatchesQuery},
+	{"StopsWhenCancelled", testReadsStopWhenCancelled},
 }
 
 // pagingData writes, into partition "p", live rows interleaved with rows
