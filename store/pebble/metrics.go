@@ -28,7 +28,7 @@ var (
 	descFree        = prometheus.NewDesc("ebb_pebble_disk_free_bytes", "Bytes available to the embedded store on its data directory's file system.", nil, nil)
 	descMinFree     = prometheus.NewDesc("ebb_pebble_min_free_bytes", "Free-space floor: below it, writes that add data are refused with 507 (0: no floor).", nil, nil)
 	descRefused     = prometheus.NewDesc("ebb_pebble_writes_refused_total", "Writes the embedded store refused, by reason: insufficient_storage (below the free-space floor) or storage_fault (after a disk fault).", []string{"reason"}, nil)
-	descFault       = prometheus.NewDesc("ebb_pebble_storage_fault", "1 while the embedded store refuses writes after a disk fault, else 0.", nil, nil)
+	descFault       = prometheus.NewDesc("ebb_pebble_storage_fault", "1 while the embedded store is unhealthy: it refuses writes after a disk fault, or it found a corrupt block (reads touching it fail), else 0.", nil, nil)
 	descStalls      = prometheus.NewDesc("ebb_pebble_write_stalls_total", "Times Pebble stopped writes, by reason: memtables (too many memtables queued for flushing) or l0 (too many files in level 0).", []string{"reason"}, nil)
 	descStallTime   = prometheus.NewDesc("ebb_pebble_write_stall_seconds_total", "Time writes spent stopped by Pebble.", nil, nil)
 	descDebt        = prometheus.NewDesc("ebb_pebble_compaction_debt_bytes", "Bytes Pebble estimates it must compact to bring the LSM back into shape.", nil, nil)
