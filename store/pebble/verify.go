@@ -250,7 +250,7 @@ func checkSSTable(ctx context.Context, fs vfs.FS, path string) error {
 		f.Close()
 		return err
 	}
-	r, err := sstable.NewReader(ctx, readable, sstable.ReaderOptions{})
+	r, err := sstable.NewReader(ctx, readable, sstable.ReaderOptions{Merger: rowMerger})
 	if err != nil {
 		readable.Close()
 		return err
