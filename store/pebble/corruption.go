@@ -74,3 +74,24 @@ func (s *Store) corruptionHealth() error {
 	}
 	return fmt.Errorf("%w: on-disk corruption in %s: reads of the damaged keys fail; restore the latest backup into a new directory (ebb restore) and serve from it", store.ErrStorageFault, strings.Join(files, ", "))
 }
+
+// onBackgroundError is Pebble's BackgroundError event: a failed flush or
+// compaction, among others. A compaction that meets a corrupt block fails
+// again each time Pebble retries it (Pebble keeps retried compactions off
+// the damaged range of levels 1 to 6 for some minutes, but not off level
+// 0, where that could block flushes), so once the corrupt file has been
+// reported, its repeats are logged at debug level and counted in
+// ebb_pebble_compactions_failed_total, not logged at error tens of times a
+// second.
+func (s *Store) onBackgroundError(err error) {
+	if info := pebble.ExtractDataCorruptionInfo(err); info != nil && pebble.IsCorruptionError(err) {
+		s.corruption.mu.Lock()
+		_, seen := s.corruption.files[filepath.Base(info.Path)]
+		s.corruption.mu.Unlock()
+		if seen {
+			s.log.Debug("embedded store: background work met the corrupt file again", "component", "pebble", "file", info.Path)
+			return
+		}
+	}
+	s.log.Error("embedded store: background error", "component", "pebble", "err", err)
+}

@@ -173,9 +173,7 @@ func (s *Store) eventListener() *pebble.EventListener {
 				s.log.Info("embedded store: a flush succeeded: writes accepted again", "component", "pebble")
 			}
 		},
-		BackgroundError: func(err error) {
-			s.log.Error("embedded store: background error", "component", "pebble", "err", err)
-		},
+		BackgroundError: s.onBackgroundError,
 		// Without it Pebble's default calls Fatalf, and a corrupt block
 		// would end the process on every start (corruption.go).
 		DataCorruption: s.onCorruption,
