@@ -186,8 +186,9 @@ func (db *DB) Ready(ctx context.Context) error {
 	if _, err := db.raw.Tables(ctx, store.MetaTable); err != nil {
 		return fmt.Errorf("backend not answering: %w", err)
 	}
-	// A backend that refuses writes after a disk fault is not ready, so
-	// that a load balancer sends traffic elsewhere; it still serves reads.
+	// A backend that refuses writes after a disk fault, or found a corrupt
+	// block, is not ready, so that a load balancer sends traffic
+	// elsewhere; it still serves what it can read.
 	if h, ok := db.raw.(store.HealthReporter); ok {
 		if err := h.Health(); err != nil {
 			return err

@@ -3,15 +3,25 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/ebb-data/ebb"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+
+	"github.com/ebb-data/ebb"
+	"github.com/ebb-data/ebb/internal/faultfs"
 	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/server"
 	"github.com/ebb-data/ebb/store"
+	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 )
 
 type adminTable struct {
@@ -136,5 +146,90 @@ func TestAdminBackup(t *testing.T) {
 	}
 	if r := call(t, "POST", ts.URL+"/v1/admin/backup", "", strings.NewReader(`{"to":"relative/dir"}`)); r.status != 400 {
 		t.Fatalf("backup to a relative path: %d %s", r.status, r.body)
+	}
+}
+
+// TestAdminBackupBadTarget posts backups whose `to` the server cannot or
+// must not write: each is the client's mistake (400 invalid_argument), and
+// none leaves anything behind.
+func TestAdminBackupBadTarget(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	db, err := ebb.Open(t.Context(), ebb.Options{Dir: data, NoBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	ts, _ := start(t, server.Options{DB: db})
+	for _, tc := range []struct{ name, to string }{
+		{"under /proc", "/proc/ebb-backup-test"},
+		{"under a file", "/dev/null/x"},
+		{"holding NUL", filepath.Join(dir, "a\x00b")},
+		{"inside the data directory", filepath.Join(data, "backup")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body, _ := json.Marshal(map[string]string{"to": tc.to})
+			r := call(t, "POST", ts.URL+"/v1/admin/backup", "", strings.NewReader(string(body)))
+			if r.status != 400 || r.errorCode(t) != server.CodeInvalidArgument {
+				t.Fatalf("backup to %q: %d %s, want 400 invalid_argument", tc.to, r.status, r.body)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(data, "backup")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a refused backup inside the data directory left %v", err)
+	}
+}
+
+// TestAdminBackupFullDisk takes backups with no room for them: on a target
+// disk that is full (ENOSPC), and while the data directory's disk is below
+// its free-space floor (the checkpoint's flush of the write-ahead log is a
+// write there). Both are answered 507 insufficient_storage, as any write on
+// a full disk, the server goes on, and no partial backup is left behind.
+func TestAdminBackupFullDisk(t *testing.T) {
+	const floor = 8 << 20
+	var targetFull atomic.Bool
+	mem := vfs.NewMem()
+	// The target disk, /bk, refuses writes once targetFull is set.
+	bk := faultfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if targetFull.Load() && strings.HasPrefix(op.Path, "/bk/") && faultfs.Write.Matches(op.Kind) {
+			return fmt.Errorf("test: %s: %w", op.Path, syscall.ENOSPC)
+		}
+		return nil
+	}))
+	disk := faultfs.NewQuota(bk, "/d", 1<<30)
+	st, err := ebbpebble.Open("/d/db", ebbpebble.Options{FS: disk, MinFreeBytes: floor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := ebb.Open(t.Context(), ebb.Options{Store: st, NoBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	ts, _ := start(t, server.Options{DB: db})
+	if r := call(t, "PUT", ts.URL+"/v1/tables/notes", "", strings.NewReader(`{}`)); r.status/100 != 2 {
+		t.Fatalf("create table: %d %s", r.status, r.body)
+	}
+	for _, tc := range []struct {
+		name string
+		to   string
+		fill func()
+	}{
+		{"target disk full", "/bk/b1", func() { targetFull.Store(true) }},
+		{"data disk below the floor", "/d/b2", func() { targetFull.Store(false); disk.SetQuota(disk.Used() + floor/2) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fill()
+			r := call(t, "POST", ts.URL+"/v1/admin/backup", "", strings.NewReader(`{"to":"`+tc.to+`"}`))
+			if r.status != 507 || r.errorCode(t) != server.CodeInsufficientStorage {
+				t.Fatalf("backup to %s: %d %s, want 507 insufficient_storage", tc.to, r.status, r.body)
+			}
+			if _, err := mem.Stat(tc.to); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("a failed backup left %s behind: %v", tc.to, err)
+			}
+			if r := call(t, "GET", ts.URL+"/v1/tables/notes", "", nil); r.status != 200 {
+				t.Fatalf("read after the failed backup: %d %s", r.status, r.body)
+			}
+		})
 	}
 }

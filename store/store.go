@@ -102,9 +102,11 @@ type Checkpointer interface {
 }
 
 // HealthReporter is implemented by backends that can tell, without a round
-// trip, that they cannot accept writes any more (the embedded backend after
-// a disk fault). Health returns nil when healthy, otherwise an error
-// wrapping ErrStorageFault that says why.
+// trip, that they are unhealthy: they cannot accept writes any more (the
+// embedded backend after a disk fault), or some of their data cannot be
+// read back (the embedded backend after it found a corrupt block). Health
+// returns nil when healthy, otherwise an error wrapping ErrStorageFault
+// that says why.
 type HealthReporter interface {
 	Health() error
 }

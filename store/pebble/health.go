@@ -42,9 +42,19 @@ type guard struct {
 	insufficientAt atomic.Bool // below the floor at the last check, for logging transitions
 }
 
-// Health reports whether the store accepts writes; see
-// store.HealthReporter.
+// Health reports whether the store is healthy; see store.HealthReporter.
+// It is not after a write fault (writes are refused) nor after Pebble found
+// a corrupt block (reads touching it fail; writes go on).
 func (s *Store) Health() error {
+	if err := s.writeHealth(); err != nil {
+		return err
+	}
+	return s.corruptionHealth()
+}
+
+// writeHealth reports whether the store accepts writes: nil unless a disk
+// fault made it refuse them.
+func (s *Store) writeHealth() error {
 	if p := s.guard.fault.Load(); p != nil {
 		return fmt.Errorf("%w: the disk failed a write or a sync (%v): writes are refused until the server restarts and recovers what was made durable", store.ErrStorageFault, *p)
 	}
@@ -61,7 +71,7 @@ func (s *Store) Health() error {
 // disk; so do the metadata table's small writes (leases, the sweeper's
 // watermark), which keep the background roles running.
 func (s *Store) admit(table string, upserts bool) error {
-	if err := s.Health(); err != nil {
+	if err := s.writeHealth(); err != nil {
 		s.guard.refusedFault.Add(1)
 		return err
 	}
@@ -163,9 +173,10 @@ func (s *Store) eventListener() *pebble.EventListener {
 				s.log.Info("embedded store: a flush succeeded: writes accepted again", "component", "pebble")
 			}
 		},
-		BackgroundError: func(err error) {
-			s.log.Error("embedded store: background error", "component", "pebble", "err", err)
-		},
+		BackgroundError: s.onBackgroundError,
+		// Without it Pebble's default calls Fatalf, and a corrupt block
+		// would end the process on every start (corruption.go).
+		DataCorruption: s.onCorruption,
 		DiskSlow: func(info pebble.DiskSlowInfo) {
 			s.log.Warn("embedded store: slow disk", "component", "pebble", "info", info.String())
 		},

@@ -20,6 +20,7 @@ var (
 	descL0Files     = prometheus.NewDesc("ebb_pebble_l0_files", "Files in level 0 (a read-amplification signal).", nil, nil)
 	descReadAmp     = prometheus.NewDesc("ebb_pebble_read_amplification", "Sublevels a point read may consult.", nil, nil)
 	descCompactions = prometheus.NewDesc("ebb_pebble_compactions_total", "Compactions run.", nil, nil)
+	descCompFailed  = prometheus.NewDesc("ebb_pebble_compactions_failed_total", "Compactions that failed (a corrupt block met again and again shows here).", nil, nil)
 	descFlushes     = prometheus.NewDesc("ebb_pebble_flushes_total", "Memtable flushes run.", nil, nil)
 	descCacheHits   = prometheus.NewDesc("ebb_pebble_block_cache_hits_total", "Block cache hits.", nil, nil)
 	descCacheMisses = prometheus.NewDesc("ebb_pebble_block_cache_misses_total", "Block cache misses.", nil, nil)
@@ -28,7 +29,7 @@ var (
 	descFree        = prometheus.NewDesc("ebb_pebble_disk_free_bytes", "Bytes available to the embedded store on its data directory's file system.", nil, nil)
 	descMinFree     = prometheus.NewDesc("ebb_pebble_min_free_bytes", "Free-space floor: below it, writes that add data are refused with 507 (0: no floor).", nil, nil)
 	descRefused     = prometheus.NewDesc("ebb_pebble_writes_refused_total", "Writes the embedded store refused, by reason: insufficient_storage (below the free-space floor) or storage_fault (after a disk fault).", []string{"reason"}, nil)
-	descFault       = prometheus.NewDesc("ebb_pebble_storage_fault", "1 while the embedded store refuses writes after a disk fault, else 0.", nil, nil)
+	descFault       = prometheus.NewDesc("ebb_pebble_storage_fault", "1 while the embedded store is unhealthy: it refuses writes after a disk fault, or it found a corrupt block (reads touching it fail), else 0.", nil, nil)
 	descStalls      = prometheus.NewDesc("ebb_pebble_write_stalls_total", "Times Pebble stopped writes, by reason: memtables (too many memtables queued for flushing) or l0 (too many files in level 0).", []string{"reason"}, nil)
 	descStallTime   = prometheus.NewDesc("ebb_pebble_write_stall_seconds_total", "Time writes spent stopped by Pebble.", nil, nil)
 	descDebt        = prometheus.NewDesc("ebb_pebble_compaction_debt_bytes", "Bytes Pebble estimates it must compact to bring the LSM back into shape.", nil, nil)
@@ -36,7 +37,7 @@ var (
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDisk, descMemtable, descL0Files, descReadAmp, descCompactions, descFlushes, descCacheHits, descCacheMisses, descWALBytes, descTables, descFree, descMinFree, descRefused, descFault, descStalls, descStallTime, descDebt, descSublevels} {
+	for _, d := range []*prometheus.Desc{descDisk, descMemtable, descL0Files, descReadAmp, descCompactions, descCompFailed, descFlushes, descCacheHits, descCacheMisses, descWALBytes, descTables, descFree, descMinFree, descRefused, descFault, descStalls, descStallTime, descDebt, descSublevels} {
 		ch <- d
 	}
 }
@@ -58,6 +59,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descL0Files, float64(m.Levels[0].TablesCount))
 	gauge(descReadAmp, float64(m.ReadAmp()))
 	counter(descCompactions, float64(m.Compact.Count))
+	counter(descCompFailed, float64(m.Compact.FailedCount))
 	counter(descFlushes, float64(m.Flush.Count))
 	counter(descCacheHits, float64(m.BlockCache.Hits))
 	counter(descCacheMisses, float64(m.BlockCache.Misses))

@@ -93,6 +93,8 @@ type Store struct {
 	// guard refuses writes after a disk fault and below the free-space
 	// floor (health.go).
 	guard guard
+	// corruption remembers the files Pebble found corrupt (corruption.go).
+	corruption corruption
 	// stalls counts Pebble's write stalls (metrics.go).
 	stalls stallTracker
 }
