@@ -11,6 +11,7 @@ package faultfs
 
 import (
 	"fmt"
+	"io/fs"
 	"path"
 	"strings"
 	"sync/atomic"
@@ -193,5 +194,14 @@ func (q *Quota) maybeFull(op errorfs.Op) error {
 		return nil
 	}
 	q.Refused.Add(1)
-	return fmt.Errorf("faultfs: quota of %d bytes reached writing %s: %w", q.quota.Load(), path.Base(op.Path), syscall.ENOSPC)
+	// As os.File reports it: the operation and the path, so that the store
+	// can tell a write refused for want of space from a failed sync.
+	pathOp := "write"
+	switch op.Kind {
+	case errorfs.OpCreate, errorfs.OpReuseForWrite:
+		pathOp = "open"
+	case errorfs.OpFilePreallocate:
+		pathOp = "fallocate"
+	}
+	return &fs.PathError{Op: pathOp, Path: op.Path, Err: fmt.Errorf("faultfs: quota of %d bytes reached: %w", q.quota.Load(), syscall.ENOSPC)}
 }

@@ -31,7 +31,8 @@ type guard struct {
 	dir     string
 	minFree int64 // <= 0: no floor
 
-	fault      atomic.Pointer[error] // first write fault; never cleared
+	fault      atomic.Pointer[error] // first write fault; cleared only by a recovery from a full disk (recover.go)
+	panicked   atomic.Bool           // a commit panicked inside Pebble: no recovery without a restart
 	flushFault atomic.Pointer[error] // last flush failure; cleared by a flush that succeeds
 
 	free           atomic.Int64 // free bytes last seen; -1 when unknown
@@ -133,6 +134,11 @@ func (s *Store) diskFree() int64 {
 // later write until a restart replays what the log durably holds.
 func (s *Store) fail(err error) {
 	if s.guard.fault.CompareAndSwap(nil, &err) {
+		if recoverable(err) {
+			s.log.Error("embedded store: the disk is full: a write to the log failed for want of space; refusing every write until space returns, then reopening the database (reads go on)", "component", "pebble", "err", err)
+			s.wakeRecovery()
+			return
+		}
 		s.log.Error("embedded store: disk fault; refusing every write until the server restarts (reads go on)", "component", "pebble", "err", err)
 	}
 }
@@ -159,13 +165,12 @@ func (s *Store) eventListener() *pebble.EventListener {
 				}
 				return
 			}
+			s.bg.succeeded()
 			if s.guard.flushFault.Swap(nil) != nil {
 				s.log.Info("embedded store: a flush succeeded: writes accepted again", "component", "pebble")
 			}
 		},
-		BackgroundError: func(err error) {
-			s.log.Error("embedded store: background error", "component", "pebble", "err", err)
-		},
+		BackgroundError: s.backgroundError,
 		DiskSlow: func(info pebble.DiskSlowInfo) {
 			s.log.Warn("embedded store: slow disk", "component", "pebble", "info", info.String())
 		},

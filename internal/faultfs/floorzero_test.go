@@ -1,0 +1,140 @@
+package faultfs_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/ebb-data/ebb/internal/faultfs"
+	"github.com/ebb-data/ebb/store"
+	ebbpebble "github.com/ebb-data/ebb/store/pebble"
+)
+
+// lockedBuf is a log sink for concurrent writers.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedBuf) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+// records counts the log records written so far.
+func (w *lockedBuf) records() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Count(w.b.String(), "level=")
+}
+
+var blobSpec = store.TableSpec{
+	Name:         "blobs",
+	PartitionKey: []store.Column{{Name: "id", Type: store.TypeText}},
+	Clustering:   []store.Column{{Name: "seq", Type: store.TypeInt64}},
+	Values:       []store.Column{{Name: "payload", Type: store.TypeBytes}},
+}
+
+// TestFullDiskWithoutFloorRecovers fills the disk under the embedded store
+// with no free-space floor (--min-free-bytes 0), as another process
+// filling it does: the disk itself refuses Pebble's writes, the log's or
+// the sstables'. While it is full the store must log a few lines, not a
+// flood; once space returns, writes and drops must be accepted again
+// without a restart, and every acknowledged write must still be there.
+// Three rounds: the first failure lands on the log or on a flush by
+// chance, and the later rounds start from a recovered store.
+func TestFullDiskWithoutFloorRecovers(t *testing.T) {
+	ctx := context.Background()
+	disk := faultfs.NewQuota(vfs.NewMem(), "db", 24<<20)
+	var logs lockedBuf
+	st, err := ebbpebble.Open("db", ebbpebble.Options{FS: disk, MemTableSize: 1 << 20, MinFreeBytes: -1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.CreateTable(ctx, blobSpec); err != nil {
+		t.Fatal(err)
+	}
+	payload := func(i int) []byte {
+		p := make([]byte, 64<<10)
+		x := uint64(i)*0x9E3779B97F4A7C15 + 1
+		for j := range p {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			p[j] = byte(x)
+		}
+		return p
+	}
+	put := func(table string, i int) error {
+		return st.Write(ctx, table, []store.Mutation{{Kind: store.Upsert, Partition: []any{"a"}, Clustering: []any{int64(i)}, Cells: []store.Cell{{Column: "payload", Value: payload(i)}}}})
+	}
+	acked := map[int]bool{}
+	next := 0
+	for round := range 3 {
+		victim := fmt.Sprintf("victim%d", round)
+		spec := blobSpec
+		spec.Name = victim
+		if err := st.CreateTable(ctx, spec); err != nil {
+			t.Fatalf("round %d: create %s: %v", round, victim, err)
+		}
+		if err := put(victim, 0); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		// Another process takes what is left of the disk.
+		disk.SetQuota(disk.Used() + 4<<20)
+		var refused error
+		for ; refused == nil && next < 100000; next++ {
+			if refused = put("blobs", next); refused == nil {
+				acked[next] = true
+			}
+		}
+		if !errors.Is(refused, store.ErrStorageFault) && !errors.Is(refused, store.ErrInsufficientStorage) {
+			t.Fatalf("round %d: a full disk answered %v", round, refused)
+		}
+		t.Logf("round %d: full after %d writes: %v", round, len(acked), refused)
+		before := logs.records()
+		time.Sleep(time.Second)
+		if n := logs.records() - before; n > 5 {
+			t.Errorf("round %d: %d log records in one second while the disk stays full, want a few", round, n)
+		}
+		// Space returns.
+		disk.SetQuota(disk.Used() + 256<<20)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			werr := put("blobs", next)
+			derr := st.DropTable(ctx, victim)
+			if werr == nil && derr == nil {
+				acked[next] = true
+				next++
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: 10 s after space returned, without a restart: write %v, drop %v", round, werr, derr)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := st.Health(); err != nil {
+			t.Fatalf("round %d: health after recovery: %v", round, err)
+		}
+		if infos, err := st.Tables(ctx, victim); err != nil || len(infos) != 0 {
+			t.Fatalf("round %d: %s after its drop: %v, %v", round, victim, infos, err)
+		}
+	}
+	for i := range acked {
+		row, err := st.Get(ctx, "blobs", []any{"a"}, []any{int64(i)})
+		if err != nil || len(row.Values) == 0 || row.Values[0] == nil {
+			t.Fatalf("acknowledged row %d lost: %v", i, err)
+		}
+	}
+	t.Logf("%d acknowledged rows all readable", len(acked))
+}
