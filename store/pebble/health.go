@@ -47,6 +47,9 @@ type guard struct {
 // store.HealthReporter.
 func (s *Store) Health() error {
 	if p := s.guard.fault.Load(); p != nil {
+		if s.recovering() {
+			return fmt.Errorf("%w: the disk is full: a write to the log failed for want of space (%v): writes, deletes and drops are refused until space returns, then accepted again without a restart", store.ErrStorageFault, *p)
+		}
 		return fmt.Errorf("%w: the disk failed a write or a sync (%v): writes are refused until the server restarts and recovers what was made durable", store.ErrStorageFault, *p)
 	}
 	if p := s.guard.flushFault.Load(); p != nil {
