@@ -100,6 +100,11 @@ func (o Op) Matches(k errorfs.OpKind) bool {
 type Fault struct {
 	Class Class
 	Op    Op
+	// Errno is the error the operations fail with; zero means EIO.
+	// ENOSPC makes a disk that refuses one class of files for want of
+	// space, as a full disk refuses sstables while a recycled log still
+	// takes writes.
+	Errno syscall.Errno
 	on    atomic.Bool
 	hits  atomic.Int64
 }
@@ -124,7 +129,11 @@ func (f *Fault) MaybeError(op errorfs.Op) error {
 		return nil
 	}
 	f.hits.Add(1)
-	return fmt.Errorf("faultfs: injected %s fault on %s: %w", f.Op, path.Base(op.Path), syscall.EIO)
+	errno := f.Errno
+	if errno == 0 {
+		errno = syscall.EIO
+	}
+	return fmt.Errorf("faultfs: injected %s fault on %s: %w", f.Op, path.Base(op.Path), errno)
 }
 
 // String implements errorfs.Injector.

@@ -158,3 +158,55 @@ func TestFullDiskWithoutFloorRecovers(t *testing.T) {
 	}
 	t.Logf("%d acknowledged rows all readable", len(acked))
 }
+
+// TestFullDiskFlushRetriesBackOff: a disk that refuses sstables for want
+// of space (the log still takes writes) makes every memtable flush fail.
+// Pebble retries a failed flush at once, in a loop of its own; the store
+// must pace those retries and rate-limit their log while the disk stays
+// full, and take writes again, without a restart, once a flush succeeds.
+func TestFullDiskFlushRetriesBackOff(t *testing.T) {
+	ctx := context.Background()
+	full := &faultfs.Fault{Class: faultfs.SSTable, Op: faultfs.Write, Errno: syscall.ENOSPC}
+	var logs lockedBuf
+	st, err := ebbpebble.Open("db", ebbpebble.Options{FS: faultfs.Wrap(vfs.NewMem(), full), MemTableSize: 1 << 20, MinFreeBytes: -1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.CreateTable(ctx, blobSpec); err != nil {
+		t.Fatal(err)
+	}
+	put := func(i int) error {
+		p := bytes.Repeat([]byte{byte(i)}, 64<<10)
+		p[0], p[1] = byte(i>>8), byte(i)
+		return st.Write(ctx, "blobs", []store.Mutation{{Kind: store.Upsert, Partition: []any{"a"}, Clustering: []any{int64(i)}, Cells: []store.Cell{{Column: "payload", Value: p}}}})
+	}
+	full.On()
+	var refused error
+	i := 0
+	for ; refused == nil && i < 2000; i++ {
+		refused = put(i)
+	}
+	if !errors.Is(refused, store.ErrStorageFault) {
+		t.Fatalf("after %d writes with sstables refused: %v, want a storage fault", i, refused)
+	}
+	time.Sleep(100 * time.Millisecond)
+	before, cpu := logs.records(), cpuTime(t)
+	time.Sleep(time.Second)
+	n, used := logs.records()-before, cpuTime(t)-cpu
+	t.Logf("while full: %d log records and %v of CPU in one second, %d failed sstable writes in all", n, used, full.Hits())
+	if n > 5 {
+		t.Errorf("%d log records in one second while every flush fails, want a few", n)
+	}
+	if used > 200*time.Millisecond {
+		t.Errorf("%v of CPU in one second while every flush fails, want the retries paced", used)
+	}
+	full.Off()
+	deadline := time.Now().Add(10 * time.Second)
+	for put(i) != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("writes still refused 10 s after the disk took sstables again: %v", put(i))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
