@@ -271,11 +271,15 @@ func (l *Lease) Fence(ctx context.Context) error {
 		// The document changed since this process last wrote it. Either
 		// another process took the lease, or an earlier write of this one
 		// landed although its outcome was not learned: read it and tell.
+		// swap forgot the document on the conflict; until the read tells,
+		// it is still this process's last word (ownsLocked needs it).
+		l.mu.Lock()
+		l.doc = old
+		l.mu.Unlock()
 		var stored []byte
 		var cur Record
 		if stored, cur, err = l.read(ctx); err == nil {
 			l.mu.Lock()
-			l.doc = old // swap forgot it on the conflict; ownsLocked needs it
 			mine := l.ownsLocked(stored, cur)
 			l.current = cur
 			if !mine {
