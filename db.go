@@ -13,6 +13,7 @@ import (
 	"github.com/ebb-data/ebb/meter"
 	"github.com/ebb-data/ebb/migrate"
 	"github.com/ebb-data/ebb/multitable"
+	"github.com/ebb-data/ebb/shardmgr"
 	"github.com/ebb-data/ebb/store"
 	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 	"github.com/ebb-data/ebb/timeseries"
@@ -100,8 +101,11 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 		ReconcileInterval: o.ReconcileInterval, CacheTTL: o.CacheTTL,
 		// A crashed manager is replaced within two lease periods; the
 		// runway must outlast that.
-		MinRunway:     2 * o.LeaseDuration,
-		MaxPartitions: o.MaxReadPartitions,
+		MinRunway: 2 * o.LeaseDuration,
+		// And no more indexes, nor shards, than its passes can keep.
+		VisitBudget:    shardmgr.DefaultVisitBudget,
+		MaxTotalShards: shardmgr.MaxTotalShards,
+		MaxPartitions:  o.MaxReadPartitions,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: indexes: %w", err)
 	}

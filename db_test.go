@@ -186,3 +186,23 @@ func TestRunwayTooShortIsRefused(t *testing.T) {
 		t.Fatalf("NextRun = %v, want half of the 10s shard", got)
 	}
 }
+
+// TestManagerBudgetIsEnforced: what the embedded DB accepts by default.
+// One index of 1 s shards with a runway of 31 (the runway a 15 s lease
+// asks for) is kept; a second such index is refused, since the manager
+// cannot promise a pass over both within half a second.
+func TestManagerBudgetIsEnforced(t *testing.T) {
+	db, err := ebb.Open(t.Context(), ebb.Options{Store: memStore(t), NoBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cfg := timeseries.Config{Name: "s1", TableBucket: time.Second, PartitionBucket: time.Second, Retention: time.Second, Runway: 31}
+	if _, _, err := db.Indexes().Create(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Name = "s2"
+	if _, _, err := db.Indexes().Create(t.Context(), cfg); !errors.Is(err, timeseries.ErrShardBudget) || !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("a second index of 1s shards: %v, want ErrShardBudget", err)
+	}
+}

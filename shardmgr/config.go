@@ -41,6 +41,18 @@ var ErrInvalidConfig = errors.New("shardmgr: invalid config")
 // store.MaxNameLen (48, CQL's limit).
 var IndexNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,30}$`)
 
+// MaxTotalShards is the default bound on the shards all indexes of one
+// deployment keep together (ebb.Open applies it at index create): every
+// shard is a table, and backends bound tables (DynamoDB's default quota
+// is 2,500 per region, Cassandra slows with thousands of tables).
+const MaxTotalShards = 10000
+
+// DefaultVisitBudget is the time ebb.Open lets one pass of the shard
+// manager spend on one index, when it bounds at index create how many
+// indexes a pass over all of them may visit: a few backend calls and a
+// table created and dropped.
+const DefaultVisitBudget = 500 * time.Millisecond
+
 // MaxShards bounds how many shards one index may keep (retention plus
 // runway, in table buckets), so that a tiny table bucket with a long
 // retention cannot ask a backend for millions of tables.
@@ -169,8 +181,8 @@ func (c Config) Validate() error {
 		return bad("retention %s must be positive", c.Retention)
 	case c.Runway < 1:
 		return bad("runway %d must be at least 1", c.Runway)
-	case shardCount(c) > MaxShards:
-		return bad("retention %s and runway %d keep %d shards of %s; at most %d", c.Retention, c.Runway, shardCount(c), c.TableBucket, MaxShards)
+	case ShardCount(c) > MaxShards:
+		return bad("retention %s and runway %d keep %d shards of %s; at most %d", c.Retention, c.Runway, ShardCount(c), c.TableBucket, MaxShards)
 	case c.Capacity.HotRead < 0 || c.Capacity.HotWrite < 0 || c.Capacity.PeakRead < 0 || c.Capacity.PeakWrite < 0:
 		return bad("capacity units must not be negative")
 	case c.Capacity.HotRead > 0 && c.Capacity.HotWrite == 0:
@@ -179,10 +191,10 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// shardCount is how many shards the index keeps at most: those inside
+// ShardCount is how many shards the index keeps at most: those inside
 // retention (one more than retention/bucket, as the oldest is partial), the
-// hot one and the runway.
-func shardCount(c Config) int64 {
+// hot one and the runway. c must be valid.
+func ShardCount(c Config) int64 {
 	return int64(c.Retention/c.TableBucket) + 2 + int64(c.Runway)
 }
 

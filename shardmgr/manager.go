@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -79,6 +80,10 @@ type Manager struct {
 	runMu     sync.Mutex    // serializes runs
 	metaReady bool          // guarded by runMu
 	shortest  time.Duration // guarded by runMu: the narrowest table bucket seen by RunOnce
+	// ends is, per index, the end of its last shard as its latest
+	// reconcile left it; guarded by runMu. RunOnce checks them against
+	// the clock once the whole pass is over.
+	ends map[string]time.Time
 }
 
 // New returns a Manager; it does nothing until RunOnce.
@@ -151,18 +156,65 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 	}
 	m.runMu.Lock()
 	m.shortest = shortest
+	for index := range m.ends {
+		if !slices.ContainsFunc(cfgs, func(c Config) bool { return c.Index == index }) {
+			delete(m.ends, index)
+		}
+	}
 	m.runMu.Unlock()
+	start := m.now()
 	var errs []error
 	for _, cfg := range cfgs {
 		if _, _, err := m.Reconcile(ctx, cfg, RunOptions{Fence: fence}); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	m.checkPass(cfgs, start)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	m.metrics.lastSuccess.Set(float64(m.now().UnixNano()) / 1e9)
 	return nil
+}
+
+// checkPass says when a pass could not keep every runway. Each index's
+// runway is checked at its own reconcile, but a pass over many indexes
+// can take long enough that the first ones visited have run short by the
+// time it ends, and the next visit is a whole pass away: so every runway
+// is checked again against the clock at the end of the pass, and a pass
+// longer than the wait the narrowest shard allows between passes is
+// reported as such.
+func (m *Manager) checkPass(cfgs []Config, start time.Time) {
+	end := m.now()
+	took := end.Sub(start)
+	m.metrics.passSeconds.Set(took.Seconds())
+	if half := m.shortestHalf(); half > 0 && took > half {
+		m.log.Warn("shard-manager pass took longer than the wait its narrowest shard allows between passes: runways shrink faster than the manager extends them",
+			"took", took, "allowed", half, "indexes", len(cfgs))
+	}
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	short := 0
+	for _, cfg := range cfgs {
+		last, ok := m.ends[cfg.Index]
+		if !ok {
+			continue
+		}
+		if left := last.Sub(end); left < cfg.TableBucket {
+			short++
+			m.metrics.runwayShort.Inc()
+			m.log.Error("runway below one shard: writes will be refused as no_shard", "index", cfg.Index, "runway_remaining", left, "table_bucket", cfg.TableBucket, "at", "end of pass", "pass_took", took)
+		}
+	}
+	m.metrics.runwayShortIndexes.Set(float64(short))
+}
+
+// shortestHalf is half the narrowest table bucket seen by RunOnce; zero
+// before the first pass.
+func (m *Manager) shortestHalf() time.Duration {
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	return m.shortest / 2
 }
 
 // Reconcile runs observe, plan and (unless DryRun) apply for one index and
@@ -235,7 +287,12 @@ func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro R
 	if end := runwayEnd(cfg, observed, results); !end.IsZero() {
 		left := end.Sub(now)
 		m.setRunway(cfg.Index, end, left, cfg.TableBucket)
+		if m.ends == nil {
+			m.ends = map[string]time.Time{}
+		}
+		m.ends[cfg.Index] = end
 		if left < cfg.TableBucket {
+			m.metrics.runwayShort.Inc()
 			// Writes past the last shard get no_shard soon: the alert
 			// EbbRunwayBelowOneShard (docs/prometheus/alerts.yml) fires
 			// on the same condition.
@@ -268,6 +325,7 @@ func (m *Manager) Forget(ctx context.Context, index string) error {
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
 	m.ForgetSeries(index)
+	delete(m.ends, index)
 	return Forget(ctx, m.opts.Store, index)
 }
 
@@ -287,6 +345,11 @@ type metrics struct {
 	actions     *prometheus.CounterVec
 	failures    prometheus.Counter
 	fenced      prometheus.Counter
+	// runwayShort counts each time an index was found with less than one
+	// shard of runway: at its reconcile or at the end of a pass.
+	runwayShort        prometheus.Counter
+	runwayShortIndexes prometheus.Gauge
+	passSeconds        prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -319,6 +382,18 @@ func newMetrics() *metrics {
 			Name: "ebb_reconcile_fenced_total",
 			Help: "Shard actions refused because another process had taken over the shard-manager lease.",
 		}),
+		runwayShort: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ebb_reconcile_runway_short_total",
+			Help: "Times an index was found with less than one shard of runway left, at its reconcile or at the end of a shard-manager pass: writes past its last shard get no_shard.",
+		}),
+		runwayShortIndexes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ebb_reconcile_runway_short_indexes",
+			Help: "Indexes with less than one shard of runway left at the end of the last shard-manager pass.",
+		}),
+		passSeconds: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ebb_reconcile_pass_seconds",
+			Help: "How long the last shard-manager pass over every index took; above half the narrowest table_bucket, runways shrink.",
+		}),
 	}
 }
 
@@ -328,7 +403,7 @@ func (m *metrics) register(r prometheus.Registerer) error {
 	for _, op := range []Op{OpCreate, OpDrop, OpSetCapacity, OpPrewarm} {
 		m.actions.WithLabelValues(string(op))
 	}
-	cs := []prometheus.Collector{m.runway, m.runwayEnd, m.tableBucket, m.lastSuccess, m.actions, m.failures, m.fenced}
+	cs := []prometheus.Collector{m.runway, m.runwayEnd, m.tableBucket, m.lastSuccess, m.actions, m.failures, m.fenced, m.runwayShort, m.runwayShortIndexes, m.passSeconds}
 	for i, c := range cs {
 		if err := r.Register(c); err != nil {
 			for _, done := range cs[:i] {

@@ -44,6 +44,18 @@ type Options struct {
 	// failover of its lease, a restart) without writes getting no_shard.
 	// Zero checks nothing.
 	MinRunway time.Duration
+	// VisitBudget is the time one shard-manager pass may spend on one
+	// index. The manager visits every index once per pass and passes run
+	// every half of the narrowest table bucket; Create refuses an index
+	// (or a change) after which the indexes, at VisitBudget each, would
+	// not fit in that half: with 500 ms, at most one index per second of
+	// the narrowest table bucket. Zero checks nothing.
+	VisitBudget time.Duration
+	// MaxTotalShards refuses, at Create, an index (or a change) after
+	// which the indexes would keep more shards in all (retention plus the
+	// hot shard plus runway, in table buckets, per index) than this: every
+	// shard is a table of the backend. Zero checks nothing.
+	MaxTotalShards int64
 	// CacheTTL bounds how stale the cached configs and shard lists may be
 	// (other processes sharing the backend create and drop shards). A write
 	// that misses the cache always refreshes it. Zero means
@@ -75,7 +87,9 @@ type Service struct {
 	guards  shardmgr.Guards
 	caps    store.Capabilities
 	minRun  time.Duration
-	maxPart int // Options.MaxPartitions, defaulted
+	maxPart int           // Options.MaxPartitions, defaulted
+	visit   time.Duration // Options.VisitBudget
+	maxAll  int64         // Options.MaxTotalShards
 	mgr     *shardmgr.Manager
 	metrics *metrics
 
@@ -114,10 +128,13 @@ func (o Options) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"ReconcileInterval", o.ReconcileInterval}, {"MinRunway", o.MinRunway}, {"CacheTTL", o.CacheTTL}} {
+	}{{"ReconcileInterval", o.ReconcileInterval}, {"MinRunway", o.MinRunway}, {"VisitBudget", o.VisitBudget}, {"CacheTTL", o.CacheTTL}} {
 		if d.v < 0 {
 			return fmt.Errorf("%w: timeseries: Options.%s %s is negative", store.ErrInvalid, d.name, d.v)
 		}
+	}
+	if o.MaxTotalShards < 0 {
+		return fmt.Errorf("%w: timeseries: Options.MaxTotalShards %d is negative", store.ErrInvalid, o.MaxTotalShards)
 	}
 	return nil
 }
@@ -144,6 +161,8 @@ func New(ctx context.Context, st store.Store, opts Options) (*Service, error) {
 		caps:    st.Capabilities(),
 		minRun:  opts.MinRunway,
 		maxPart: opts.MaxPartitions,
+		visit:   opts.VisitBudget,
+		maxAll:  opts.MaxTotalShards,
 		metrics: newMetrics(),
 		configs: map[string]cachedConfig{},
 		shards:  map[string]cachedShards{},
@@ -208,6 +227,9 @@ func (s *Service) Create(ctx context.Context, cfg Config) (Index, bool, error) {
 	old, err := s.loadConfig(ctx, cfg.Name)
 	created := false
 	if errors.Is(err, ErrIndexNotFound) {
+		if err := s.checkBudget(ctx, cfg); err != nil {
+			return Index{}, false, err
+		}
 		// Only if still absent: another process creating the same index
 		// at the same moment either wins (and its config is compared
 		// below) or loses to this one.
@@ -229,6 +251,15 @@ func (s *Service) Create(ctx context.Context, cfg Config) (Index, bool, error) {
 		return Index{}, false, err
 	}
 	if !created {
+		// A change the manager could not keep is refused like a new index;
+		// a different layout is a conflict, said as such by change.
+		if old.immutableDiff(cfg) == "" && len(old.changed(cfg)) > 0 {
+			next := cfg
+			next.HeldRetention = max(old.Retention, old.HeldRetention)
+			if err := s.checkBudget(ctx, next); err != nil {
+				return Index{}, false, err
+			}
+		}
 		if cfg, err = s.change(ctx, old, cfg); err != nil {
 			return Index{}, false, err
 		}

@@ -11,6 +11,7 @@ package faultfs
 
 import (
 	"fmt"
+	"io/fs"
 	"path"
 	"strings"
 	"sync/atomic"
@@ -99,6 +100,11 @@ func (o Op) Matches(k errorfs.OpKind) bool {
 type Fault struct {
 	Class Class
 	Op    Op
+	// Errno is the error the operations fail with; zero means EIO.
+	// ENOSPC makes a disk that refuses one class of files for want of
+	// space, as a full disk refuses sstables while a recycled log still
+	// takes writes.
+	Errno syscall.Errno
 	on    atomic.Bool
 	hits  atomic.Int64
 }
@@ -123,7 +129,11 @@ func (f *Fault) MaybeError(op errorfs.Op) error {
 		return nil
 	}
 	f.hits.Add(1)
-	return fmt.Errorf("faultfs: injected %s fault on %s: %w", f.Op, path.Base(op.Path), syscall.EIO)
+	errno := f.Errno
+	if errno == 0 {
+		errno = syscall.EIO
+	}
+	return fmt.Errorf("faultfs: injected %s fault on %s: %w", f.Op, path.Base(op.Path), errno)
 }
 
 // String implements errorfs.Injector.
@@ -193,5 +203,14 @@ func (q *Quota) maybeFull(op errorfs.Op) error {
 		return nil
 	}
 	q.Refused.Add(1)
-	return fmt.Errorf("faultfs: quota of %d bytes reached writing %s: %w", q.quota.Load(), path.Base(op.Path), syscall.ENOSPC)
+	// As os.File reports it: the operation and the path, so that the store
+	// can tell a write refused for want of space from a failed sync.
+	pathOp := "write"
+	switch op.Kind {
+	case errorfs.OpCreate, errorfs.OpReuseForWrite:
+		pathOp = "open"
+	case errorfs.OpFilePreallocate:
+		pathOp = "fallocate"
+	}
+	return &fs.PathError{Op: pathOp, Path: op.Path, Err: fmt.Errorf("faultfs: quota of %d bytes reached: %w", q.quota.Load(), syscall.ENOSPC)}
 }

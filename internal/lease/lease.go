@@ -11,6 +11,13 @@
 // taken the lease. A paused holder that wakes up therefore fails its fence
 // and acts on nothing.
 //
+// One process writes its lease from more than one goroutine: the role's
+// renewer and the fences of a running pass. Those writes are serialized,
+// so that one never finds the document changed by the other and takes its
+// own renewal for a takeover; a write whose outcome is unknown (a timeout)
+// is recognised afterwards by holder and epoch, which only this process
+// writes together.
+//
 // Timing: a holder renews every Duration/3 and trusts its lease only until
 // Duration minus Margin after it last started a successful renewal, by its
 // own clock; another process takes over once Duration has passed since the
@@ -108,8 +115,14 @@ type Lease struct {
 	o    Options
 	meta store.Meta
 
+	// writeMu serializes this process's reads and compare-and-swaps of
+	// the document (Acquire, Fence, Release), so that a renewal and a
+	// fence never race each other into a conflict.
+	writeMu sync.Mutex
+
 	mu      sync.Mutex
 	doc     []byte    // the document this process last wrote, when held
+	rec     Record    // doc, decoded
 	until   time.Time // trust the lease until then, by our clock
 	current Record    // the last document seen
 }
@@ -147,21 +160,19 @@ func (l *Lease) Status() Status {
 // otherwise leaves the lease to its holder.
 func (l *Lease) Acquire(ctx context.Context) (bool, error) {
 	if err := (store.Meta{S: l.o.Store}).Ensure(ctx); err != nil {
-		return false, fmt.Errorf("lease %s: %w", l.o.Role, err)
+		// The outcome says nothing of the lease: keep trusting it until
+		// it would have lapsed anyway.
+		return l.Held(), fmt.Errorf("lease %s: %w", l.o.Role, err)
 	}
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
 	start := l.o.Now()
-	old, err := l.meta.Get(ctx, metaKind, l.o.Role)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return false, fmt.Errorf("lease %s: read: %w", l.o.Role, err)
-	}
-	var cur Record
-	if old != nil {
-		if err := json.Unmarshal(old, &cur); err != nil {
-			return false, fmt.Errorf("lease %s: corrupt document: %w", l.o.Role, err)
-		}
+	old, cur, err := l.read(ctx)
+	if err != nil {
+		return l.Held(), err
 	}
 	l.mu.Lock()
-	mine := l.doc != nil && string(l.doc) == string(old)
+	mine := l.ownsLocked(old, cur)
 	l.current = cur
 	l.mu.Unlock()
 
@@ -176,6 +187,34 @@ func (l *Lease) Acquire(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	return l.swap(ctx, old, next, start)
+}
+
+// read returns the stored document and its record; both are zero when
+// there is none.
+func (l *Lease) read(ctx context.Context) ([]byte, Record, error) {
+	var cur Record
+	old, err := l.meta.Get(ctx, metaKind, l.o.Role)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, cur, fmt.Errorf("lease %s: read: %w", l.o.Role, err)
+	}
+	if old != nil {
+		if err := json.Unmarshal(old, &cur); err != nil {
+			return nil, cur, fmt.Errorf("lease %s: corrupt document: %w", l.o.Role, err)
+		}
+	}
+	return old, cur, nil
+}
+
+// ownsLocked reports whether the stored document (old, decoding to cur)
+// is this process's hold on the lease: the document it last wrote, or one
+// with its holder and epoch, which only this process writes and which a
+// write whose outcome it did not learn (a timeout) left behind. Every
+// change of holder moves the epoch on, so nobody took the lease between.
+func (l *Lease) ownsLocked(old []byte, cur Record) bool {
+	if l.doc == nil || old == nil {
+		return false
+	}
+	return string(l.doc) == string(old) || (cur.Holder == l.o.Holder && cur.Epoch == l.rec.Epoch)
 }
 
 // swap writes next in place of old and records the outcome.
@@ -197,7 +236,7 @@ func (l *Lease) swap(ctx context.Context, old []byte, next Record, start time.Ti
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.doc, l.current = doc, next
+	l.doc, l.rec, l.current = doc, next, next
 	l.until = start.Add(l.o.Duration - l.o.Margin)
 	return true, nil
 }
@@ -215,21 +254,48 @@ func (l *Lease) lose() {
 // process has taken it (a newer epoch). Call it right before every
 // destructive action.
 func (l *Lease) Fence(ctx context.Context) error {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
 	start := l.o.Now()
 	l.mu.Lock()
 	if !l.heldLocked(start) {
 		l.mu.Unlock()
 		return fmt.Errorf("%w: %s lease lapsed or never taken", ErrNotHeld, l.o.Role)
 	}
-	old, cur := l.doc, l.current
+	old, rec := l.doc, l.rec
 	l.mu.Unlock()
-	cur.Expires = start.Add(l.o.Duration)
-	ok, err := l.swap(ctx, old, cur, start)
+	next := rec
+	next.Expires = start.Add(l.o.Duration)
+	ok, err := l.swap(ctx, old, next, start)
+	if err == nil && !ok {
+		// The document changed since this process last wrote it. Either
+		// another process took the lease, or an earlier write of this one
+		// landed although its outcome was not learned: read it and tell.
+		// swap forgot the document on the conflict; until the read tells,
+		// it is still this process's last word (ownsLocked needs it).
+		l.mu.Lock()
+		l.doc = old
+		l.mu.Unlock()
+		var stored []byte
+		var cur Record
+		if stored, cur, err = l.read(ctx); err == nil {
+			l.mu.Lock()
+			mine := l.ownsLocked(stored, cur)
+			l.current = cur
+			if !mine {
+				l.doc = nil
+			}
+			l.mu.Unlock()
+			if mine {
+				ok, err = l.swap(ctx, stored, next, start)
+			}
+		}
+	}
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%w: %s lease taken over (epoch %d is no longer current)", ErrNotHeld, l.o.Role, cur.Epoch)
+		return fmt.Errorf("%w: %s lease taken over (epoch %d is no longer current)", ErrNotHeld, l.o.Role, rec.Epoch)
 	}
 	return nil
 }
@@ -237,8 +303,10 @@ func (l *Lease) Fence(ctx context.Context) error {
 // Release gives the lease up so that another process takes over at once,
 // without waiting for it to lapse. It is a no-op when not held.
 func (l *Lease) Release(ctx context.Context) error {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
 	l.mu.Lock()
-	old, cur := l.doc, l.current
+	old, cur := l.doc, l.rec
 	l.doc = nil
 	l.mu.Unlock()
 	if old == nil {

@@ -3,7 +3,8 @@
 // sweeper's passes), owned by ebb.DB's roles.
 //
 // A pass runs at once, then after each wait. A pass that fails or panics
-// is logged and retried after a backoff that doubles from the interval, so
+// is logged and retried after a backoff that doubles from the interval
+// (never later than a successful pass would wait: Options.Next), so
 // that a broken pass never silently stops the loop (a stopped shard
 // manager would surface much later as no_shard) and a failing one never
 // runs more often than a healthy one.
@@ -25,6 +26,10 @@ type Options struct {
 	Interval time.Duration
 	// Next, if set, says how long to wait after a successful pass in
 	// place of Interval (the shard manager follows its narrowest shard).
+	// It also bounds the wait after a failed pass: a schedule that keeps
+	// something alive (a runway of shards) must not be stretched by a
+	// backoff, and retrying no more often than a healthy pass runs keeps
+	// a failing pass from running hot.
 	Next func() time.Duration
 	// MaxBackoff caps the wait after failed passes; zero means
 	// max(Interval, 1 minute).
@@ -38,7 +43,7 @@ type Options struct {
 
 // Run runs pass at once, then after every wait, until ctx is done, and
 // then returns nil. A pass runs under ctx. After k failed passes in a row
-// the wait is Interval·2^k, at most MaxBackoff.
+// the wait is Interval·2^k, at most MaxBackoff and at most Next().
 func Run(ctx context.Context, o Options, pass func(context.Context) error) error {
 	if o.Interval <= 0 {
 		return fmt.Errorf("loop: Interval %s must be positive", o.Interval)
@@ -67,6 +72,9 @@ func Run(ctx context.Context, o Options, pass func(context.Context) error) error
 			}
 			failures++
 			wait = backoff.Exponential(o.Interval, o.MaxBackoff, failures+1)
+			if o.Next != nil {
+				wait = min(wait, o.Next())
+			}
 			log.Warn("background pass failed", "err", err, "failures", failures, "retry_in", wait)
 		} else {
 			failures = 0

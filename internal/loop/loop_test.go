@@ -84,3 +84,40 @@ func TestRunRefusesNoInterval(t *testing.T) {
 		t.Fatal("Run without an interval returned nil")
 	}
 }
+
+// TestRunNextBoundsBackoff: a failing pass is retried no later than Next
+// says a healthy one runs. The shard manager's Next is half its narrowest
+// shard; a backoff doubling from the 30 s interval would leave a runway of
+// seconds without a pass for a minute.
+func TestRunNextBoundsBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		start := time.Now()
+		var runs []time.Duration
+		var fail atomic.Int32
+		fail.Store(3)
+		done := make(chan error)
+		go func() {
+			done <- Run(ctx, Options{Interval: 30 * time.Second, Next: func() time.Duration { return 500 * time.Millisecond }}, func(context.Context) error {
+				runs = append(runs, time.Since(start))
+				if fail.Add(-1) >= 0 {
+					return errors.New("fenced")
+				}
+				return nil
+			})
+		}()
+		time.Sleep(2*time.Second + time.Millisecond)
+		synctest.Wait()
+		cancel()
+		<-done
+		want := []time.Duration{0, 500 * time.Millisecond, time.Second, 1500 * time.Millisecond, 2 * time.Second}
+		if len(runs) != len(want) {
+			t.Fatalf("passes ran at %v, want %v: failures must be retried within Next", runs, want)
+		}
+		for i := range want {
+			if runs[i] != want[i] {
+				t.Fatalf("passes ran at %v, want %v", runs, want)
+			}
+		}
+	})
+}

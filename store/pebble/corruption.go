@@ -93,5 +93,5 @@ func (s *Store) onBackgroundError(err error) {
 			return
 		}
 	}
-	s.log.Error("embedded store: background error", "component", "pebble", "err", err)
+	s.backgroundError(err)
 }

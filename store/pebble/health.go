@@ -31,7 +31,8 @@ type guard struct {
 	dir     string
 	minFree int64 // <= 0: no floor
 
-	fault      atomic.Pointer[error] // first write fault; never cleared
+	fault      atomic.Pointer[error] // first write fault; cleared only by a recovery from a full disk (recover.go)
+	panicked   atomic.Bool           // a commit panicked inside Pebble: no recovery without a restart
 	flushFault atomic.Pointer[error] // last flush failure; cleared by a flush that succeeds
 
 	free           atomic.Int64 // free bytes last seen; -1 when unknown
@@ -56,6 +57,9 @@ func (s *Store) Health() error {
 // fault made it refuse them.
 func (s *Store) writeHealth() error {
 	if p := s.guard.fault.Load(); p != nil {
+		if s.recovering() {
+			return fmt.Errorf("%w: the disk is full: a write to the log failed for want of space (%v): writes, deletes and drops are refused until space returns, then accepted again without a restart", store.ErrStorageFault, *p)
+		}
 		return fmt.Errorf("%w: the disk failed a write or a sync (%v): writes are refused until the server restarts and recovers what was made durable", store.ErrStorageFault, *p)
 	}
 	if p := s.guard.flushFault.Load(); p != nil {
@@ -143,6 +147,11 @@ func (s *Store) diskFree() int64 {
 // later write until a restart replays what the log durably holds.
 func (s *Store) fail(err error) {
 	if s.guard.fault.CompareAndSwap(nil, &err) {
+		if recoverable(err) {
+			s.log.Error("embedded store: the disk is full: a write to the log failed for want of space; refusing every write until space returns, then reopening the database (reads go on)", "component", "pebble", "err", err)
+			s.wakeRecovery()
+			return
+		}
 		s.log.Error("embedded store: disk fault; refusing every write until the server restarts (reads go on)", "component", "pebble", "err", err)
 	}
 }
@@ -169,6 +178,7 @@ func (s *Store) eventListener() *pebble.EventListener {
 				}
 				return
 			}
+			s.bg.succeeded()
 			if s.guard.flushFault.Swap(nil) != nil {
 				s.log.Info("embedded store: a flush succeeded: writes accepted again", "component", "pebble")
 			}

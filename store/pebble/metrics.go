@@ -45,11 +45,16 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.s.mu.RLock()
 	closed, tables := c.s.closed, len(c.s.tables)
+	var m *pebble.Metrics
+	if !closed {
+		// Under the lock: a recovery from a full disk replaces the
+		// database (recover.go).
+		m = c.s.db.Metrics()
+	}
 	c.s.mu.RUnlock()
 	if closed {
 		return
 	}
-	m := c.s.db.Metrics()
 	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
 	counter := func(d *prometheus.Desc, v float64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)

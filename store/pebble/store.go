@@ -97,6 +97,14 @@ type Store struct {
 	corruption corruption
 	// stalls counts Pebble's write stalls (metrics.go).
 	stalls stallTracker
+
+	// dir, popts and cacheBytes reopen the database when it recovers
+	// from a full disk (recover.go); rec runs that recovery.
+	dir        string
+	popts      *pebble.Options
+	cacheBytes int64
+	rec        recovery
+	bg         bgErrors
 }
 
 type table struct {
@@ -155,7 +163,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.NoSync {
 		s.wo = pebble.NoSync
 	}
-	cache := pebble.NewCache(cacheBytes(opts.CacheSize, opts.MemTableSize))
+	s.dir, s.cacheBytes = dir, cacheBytes(opts.CacheSize, opts.MemTableSize)
+	cache := pebble.NewCache(s.cacheBytes)
 	defer cache.Unref()
 	popts := &pebble.Options{
 		FS:                          opts.FS,
@@ -173,11 +182,12 @@ func Open(dir string, opts Options) (*Store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("pebble: open %s: %w", dir, err)
 	}
-	s.db = db
+	s.db, s.popts = db, popts
 	if err := s.loadCatalog(); err != nil {
 		s.Close()
 		return nil, err
 	}
+	s.startRecovery()
 	return s, nil
 }
 
@@ -226,6 +236,7 @@ func (s *Store) DB() *pebble.DB { return s.db }
 
 // Close closes the store; it is safe to call twice.
 func (s *Store) Close() error {
+	s.stopRecovery()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

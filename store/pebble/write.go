@@ -221,6 +221,7 @@ func (s *Store) apply(name string, t *table, rs []kit.ResolvedMutation, wo *pebb
 func (s *Store) commit(b *pebble.Batch, wo *pebble.WriteOptions, applied func()) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
+			s.guard.panicked.Store(true)
 			err = fmt.Errorf("pebble: commit panicked: %v", v)
 		}
 		if err != nil {
