@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,17 +39,6 @@ func putBuf(b *[]byte) {
 // contentTypeJSON is shared by every response: net/http only reads a
 // header's values, and Set or Add would replace or copy the slice.
 var contentTypeJSON = []string{"application/json"}
-
-// writeJSONBody answers with status and body, an encoded JSON document
-// ending in a newline, in one Write with its Content-Length.
-func writeJSONBody(w http.ResponseWriter, status int, body []byte) error {
-	h := w.Header()
-	h["Content-Type"] = contentTypeJSON
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	w.WriteHeader(status)
-	_, err := w.Write(body)
-	return err
-}
 
 // appendJSONString appends s as a JSON string exactly as encoding/json
 // writes it: HTML-escaped (<, > and & as \u003c...), control characters
@@ -151,17 +139,6 @@ func wantsMsgpack(r *http.Request) bool {
 		}
 	}
 	return false
-}
-
-// writeMsgpackBody answers with status and a MessagePack body in one
-// Write with its Content-Length.
-func writeMsgpackBody(w http.ResponseWriter, status int, body []byte) error {
-	h := w.Header()
-	h["Content-Type"] = contentTypeMsgpackHeader
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	w.WriteHeader(status)
-	_, err := w.Write(body)
-	return err
 }
 
 // The MessagePack appenders below write the smallest form the
