@@ -73,3 +73,27 @@ func TestBodyOfWrongTypeMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestAcceptQValues: a list read honours the q-values and order of
+// Accept, on either listener: q=0 refuses MessagePack, and at equal q the
+// type listed first wins.
+func TestAcceptQValues(t *testing.T) {
+	e := startLists(t, nil)
+	listsExpect(t, "put feature", e.do(t, "PUT", listFeaturePath("user", "f", "_"), "", `{"ttl":"720h"}`), http.StatusCreated, "")
+	path := listItemsPath("user", "f", "_", "u-1")
+	listsExpect(t, "add", e.do(t, "POST", path, "", `{"items":[{"value":"AAE=","timestamp":"2026-11-22T09:59:00Z"}]}`), http.StatusOK, "")
+	for accept, want := range map[string]string{
+		"application/msgpack;q=0":                     "application/json",
+		"application/json, application/msgpack":       "application/json",
+		"application/msgpack, application/json":       "application/msgpack",
+		"application/json;q=0.5, application/msgpack": "application/msgpack",
+	} {
+		r := call(t, "GET", e.url+path, "", nil, "Accept: "+accept)
+		if r.status != http.StatusOK || r.header.Get("Content-Type") != want {
+			t.Errorf("Accept %q: %d %s, want %s", accept, r.status, r.header.Get("Content-Type"), want)
+		}
+		if want == "application/json" && !json.Valid(r.body) {
+			t.Errorf("Accept %q: body %q is not JSON", accept, r.body)
+		}
+	}
+}
