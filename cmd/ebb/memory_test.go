@@ -19,13 +19,14 @@ import (
 	"time"
 )
 
-// TestServeMemoryUnderLargePages reads pages of the largest size (4 MiB of
-// list values, or of event payloads) from 256 clients at once, on each
-// listener of a real `ebb serve`, and checks that the process' peak
-// resident memory stays under 1 GiB: the bytes of responses in flight are
-// bounded for the whole process, and a read past the bound waits briefly
-// or is answered 503 with Retry-After, which the clients honour before
-// reading again. Every client gets its page in the end.
+// TestServeMemoryUnderLargePages has 256 clients at once each read every
+// page of a listing whose pages hold the most data (4 MiB of list values,
+// or of event payloads), on each listener of a real `ebb serve`, and
+// checks that the process' peak resident memory stays under 1 GiB: pages
+// in flight share one budget of response bytes for the whole process, so
+// past it a read gets a shorter page, or waits briefly and is answered
+// 503 with Retry-After, which the clients honour before reading again.
+// Every client reads every page in the end.
 func TestServeMemoryUnderLargePages(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads 1.4 GB of pages per listener")
