@@ -96,6 +96,8 @@ func TestServeMemoryUnderLargePages(t *testing.T) {
 				t.Error(err)
 			}
 			peak := rssBytes(t, pid, "VmHWM")
+			// What the process gives back once the clients have gone.
+			client.CloseIdleConnections()
 			time.Sleep(5 * time.Second)
 			after := rssBytes(t, pid, "VmRSS")
 			t.Logf("%s listener: %d clients read every page in %v: %d pages, %d of them over 4 MiB, and %d answers 503; RSS idle %d MiB, peak %d MiB (sampled %d MiB), 5 s after %d MiB",
