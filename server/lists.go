@@ -201,7 +201,7 @@ func (h listHandlers) getItems(w http.ResponseWriter, r *http.Request) error {
 	// response buffer: {"items":[{"value":"<base64>","timestamp":"..."}]},
 	// or in MessagePack when asked for.
 	if wantsMsgpack(r) {
-		return h.getItemsMsgpack(w, r, rd, resp)
+		return h.getItemsMsgpack(w, r, rd, &resp)
 	}
 	b := append(resp.Buf(), `{"items":[`...)
 	_, next, err := h.svc.Scan(r.Context(), listFeatureID(r), r.PathValue("entity_id"), rd, func(it lists.Item) error {

@@ -159,13 +159,14 @@ type pageResponse struct {
 	MaxData int
 }
 
-// startPage takes a page read's share of the response budget.
-func (s *Server) startPage(r *http.Request) (*pageResponse, error) {
+// startPage takes a page read's share of the response budget. It returns
+// a value, not a pointer, so that the hot read allocates nothing for it.
+func (s *Server) startPage(r *http.Request) (pageResponse, error) {
 	n, err := s.admit.budget.take(r.Context(), pageShare, pageFloor)
 	if err != nil {
-		return nil, err
+		return pageResponse{}, err
 	}
-	return &pageResponse{budget: s.admit.budget, buf: getBuf(), held: n, MaxData: pageData(n)}, nil
+	return pageResponse{budget: s.admit.budget, buf: getBuf(), held: n, MaxData: pageData(n)}, nil
 }
 
 // pageData is the data a page with a share of n bytes may hold.
@@ -212,7 +213,7 @@ func (p *pageResponse) write(w http.ResponseWriter, status int, contentType []st
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	if hw, ok := hotWriterOf(w); ok && len(body) > hotCopyBody {
 		w.WriteHeader(status)
-		hw.ctx.Response.SetBodyStream(&pageBody{p: p, buf: p.buf, body: body}, len(body))
+		hw.ctx.Response.SetBodyStream(&pageBody{budget: p.budget, held: p.held, buf: p.buf, body: body}, len(body))
 		p.buf = nil // the body's Close gives them back
 		return nil
 	}
@@ -240,11 +241,12 @@ func hotWriterOf(w http.ResponseWriter) (*hotWriter, bool) {
 // it writes the response and then closes it (also when the connection
 // fails first, or the response is reset).
 type pageBody struct {
-	p    *pageResponse
-	buf  *[]byte // the pooled buffer body was built in
-	body []byte
-	off  int
-	once sync.Once
+	budget *respBudget
+	held   int64   // the page's share
+	buf    *[]byte // the pooled buffer body was built in
+	body   []byte
+	off    int
+	once   sync.Once
 }
 
 func (b *pageBody) Read(dst []byte) (int, error) {
@@ -266,7 +268,7 @@ func (b *pageBody) WriteTo(w io.Writer) (int64, error) {
 
 func (b *pageBody) Close() error {
 	b.once.Do(func() {
-		b.p.budget.release(b.p.held)
+		b.budget.release(b.held)
 		putBuf(b.buf)
 	})
 	return nil
