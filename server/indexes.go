@@ -293,7 +293,7 @@ func (h indexHandlers) getEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer resp.done()
-	q.MaxBytes = resp.MaxData
+	q.MaxBytes = resp.maxData
 	page, err := h.svc.Query(r.Context(), r.PathValue("name"), q)
 	if err != nil {
 		return err
@@ -303,9 +303,9 @@ func (h indexHandlers) getEvents(w http.ResponseWriter, r *http.Request) error {
 	// {"events":[{"index_id","event_id","timestamp","payload"}],"next_page_token":"..."},
 	// or in MessagePack when asked for.
 	if wantsMsgpack(r) {
-		return resp.write(w, http.StatusOK, contentTypeMsgpackHeader, appendEventsMsgpack(resp.Buf(), page))
+		return resp.write(w, http.StatusOK, contentTypeMsgpackHeader, appendEventsMsgpack(resp.buffer(), page))
 	}
-	b := append(resp.Buf(), `{"events":[`...)
+	b := append(resp.buffer(), `{"events":[`...)
 	for i, e := range page.Events {
 		if i > 0 {
 			b = append(b, ',')

@@ -195,7 +195,7 @@ func (h listHandlers) getItems(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer resp.done()
-	rd := lists.Read{MinTimestamp: minTS, Limit: limit, PageToken: queryGet(r, "page_token"), MaxBytes: resp.MaxData}
+	rd := lists.Read{MinTimestamp: minTS, Limit: limit, PageToken: queryGet(r, "page_token"), MaxBytes: resp.maxData}
 	w.Header()["Vary"] = varyAccept
 	// Items are encoded straight from the store's buffers into a pooled
 	// response buffer: {"items":[{"value":"<base64>","timestamp":"..."}]},
@@ -203,7 +203,7 @@ func (h listHandlers) getItems(w http.ResponseWriter, r *http.Request) error {
 	if wantsMsgpack(r) {
 		return h.getItemsMsgpack(w, r, rd, &resp)
 	}
-	b := append(resp.Buf(), `{"items":[`...)
+	b := append(resp.buffer(), `{"items":[`...)
 	_, next, err := h.svc.Scan(r.Context(), listFeatureID(r), r.PathValue("entity_id"), rd, func(it lists.Item) error {
 		if b[len(b)-1] != '[' {
 			b = append(b, ',')
@@ -238,7 +238,7 @@ var varyAccept = []string{"Accept"}
 func (h listHandlers) getItemsMsgpack(w http.ResponseWriter, r *http.Request, rd lists.Read, resp *pageResponse) error {
 	// The map's size is known only after the scan: its one-byte header
 	// is set again when a token follows the items.
-	b := appendMsgpackMap(resp.Buf(), 1)
+	b := appendMsgpackMap(resp.buffer(), 1)
 	mapAt := len(b) - 1
 	b = appendMsgpackString(b, "items")
 	at := len(b)

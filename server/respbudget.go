@@ -149,14 +149,14 @@ func (b *respBudget) wakeLocked() {
 }
 
 // pageResponse is one page read's response buffer and its share of the
-// budget. Handlers build the body in Buf and answer with write; done,
+// budget. Handlers build the body in buffer and answer with write; done,
 // deferred, gives back whatever write has not handed on.
 type pageResponse struct {
 	budget *respBudget
 	buf    *[]byte
-	// held is the share taken; MaxData the data bytes the page may hold.
+	// held is the share taken; maxData is the data the page may hold.
 	held    int64
-	MaxData int
+	maxData int
 }
 
 // startPage takes a page read's share of the response budget. It returns
@@ -166,7 +166,7 @@ func (s *Server) startPage(r *http.Request) (pageResponse, error) {
 	if err != nil {
 		return pageResponse{}, err
 	}
-	return pageResponse{budget: s.admit.budget, buf: getBuf(), held: n, MaxData: pageData(n)}, nil
+	return pageResponse{budget: s.admit.budget, buf: getBuf(), held: n, maxData: pageData(n)}, nil
 }
 
 // pageData is the data a page with a share of n bytes may hold.
@@ -177,10 +177,10 @@ func pageData(n int64) int {
 	return int(max(1, (n-64<<10)/4*3))
 }
 
-// Buf is the pooled buffer to append the body to, empty.
-func (p *pageResponse) Buf() []byte { return (*p.buf)[:0] }
+// buffer is the pooled buffer to append the body to, empty.
+func (p *pageResponse) buffer() []byte { return (*p.buf)[:0] }
 
-// keep keeps b, grown from Buf, as the buffer to pool.
+// keep keeps b, grown from buffer, as the buffer to pool.
 func (p *pageResponse) keep(b []byte) { *p.buf = b }
 
 // done gives back the share and the buffer, unless write handed them on.
@@ -193,7 +193,7 @@ func (p *pageResponse) done() {
 	p.buf = nil
 }
 
-// write answers with status and body (built in Buf) in one Write with its
+// write answers with status and body (built in buffer) in one Write with its
 // Content-Length. The share is trued up to the body's size first, then
 // given back once the body is written. The hot listener writes after the
 // handler returns: a body over hotCopyBody goes to it as it is, without a

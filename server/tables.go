@@ -189,7 +189,7 @@ func (h tablesHandler) listItems(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer resp.done()
-	page, err := listBounded(r.Context(), h.reg, r.PathValue("table"), lq, resp.MaxData)
+	page, err := listBounded(r.Context(), h.reg, r.PathValue("table"), lq, resp.maxData)
 	if err != nil {
 		return err
 	}
@@ -200,7 +200,7 @@ func (h tablesHandler) listItems(w http.ResponseWriter, r *http.Request) error {
 	for _, it := range page.Items {
 		out.Items = append(out.Items, sharedItem(it))
 	}
-	body := bytes.NewBuffer(resp.Buf())
+	body := bytes.NewBuffer(resp.buffer())
 	enc := json.NewEncoder(body)
 	enc.SetEscapeHTML(false) // as WriteJSON
 	if err := enc.Encode(out); err != nil {
