@@ -157,6 +157,8 @@ type pageResponse struct {
 	// held is the share taken; maxData is the data the page may hold.
 	held    int64
 	maxData int
+	// writeTimeout bounds the time a large body takes to write.
+	writeTimeout time.Duration
 }
 
 // startPage takes a page read's share of the response budget. It returns
@@ -166,7 +168,7 @@ func (s *Server) startPage(r *http.Request) (pageResponse, error) {
 	if err != nil {
 		return pageResponse{}, err
 	}
-	return pageResponse{budget: s.admit.budget, buf: getBuf(), held: n, maxData: pageData(n)}, nil
+	return pageResponse{budget: s.admit.budget, buf: getBuf(), held: n, maxData: pageData(n), writeTimeout: s.readTimeout}, nil
 }
 
 // pageData is the data a page with a share of n bytes may hold.
@@ -199,6 +201,12 @@ func (p *pageResponse) done() {
 // handler returns: a body over hotCopyBody goes to it as it is, without a
 // copy into fasthttp's own (pooled) buffer, and the share and buffer come
 // back once it is written; a smaller one is copied, as any response is.
+//
+// A body over hotCopyBody must be written within the read timeout
+// (Options.ReadTimeout, 2 minutes by default), past which its connection
+// is closed: a client that stops reading would otherwise hold its share,
+// and its buffer, for as long as it keeps the connection open, and a few
+// such clients would hold the whole budget.
 func (p *pageResponse) write(w http.ResponseWriter, status int, contentType []string, body []byte) error {
 	*p.buf = body // keep the grown buffer for the pool
 	if n := int64(len(body)); n > p.held {
@@ -211,13 +219,25 @@ func (p *pageResponse) write(w http.ResponseWriter, status int, contentType []st
 	h := w.Header()
 	h["Content-Type"] = contentType
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	if hw, ok := hotWriterOf(w); ok && len(body) > hotCopyBody {
+	large := len(body) > hotCopyBody
+	if hw, ok := hotWriterOf(w); ok && large {
+		// fasthttp clears a deadline the handler sets once the response
+		// is written.
+		_ = hw.ctx.SetWriteDeadline(time.Now().Add(p.writeTimeout))
 		w.WriteHeader(status)
 		hw.ctx.Response.SetBodyStream(&pageBody{budget: p.budget, held: p.held, buf: p.buf, body: body}, len(body))
 		p.buf = nil // the body's Close gives them back
 		return nil
 	}
 	defer p.done()
+	if large {
+		rc := http.NewResponseController(w)
+		if rc.SetWriteDeadline(time.Now().Add(p.writeTimeout)) == nil {
+			// net/http keeps a deadline for the connection's later
+			// responses; this one is for this body alone.
+			defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+		}
+	}
 	w.WriteHeader(status)
 	_, err := w.Write(body)
 	return err

@@ -3,9 +3,13 @@ package server_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,36 +29,8 @@ import (
 // memory.
 func TestResponseBudget(t *testing.T) {
 	const budget = 3 << 20
-	clock := storetest.NewClock(listsStart)
-	st := testbackend.Pebble(t, clock.Now)
-	svc, err := lists.New(t.Context(), st, lists.Options{Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	s, _ := newServer(t, server.Options{Now: clock.Now, Registerer: reg, Features: []server.Feature{server.Lists(svc)},
-		Limits: server.Limits{ResponseBytes: budget, Queue: 100 * time.Millisecond}})
-	ts := httptest.NewServer(s.Handler())
-	t.Cleanup(ts.Close)
-	base := ts.URL
-	if os.Getenv(testListenerVar) == "hot" {
-		base = server.ServeHot(t, s)
-	}
-	srv := &listsServer{url: base, clock: clock}
-	if r := srv.do(t, "PUT", listFeaturePath("user", "big", "_"), "", map[string]string{"ttl": "720h"}); r.status != http.StatusCreated {
-		t.Fatalf("create feature: %d %s", r.status, r.body)
-	}
 	const n, size = 80, 64 << 10
-	for i := 0; i < n; i += 40 {
-		var items []map[string]string
-		for j := i; j < i+40; j++ {
-			items = append(items, map[string]string{"value": b64(string(bytes.Repeat([]byte{byte(j)}, size))),
-				"timestamp": listsStart.Add(time.Duration(j) * time.Second).Format(time.RFC3339)})
-		}
-		if r := srv.do(t, "POST", listItemsPath("user", "big", "_", "u1"), "", map[string]any{"items": items}); r.status != http.StatusOK {
-			t.Fatalf("add: %d %s", r.status, r.body)
-		}
-	}
+	s, reg, base := startBudgetLists(t, server.Limits{ResponseBytes: budget, Queue: 100 * time.Millisecond}, 0, n, size)
 	path := listItemsPath("user", "big", "_", "u1") + "?limit=1000"
 
 	// A full page (4 MiB of data) does not fit: pages hold at most what
@@ -117,6 +93,85 @@ func TestResponseBudget(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// startBudgetLists serves a list of n values of size bytes (under
+// /v1/lists/user/big/_/u1) with limits and readTimeout, on the listener
+// the tests run on, and returns the server, its metrics and its URL.
+func startBudgetLists(t *testing.T, limits server.Limits, readTimeout time.Duration, n, size int) (*server.Server, *prometheus.Registry, string) {
+	t.Helper()
+	clock := storetest.NewClock(listsStart)
+	st := testbackend.Pebble(t, clock.Now)
+	svc, err := lists.New(t.Context(), st, lists.Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	s, _ := newServer(t, server.Options{Now: clock.Now, Registerer: reg, Features: []server.Feature{server.Lists(svc)},
+		Limits: limits, ReadTimeout: readTimeout})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	base := ts.URL
+	if os.Getenv(testListenerVar) == "hot" {
+		base = server.ServeHot(t, s)
+	}
+	srv := &listsServer{url: base, clock: clock}
+	if r := srv.do(t, "PUT", listFeaturePath("user", "big", "_"), "", map[string]string{"ttl": "720h"}); r.status != http.StatusCreated {
+		t.Fatalf("create feature: %d %s", r.status, r.body)
+	}
+	for i := 0; i < n; i += 20 {
+		var items []map[string]string
+		for j := i; j < min(n, i+20); j++ {
+			items = append(items, map[string]string{"value": b64(string(bytes.Repeat([]byte{byte(j)}, size))),
+				"timestamp": listsStart.Add(time.Duration(j) * time.Second).Format(time.RFC3339)})
+		}
+		if r := srv.do(t, "POST", listItemsPath("user", "big", "_", "u1"), "", map[string]any{"items": items}); r.status != http.StatusOK {
+			t.Fatalf("add: %d %s", r.status, r.body)
+		}
+	}
+	return s, reg, base
+}
+
+// TestStalledReaderGivesBackItsShare: a client that asks for a large page
+// and stops reading holds the page's share of the response budget only
+// until the write times out (the read timeout), not for as long as it
+// keeps its connection open.
+func TestStalledReaderGivesBackItsShare(t *testing.T) {
+	_, reg, base := startBudgetLists(t, server.Limits{}, time.Second, 100, 64<<10)
+	// A receive buffer of a few KiB, and nothing read: the 5.6 MB page
+	// fills it and the server's send buffer (at most 4 MiB), and the
+	// server's write stalls.
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) }); err != nil {
+			return err
+		}
+		return serr
+	}}
+	conn, err := d.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := fmt.Fprintf(conn, "GET %s?limit=1000 HTTP/1.1\r\nHost: x\r\n\r\n", listItemsPath("user", "big", "_", "u1")); err != nil {
+		t.Fatal(err)
+	}
+	held := func() float64 { return metricValue(t, reg, "ebb_http_response_budget_bytes", nil) }
+	deadline := time.Now().Add(5 * time.Second)
+	for held() < 4<<20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stalled page holds %v bytes of the budget, want over 4 MiB", held())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	for held() != 0 {
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("a reader stalled for %v still holds %v bytes of the response budget", time.Since(start).Round(time.Second), held())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("the stalled page's share came back after %v", time.Since(start).Round(10*time.Millisecond))
 }
 
 // metricValue returns the value of the gauge or counter name whose
