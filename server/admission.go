@@ -45,11 +45,20 @@ type Limits struct {
 	// so few are ever in flight, while every request behind it, /healthz
 	// included, waits its turn in the Go scheduler's run queue.
 	Runnable int
+	// ResponseBytes bounds the bytes of page responses (index events,
+	// list items, shared-table items) being built or written at once, for
+	// the whole process, both listeners together (respbudget.go). A page
+	// read takes a full page's share (about 5.6 MB) when there is room,
+	// otherwise a smaller page of what is left, down to 1 MiB; below
+	// that it waits up to Queue, then is answered 503 with Retry-After.
+	// Default DefaultResponseBytes (64 MiB). The items a page reads
+	// before encoding come on top, up to three quarters as much again.
+	ResponseBytes int64
 }
 
 // DefaultLimits returns the limits New applies to zero fields.
 func DefaultLimits() Limits {
-	return Limits{Reads: 256, Writes: 128, Admin: 8, Queue: 50 * time.Millisecond, Runnable: 64}
+	return Limits{Reads: 256, Writes: 128, Admin: 8, Queue: 50 * time.Millisecond, Runnable: 64, ResponseBytes: DefaultResponseBytes}
 }
 
 func (l Limits) withDefaults() Limits {
@@ -69,17 +78,22 @@ func (l Limits) withDefaults() Limits {
 	if l.Runnable == 0 {
 		l.Runnable = d.Runnable
 	}
+	if l.ResponseBytes <= 0 {
+		l.ResponseBytes = d.ResponseBytes
+	}
 	return l
 }
 
 // ErrOverloaded is answered 503 with Retry-After when a class is full.
 var ErrOverloaded = fmt.Errorf("%w: server overloaded; retry after a second", store.ErrUnavailable)
 
-// admission holds one semaphore per request class, and the CPU guard.
+// admission holds one semaphore per request class, the CPU guard and the
+// response budget.
 type admission struct {
 	queue   time.Duration
 	classes map[string]*admitClass
 	cpu     cpuGuard
+	budget  *respBudget
 }
 
 // admitClass is one class's slots and its bounded queue of waiters.
@@ -99,19 +113,22 @@ type admitClass struct {
 }
 
 // Request classes, the class label of ebb_http_shed_total; its reason
-// label is shedLimit (the class was full) or shedCPU (the CPU guard).
+// label is shedLimit (the class was full), shedCPU (the CPU guard) or
+// shedMemory (the response budget, for page reads).
 const (
 	classRead  = "read"
 	classWrite = "write"
 	classAdmin = "admin"
 
-	shedLimit = "limit"
-	shedCPU   = "cpu"
+	shedLimit  = "limit"
+	shedCPU    = "cpu"
+	shedMemory = "memory"
 )
 
-func newAdmission(l Limits, shed *prometheus.CounterVec, cpuShedRatio prometheus.Gauge) *admission {
+func newAdmission(l Limits, shed *prometheus.CounterVec, cpuShedRatio, responseBytes prometheus.Gauge) *admission {
 	l = l.withDefaults()
-	a := &admission{queue: l.Queue, classes: map[string]*admitClass{}, cpu: cpuGuard{perCPU: l.Runnable, gauge: cpuShedRatio}}
+	a := &admission{queue: l.Queue, classes: map[string]*admitClass{}, cpu: cpuGuard{perCPU: l.Runnable, gauge: cpuShedRatio},
+		budget: newRespBudget(l.ResponseBytes, l.Queue, shed.WithLabelValues(classRead, shedMemory), responseBytes)}
 	// Every class is exported from the start, at zero, so that an alert
 	// on the rate of shedding sees the first one.
 	for class, n := range map[string]int{classRead: l.Reads, classWrite: l.Writes, classAdmin: l.Admin} {

@@ -31,7 +31,7 @@ func value(t *testing.T, m prometheus.Metric) float64 {
 // lets requests back in, until none is shed.
 func TestCPUGuardShedsAndRecovers(t *testing.T) {
 	m := newMetrics()
-	a := newAdmission(Limits{}, m.shed, m.cpuShedRatio)
+	a := newAdmission(Limits{}, m.shed, m.cpuShedRatio, m.responseBytes)
 	const cpus = 2
 	limit := DefaultLimits().Runnable * cpus
 	read := httptest.NewRequest("GET", "/v1/indexes/x/events?index_id=a", nil)
@@ -112,7 +112,7 @@ func TestCPUGuardShedsAndRecovers(t *testing.T) {
 // TestCPUGuardOff: a negative Runnable turns the guard off; its sampler
 // returns at once and it never sheds.
 func TestCPUGuardOff(t *testing.T) {
-	a := newAdmission(Limits{Runnable: -1}, newMetrics().shed, prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}))
+	a := newAdmission(Limits{Runnable: -1}, newMetrics().shed, prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}), prometheus.NewGauge(prometheus.GaugeOpts{Name: "y"}))
 	done := make(chan struct{})
 	go func() { defer close(done); a.cpu.run(t.Context()) }()
 	select {

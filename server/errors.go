@@ -223,6 +223,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, route string
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ebb"`)
 	}
+	if errors.Is(err, ErrOverloaded) {
+		// Shed by admission or by the response budget (a page read
+		// inside its handler): either clears within a second.
+		w.Header().Set("Retry-After", "1")
+	}
 	writeErrorBody(w, status, code, msg)
 }
 

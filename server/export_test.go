@@ -30,3 +30,15 @@ func ServeHot(t testing.TB, s *Server) string {
 	})
 	return "http://" + ln.Addr().String()
 }
+
+// HoldResponseBudget takes n bytes of s's response budget, waiting for
+// them if need be, as page reads under way would hold them, and returns
+// the function that gives them back.
+func HoldResponseBudget(t testing.TB, s *Server, n int64) (release func()) {
+	t.Helper()
+	got, err := s.admit.budget.take(context.Background(), n, n)
+	if err != nil || got != n {
+		t.Fatalf("hold %d bytes of the response budget: took %d, %v", n, got, err)
+	}
+	return func() { s.admit.budget.release(n) }
+}

@@ -19,7 +19,7 @@ import (
 func Indexes(svc *timeseries.Service) Feature {
 	return func(s *Server) {
 		s.MapError(timeseries.ErrNoShard, http.StatusUnprocessableEntity, CodeNoShard)
-		h := indexHandlers{svc: svc}
+		h := indexHandlers{svc: svc, srv: s}
 		byName := ResourceFromPath(KindIndex, "name")
 		// Listing every index is a collection route: admin or *:* only.
 		s.Route("GET /v1/indexes", func(*http.Request) Resource { return Resource{Kind: KindIndex} }, h.list)
@@ -33,7 +33,10 @@ func Indexes(svc *timeseries.Service) Feature {
 	}
 }
 
-type indexHandlers struct{ svc *timeseries.Service }
+type indexHandlers struct {
+	svc *timeseries.Service
+	srv *Server // for the response budget of event pages
+}
 
 // indexRequest is the body of PUT /v1/indexes/{name}.
 type indexRequest struct {
@@ -283,6 +286,14 @@ func (h indexHandlers) getEvents(w http.ResponseWriter, r *http.Request) error {
 			return Errorf(http.StatusBadRequest, CodeInvalidArgument, "malformed page_token")
 		}
 	}
+	// The page's share of the response budget bounds its data, before
+	// anything is read.
+	resp, err := h.srv.startPage(r)
+	if err != nil {
+		return err
+	}
+	defer resp.done()
+	q.MaxBytes = resp.maxData
 	page, err := h.svc.Query(r.Context(), r.PathValue("name"), q)
 	if err != nil {
 		return err
@@ -291,13 +302,10 @@ func (h indexHandlers) getEvents(w http.ResponseWriter, r *http.Request) error {
 	// Encoded by appending to a pooled buffer, as json.Marshal would:
 	// {"events":[{"index_id","event_id","timestamp","payload"}],"next_page_token":"..."},
 	// or in MessagePack when asked for.
-	buf := getBuf()
-	defer putBuf(buf)
 	if wantsMsgpack(r) {
-		*buf = appendEventsMsgpack((*buf)[:0], page)
-		return writeMsgpackBody(w, http.StatusOK, *buf)
+		return resp.write(w, http.StatusOK, contentTypeMsgpackHeader, appendEventsMsgpack(resp.buffer(), page))
 	}
-	b := append((*buf)[:0], `{"events":[`...)
+	b := append(resp.buffer(), `{"events":[`...)
 	for i, e := range page.Events {
 		if i > 0 {
 			b = append(b, ',')
@@ -319,8 +327,7 @@ func (h indexHandlers) getEvents(w http.ResponseWriter, r *http.Request) error {
 		b = append(b, '"')
 	}
 	b = append(b, "}\n"...)
-	*buf = b
-	return writeJSONBody(w, http.StatusOK, b)
+	return resp.write(w, http.StatusOK, contentTypeJSON, b)
 }
 
 // appendEventsMsgpack appends a page of events in MessagePack: a map whose

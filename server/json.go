@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,17 +39,6 @@ func putBuf(b *[]byte) {
 // contentTypeJSON is shared by every response: net/http only reads a
 // header's values, and Set or Add would replace or copy the slice.
 var contentTypeJSON = []string{"application/json"}
-
-// writeJSONBody answers with status and body, an encoded JSON document
-// ending in a newline, in one Write with its Content-Length.
-func writeJSONBody(w http.ResponseWriter, status int, body []byte) error {
-	h := w.Header()
-	h["Content-Type"] = contentTypeJSON
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	w.WriteHeader(status)
-	_, err := w.Write(body)
-	return err
-}
 
 // appendJSONString appends s as a JSON string exactly as encoding/json
 // writes it: HTML-escaped (<, > and & as \u003c...), control characters
@@ -135,33 +123,99 @@ const contentTypeMsgpack = "application/msgpack"
 
 var contentTypeMsgpackHeader = []string{contentTypeMsgpack}
 
-// wantsMsgpack reports whether the request's Accept header names
-// MessagePack (application/msgpack or application/x-msgpack) among its
-// media ranges; anything else, */* included, gets JSON.
+// wantsMsgpack reports whether the request's Accept header prefers
+// MessagePack (application/msgpack or application/x-msgpack) to JSON, by
+// RFC 9110's rules (section 12.5.1): each type takes the q-value of the
+// most specific media range that matches it (the type itself, then
+// application/*, then */*); a q of 0, or no range at all, is not
+// acceptable. MessagePack is chosen when it is acceptable and its q is
+// higher than JSON's, or equal and its range is listed first. Anything
+// else gets JSON, the default: no Accept, a wildcard covering both, JSON
+// first at equal q, and an Accept that allows neither (answered in JSON
+// rather than 406). A range whose q is malformed is ignored. It runs on
+// every hot read, so it allocates nothing.
 func wantsMsgpack(r *http.Request) bool {
+	var mp, js acceptPref
+	pos := 0
 	for _, accept := range r.Header["Accept"] {
 		for accept != "" {
 			var part string
 			part, accept, _ = strings.Cut(accept, ",")
-			part, _, _ = strings.Cut(part, ";")
-			part = strings.TrimSpace(part)
-			if strings.EqualFold(part, contentTypeMsgpack) || strings.EqualFold(part, "application/x-msgpack") {
-				return true
+			mediaType, params, _ := strings.Cut(part, ";")
+			mediaType = strings.TrimSpace(mediaType)
+			if mediaType == "" {
+				continue
+			}
+			q, ok := acceptQ(params)
+			pos++
+			if !ok {
+				continue
+			}
+			switch {
+			case strings.EqualFold(mediaType, contentTypeMsgpack) || strings.EqualFold(mediaType, "application/x-msgpack"):
+				mp.match(2, q, pos)
+			case strings.EqualFold(mediaType, "application/json"):
+				js.match(2, q, pos)
+			case strings.EqualFold(mediaType, "application/*"):
+				mp.match(1, q, pos)
+				js.match(1, q, pos)
+			case mediaType == "*/*":
+				mp.match(0, q, pos)
+				js.match(0, q, pos)
 			}
 		}
 	}
-	return false
+	if mp.q <= 0 {
+		return false
+	}
+	return mp.q > js.q || (mp.q == js.q && mp.pos < js.pos)
 }
 
-// writeMsgpackBody answers with status and a MessagePack body in one
-// Write with its Content-Length.
-func writeMsgpackBody(w http.ResponseWriter, status int, body []byte) error {
-	h := w.Header()
-	h["Content-Type"] = contentTypeMsgpackHeader
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	w.WriteHeader(status)
-	_, err := w.Write(body)
-	return err
+// acceptPref is the media range of an Accept header that decides one
+// type's q: the most specific that matches it, the highest q among
+// equally specific ones. The zero value matches nothing (q 0).
+type acceptPref struct {
+	specific int // 1 + 0 for */*, 1 for application/*, 2 for the type
+	q        int // in thousandths
+	pos      int // 1-based position in the header
+}
+
+func (p *acceptPref) match(specific, q, pos int) {
+	specific++
+	if specific > p.specific || (specific == p.specific && q > p.q) {
+		*p = acceptPref{specific: specific, q: q, pos: pos}
+	}
+}
+
+// acceptQ reads the q parameter of a media range's parameters (after its
+// first ';'), in thousandths: 1000 without one; false when it is
+// malformed (RFC 9110: "0" or "1" with up to three decimals, at most 1).
+func acceptQ(params string) (int, bool) {
+	for params != "" {
+		var param string
+		param, params, _ = strings.Cut(params, ";")
+		name, value, _ := strings.Cut(param, "=")
+		if !strings.EqualFold(strings.TrimSpace(name), "q") {
+			continue
+		}
+		value = strings.TrimSpace(value)
+		whole, frac, _ := strings.Cut(value, ".")
+		if (whole != "0" && whole != "1") || len(frac) > 3 {
+			return 0, false
+		}
+		q := int(whole[0]-'0') * 1000
+		for i, scale := 0, 100; i < len(frac); i, scale = i+1, scale/10 {
+			if frac[i] < '0' || frac[i] > '9' {
+				return 0, false
+			}
+			q += int(frac[i]-'0') * scale
+		}
+		if q > 1000 {
+			return 0, false
+		}
+		return q, true
+	}
+	return 1000, true
 }
 
 // The MessagePack appenders below write the smallest form the

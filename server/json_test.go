@@ -127,6 +127,29 @@ func TestWantsMsgpack(t *testing.T) {
 		"application/json;q=0.9, application/msgpack": true,
 		"application/msgpack;q=1":                     true,
 		"application/msgpackx":                        false,
+		// q-values and order (RFC 9110 12.5.1): q=0 is not acceptable;
+		// the higher q wins; at equal q the type listed first wins, and a
+		// wildcard that covers both, or no Accept at all, gets JSON.
+		"application/msgpack;q=0":                           false,
+		"application/msgpack; Q=0.0":                        false,
+		"application/msgpack;q=0, application/json;q=0.1":   false,
+		"application/json, application/msgpack":             false,
+		"application/msgpack, application/json":             true,
+		"application/json;q=0.5, application/msgpack;q=0.5": false,
+		"application/msgpack;q=0.5, application/json;q=0.5": true,
+		"application/msgpack;q=0.5, application/json;q=0.8": false,
+		"application/msgpack;q=0.8, application/json;q=0.5": true,
+		"application/msgpack;q=0.5, */*;q=0.1":              true,
+		"application/*;q=0.5, application/msgpack":          true,
+		"application/msgpack;q=0.5, application/*":          false,
+		"application/*": false,
+		"application/msgpack, application/json;q=0":                       true,
+		"application/json;q=0, application/msgpack;q=0.001":               true,
+		"application/x-msgpack;q=0, application/msgpack":                  true,
+		"application/msgpack;q=0, application/x-msgpack;q=0":              false,
+		"application/msgpack;q=bad":                                       false,
+		"application/msgpack;charset=utf-8;q=0.9, application/json;q=0.8": true,
+		" application/msgpack ; q=1.000 ":                                 true,
 	} {
 		r := httptest.NewRequest("GET", "/", nil)
 		if accept != "" {

@@ -19,7 +19,7 @@ import (
 // version "_" stands for the default (empty) version.
 func Lists(svc *lists.Service) Feature {
 	return func(s *Server) {
-		h := listHandlers{svc: svc}
+		h := listHandlers{svc: svc, srv: s}
 		res := ResourceFromPath(KindList, "entity_type")
 		const feature = "/v1/list-features/{entity_type}/{feature}/{version}"
 		const items = "/v1/lists/{entity_type}/{feature}/{version}/{entity_id}/items"
@@ -34,7 +34,10 @@ func Lists(svc *lists.Service) Feature {
 	}
 }
 
-type listHandlers struct{ svc *lists.Service }
+type listHandlers struct {
+	svc *lists.Service
+	srv *Server // for the response budget of item pages
+}
 
 // DefaultListVersion is the path segment naming a feature's default
 // (empty) version.
@@ -185,17 +188,22 @@ func (h listHandlers) getItems(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rd := lists.Read{MinTimestamp: minTS, Limit: limit, PageToken: queryGet(r, "page_token"), MaxBytes: MaxPageBytes}
+	// The page's share of the response budget bounds its data, before
+	// anything is read.
+	resp, err := h.srv.startPage(r)
+	if err != nil {
+		return err
+	}
+	defer resp.done()
+	rd := lists.Read{MinTimestamp: minTS, Limit: limit, PageToken: queryGet(r, "page_token"), MaxBytes: resp.maxData}
 	w.Header()["Vary"] = varyAccept
 	// Items are encoded straight from the store's buffers into a pooled
 	// response buffer: {"items":[{"value":"<base64>","timestamp":"..."}]},
 	// or in MessagePack when asked for.
-	buf := getBuf()
-	defer putBuf(buf)
 	if wantsMsgpack(r) {
-		return h.getItemsMsgpack(w, r, rd, buf)
+		return h.getItemsMsgpack(w, r, rd, &resp)
 	}
-	b := append((*buf)[:0], `{"items":[`...)
+	b := append(resp.buffer(), `{"items":[`...)
 	_, next, err := h.svc.Scan(r.Context(), listFeatureID(r), r.PathValue("entity_id"), rd, func(it lists.Item) error {
 		if b[len(b)-1] != '[' {
 			b = append(b, ',')
@@ -207,7 +215,7 @@ func (h listHandlers) getItems(w http.ResponseWriter, r *http.Request) error {
 		b = append(b, `"}`...)
 		return nil
 	})
-	*buf = b
+	resp.keep(b)
 	if err != nil {
 		return err
 	}
@@ -218,8 +226,7 @@ func (h listHandlers) getItems(w http.ResponseWriter, r *http.Request) error {
 		b = append(b, '"')
 	}
 	b = append(b, "}\n"...)
-	*buf = b
-	return writeJSONBody(w, http.StatusOK, b)
+	return resp.write(w, http.StatusOK, contentTypeJSON, b)
 }
 
 // varyAccept tells caches that list and event reads depend on Accept.
@@ -228,10 +235,10 @@ var varyAccept = []string{"Accept"}
 // getItemsMsgpack answers a list read in MessagePack: a map with one key,
 // "items", holding an array of [value (bin), timestamp (timestamp
 // extension)] pairs, newest first.
-func (h listHandlers) getItemsMsgpack(w http.ResponseWriter, r *http.Request, rd lists.Read, buf *[]byte) error {
+func (h listHandlers) getItemsMsgpack(w http.ResponseWriter, r *http.Request, rd lists.Read, resp *pageResponse) error {
 	// The map's size is known only after the scan: its one-byte header
 	// is set again when a token follows the items.
-	b := appendMsgpackMap((*buf)[:0], 1)
+	b := appendMsgpackMap(resp.buffer(), 1)
 	mapAt := len(b) - 1
 	b = appendMsgpackString(b, "items")
 	at := len(b)
@@ -242,7 +249,7 @@ func (h listHandlers) getItemsMsgpack(w http.ResponseWriter, r *http.Request, rd
 		b = appendMsgpackTime(b, it.Timestamp)
 		return nil
 	})
-	*buf = b
+	resp.keep(b)
 	if err != nil {
 		return err
 	}
@@ -251,9 +258,8 @@ func (h listHandlers) getItemsMsgpack(w http.ResponseWriter, r *http.Request, rd
 		b[mapAt] = appendMsgpackMap(nil, 2)[0]
 		b = appendMsgpackString(b, "next_page_token")
 		b = appendMsgpackString(b, next)
-		*buf = b
 	}
-	return writeMsgpackBody(w, http.StatusOK, b)
+	return resp.write(w, http.StatusOK, contentTypeMsgpackHeader, b)
 }
 
 func (h listHandlers) removeItems(w http.ResponseWriter, r *http.Request) error {

@@ -134,13 +134,68 @@ func decodeError(err error) error {
 	case errors.As(err, &typ):
 		field := typ.Field
 		if field == "" {
-			field = "body"
+			field = "the body"
 		}
-		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "invalid JSON body: %s must be %s, not %s", field, typ.Type, typ.Value)
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "invalid JSON body: %s must be %s, not %s", field, jsonTypeOf(typ.Type, typ.Field == ""), jsonValueOf(typ.Value))
 	}
 	// Unknown fields and other decoder complaints ("json: unknown field
 	// \"x\"") are already readable.
 	return Errorf(http.StatusBadRequest, CodeInvalidArgument, "invalid JSON body: %v", err)
+}
+
+// jsonTypeOf names, in JSON's terms, the values a Go type decodes from:
+// messages speak of the API, not of the server's types.
+func jsonTypeOf(t reflect.Type, body bool) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number, 0 or more"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "a base64 string"
+		}
+		return "an array"
+	case reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		if body {
+			return "a JSON object"
+		}
+		return "an object"
+	}
+	return "another JSON value"
+}
+
+// jsonValueOf names the JSON value encoding/json found ("array", "number
+// -1").
+func jsonValueOf(v string) string {
+	kind, rest, _ := strings.Cut(v, " ")
+	switch kind {
+	case "array":
+		return "an array"
+	case "object":
+		return "an object"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "number":
+		if rest != "" {
+			return rest
+		}
+		return "a number"
+	}
+	return v
 }
 
 // ParseLimit returns the request's "limit" query parameter: DefaultLimit

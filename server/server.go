@@ -156,7 +156,7 @@ func New(opts Options) (*Server, error) {
 		s.readTimeout = DefaultReadTimeout
 	}
 	s.hotAddr = opts.HotAddr
-	s.admit = newAdmission(opts.Limits, s.metrics.shed, s.metrics.cpuShedRatio)
+	s.admit = newAdmission(opts.Limits, s.metrics.shed, s.metrics.cpuShedRatio, s.metrics.responseBytes)
 	if s.gatherer == nil {
 		s.gatherer, _ = opts.Registerer.(prometheus.Gatherer)
 	}
@@ -424,6 +424,8 @@ type metrics struct {
 	duration     *prometheus.HistogramVec
 	shed         *prometheus.CounterVec
 	cpuShedRatio prometheus.Gauge
+	// responseBytes is the response budget in use (respbudget.go).
+	responseBytes prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -439,17 +441,21 @@ func newMetrics() *metrics {
 		}, []string{"route", "code"}),
 		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ebb_http_shed_total",
-			Help: "Requests refused with 503, by class (read, write, admin) and reason: limit (the class was at its in-flight limit) or cpu (the CPU guard).",
+			Help: "Requests refused with 503, by class (read, write, admin) and reason: limit (the class was at its in-flight limit), cpu (the CPU guard) or memory (page reads past the response budget).",
 		}, []string{"class", "reason"}),
 		cpuShedRatio: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ebb_http_cpu_shed_ratio",
 			Help: "Share of new reads and writes refused because the process has more goroutines ready to run than its CPUs keep up with (0 when not overloaded).",
 		}),
+		responseBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ebb_http_response_budget_bytes",
+			Help: "Bytes of the response budget (Limits.ResponseBytes, --max-response-bytes) that page reads hold for responses being built or written.",
+		}),
 	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requests, m.duration, m.shed, m.cpuShedRatio}
+	return []prometheus.Collector{m.requests, m.duration, m.shed, m.cpuShedRatio, m.responseBytes}
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {

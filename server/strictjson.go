@@ -19,17 +19,37 @@ import (
 // matches it case-insensitively). Objects decoded into maps, interfaces or
 // raw messages are checked for duplicates only.
 //
-// The walk runs on jsontext, whose decoder finds duplicate names itself,
-// in every object, without allocating; it only descends where a struct's
-// field names are to be checked, and skips every other value whole.
+// It also refuses a string, value or name, that is not valid UTF-8: an
+// invalid byte, or an escaped UTF-16 surrogate without its pair.
+// encoding/json replaces those with U+FFFD in Go strings, but keeps them
+// as sent in raw JSON (shared-table attributes), which would then be
+// stored and answered as they are, making the answers invalid JSON.
+//
+// The walk runs on jsontext, whose decoder finds duplicate names and
+// invalid UTF-8 itself, in every value, without allocating; it only
+// descends where a struct's field names are to be checked, and skips
+// every other value whole.
 func checkStrict(data []byte, t reflect.Type) error {
-	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowInvalidUTF8(true))
+	dec := jsontext.NewDecoder(bytes.NewReader(data))
 	err := walkValue(dec, t)
 	var se *jsontext.SyntacticError
-	if errors.As(err, &se) && errors.Is(se.Err, jsontext.ErrDuplicateName) {
-		return fmt.Errorf("key %q appears twice in %s", se.JSONPointer.LastToken(), where(se.JSONPointer.Parent()))
+	if errors.As(err, &se) {
+		if errors.Is(se.Err, jsontext.ErrDuplicateName) {
+			return fmt.Errorf("key %q appears twice in %s", se.JSONPointer.LastToken(), where(se.JSONPointer.Parent()))
+		}
+		// encoding/json has read the body already, so that what is
+		// left to find is a string that is not valid UTF-8.
+		return fmt.Errorf("a string at %s, byte %d, is not valid UTF-8 (an invalid byte, or an escaped surrogate without its pair); send text as UTF-8, and binary data in base64", whereValue(se.JSONPointer), se.ByteOffset)
 	}
 	return err
+}
+
+// whereValue names the value at a JSON pointer for an error message.
+func whereValue(p jsontext.Pointer) string {
+	if p == "" {
+		return "the body"
+	}
+	return string(p)
 }
 
 // where names the value at a JSON pointer (RFC 6901) for an error message.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,7 +18,7 @@ import (
 // every table, which is a collection route.
 func Tables(reg *multitable.Registry) Feature {
 	return func(s *Server) {
-		h := tablesHandler{reg: reg}
+		h := tablesHandler{reg: reg, srv: s}
 		res := ResourceFromPath(KindTable, "table")
 		all := func(*http.Request) Resource { return Resource{Kind: KindTable} }
 		s.Route("GET /v1/tables", all, h.listTables)
@@ -31,7 +32,10 @@ func Tables(reg *multitable.Registry) Feature {
 	}
 }
 
-type tablesHandler struct{ reg *multitable.Registry }
+type tablesHandler struct {
+	reg *multitable.Registry
+	srv *Server // for the response budget of item pages
+}
 
 // sharedTableJSON is one logical table in the API.
 type sharedTableJSON struct {
@@ -178,7 +182,14 @@ func (h tablesHandler) listItems(w http.ResponseWriter, r *http.Request) error {
 		}
 		lq.After = &after
 	}
-	page, err := listBounded(r.Context(), h.reg, r.PathValue("table"), lq)
+	// The page's share of the response budget bounds its data, before
+	// anything is read.
+	resp, err := h.srv.startPage(r)
+	if err != nil {
+		return err
+	}
+	defer resp.done()
+	page, err := listBounded(r.Context(), h.reg, r.PathValue("table"), lq, resp.maxData)
 	if err != nil {
 		return err
 	}
@@ -189,7 +200,13 @@ func (h tablesHandler) listItems(w http.ResponseWriter, r *http.Request) error {
 	for _, it := range page.Items {
 		out.Items = append(out.Items, sharedItem(it))
 	}
-	return WriteJSON(w, http.StatusOK, out)
+	body := bytes.NewBuffer(resp.buffer())
+	enc := json.NewEncoder(body)
+	enc.SetEscapeHTML(false) // as WriteJSON
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("server: encode response: %w", err)
+	}
+	return resp.write(w, http.StatusOK, contentTypeJSON, body.Bytes())
 }
 
 // maxSharedItemBytes is the most data one shared-table item holds: its
@@ -197,17 +214,17 @@ func (h tablesHandler) listItems(w http.ResponseWriter, r *http.Request) error {
 const maxSharedItemBytes = multitable.MaxAttributesBytes + multitable.MaxKeyBytes
 
 // listBounded reads a page of lq.Limit items, ending it early once the
-// items reach MaxPageBytes. A listing materializes its page, so the page
+// items reach maxBytes (at most MaxPageBytes). A listing materializes its page, so the page
 // is read in chunks, each of as many items as the bytes left under the
 // bound could hold at their largest, plus one: however large the items,
 // no chunk takes the page more than one item past the bound. Each chunk
 // resumes from the previous one's token, so the page's token is the
 // listing's own.
-func listBounded(ctx context.Context, reg *multitable.Registry, table string, lq multitable.ListQuery) (multitable.ListPage, error) {
+func listBounded(ctx context.Context, reg *multitable.Registry, table string, lq multitable.ListQuery, maxBytes int) (multitable.ListPage, error) {
 	out := multitable.ListPage{Items: []multitable.Item{}}
 	left, size := lq.Limit, 0
 	for {
-		lq.Limit = min(left, (MaxPageBytes-size)/maxSharedItemBytes+1)
+		lq.Limit = min(left, (maxBytes-size)/maxSharedItemBytes+1)
 		page, err := reg.List(ctx, table, lq)
 		if err != nil {
 			return multitable.ListPage{}, err
@@ -218,7 +235,7 @@ func listBounded(ctx context.Context, reg *multitable.Registry, table string, lq
 		}
 		left -= len(page.Items)
 		out.NextPageToken = page.NextPageToken
-		if page.NextPageToken == "" || len(page.Items) == 0 || left <= 0 || size >= MaxPageBytes {
+		if page.NextPageToken == "" || len(page.Items) == 0 || left <= 0 || size >= maxBytes {
 			return out, nil
 		}
 		lq.PageToken = page.NextPageToken

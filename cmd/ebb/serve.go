@@ -104,6 +104,7 @@ Flags given on the command line override the file; a relative path in it
 	f.IntVar(&cfg.limits.Reads, "max-reads", server.DefaultLimits().Reads, "reads under /v1 worked on at once; past it, after waiting up to 50 ms (at once when as many already wait), a read is answered 503 with Retry-After")
 	f.IntVar(&cfg.limits.Writes, "max-writes", server.DefaultLimits().Writes, "writes under /v1 worked on at once; past it, after waiting up to 50 ms (at once when as many already wait), a write is answered 503 with Retry-After")
 	f.IntVar(&cfg.limits.Admin, "max-admin", server.DefaultLimits().Admin, "requests under /v1/admin worked on at once; past it, after waiting up to 50 ms (at once when as many already wait), one is answered 503 with Retry-After")
+	f.Int64Var(&cfg.limits.ResponseBytes, "max-response-bytes", server.DefaultLimits().ResponseBytes, "bytes of page responses (events, list items, shared-table items) built or being written at once, both listeners together; a read past it gets a shorter page, or, under 1 MiB left, waits up to 50 ms and is answered 503 with Retry-After")
 	f.IntVar(&cfg.maxRunnable, "max-runnable", server.DefaultLimits().Runnable, "goroutines per CPU ready to run but waiting for one, past which the CPU counts as overloaded and a growing share of new reads and writes (up to 15 in 16) is answered 503 with Retry-After until the backlog drains; 0 turns this off")
 	return cmd
 }
@@ -119,8 +120,8 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	if cfg.reconcileInterval <= 0 || cfg.sweepInterval <= 0 || cfg.shutdownTimeout <= 0 {
 		return errors.New("--reconcile-interval, --sweep-interval and --shutdown-timeout must be positive")
 	}
-	if cfg.limits.Reads <= 0 || cfg.limits.Writes <= 0 || cfg.limits.Admin <= 0 {
-		return errors.New("--max-reads, --max-writes and --max-admin must be positive")
+	if cfg.limits.Reads <= 0 || cfg.limits.Writes <= 0 || cfg.limits.Admin <= 0 || cfg.limits.ResponseBytes <= 0 {
+		return errors.New("--max-reads, --max-writes, --max-admin and --max-response-bytes must be positive")
 	}
 	switch {
 	case cfg.maxRunnable < 0:

@@ -341,6 +341,7 @@ func TestServeBadConfig(t *testing.T) {
 		{[]string{"--log-level", "loud"}, `--log-level "loud"`},
 		{[]string{"--sweep-interval", "0s"}, "must be positive"},
 		{[]string{"--max-writes", "0"}, "must be positive"},
+		{[]string{"--max-response-bytes", "0"}, "--max-response-bytes must be positive"},
 		{[]string{"--max-runnable", "-1"}, "--max-runnable -1 is negative"},
 		{[]string{"--addr", "nonsense"}, `--addr "nonsense"`},
 		{[]string{"--auth-file", badAuth}, "invalid auth file"},
