@@ -38,6 +38,19 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, drain time.Dur
 			return fmt.Errorf("listen on %s (hot listener): %w", s.hotAddr, err)
 		}
 	}
+	listeners := 1
+	if hotLn != nil {
+		listeners = 2
+	}
+	maxConns := s.maxConns
+	if maxConns == 0 {
+		maxConns = DefaultMaxConns(listeners)
+	}
+	ln = s.newConnListener(ln, "main", maxConns)
+	if hotLn != nil {
+		hotLn = s.newConnListener(hotLn, "hot", maxConns)
+	}
+	s.log.Info("connections per listener", "max_conns", maxConns, "open_file_limit", openFileLimit())
 	handler := s.Handler()
 	httpSrv := &http.Server{
 		Handler: handler,

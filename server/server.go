@@ -63,6 +63,11 @@ type Options struct {
 	// serving the same routes on a lean HTTP/1.1 server (hot.go); port 0
 	// picks a free port, which HotURL reports.
 	HotAddr string
+	// MaxConns bounds the connections each listener holds at once; past
+	// it a new connection waits in the kernel's accept queue until one
+	// closes (conns.go). Zero is DefaultMaxConns for the listeners
+	// served; negative is refused.
+	MaxConns int
 }
 
 // Feature registers a feature's routes on a Server being built.
@@ -122,6 +127,7 @@ type Server struct {
 	// readTimeout is Options.ReadTimeout, defaulted (listen.go).
 	readTimeout time.Duration
 	hotAddr     string
+	maxConns    int                    // Options.MaxConns; zero: DefaultMaxConns
 	hotURL      atomic.Pointer[string] // set once the hot listener listens
 }
 
@@ -156,6 +162,10 @@ func New(opts Options) (*Server, error) {
 		s.readTimeout = DefaultReadTimeout
 	}
 	s.hotAddr = opts.HotAddr
+	if opts.MaxConns < 0 {
+		return nil, fmt.Errorf("server: MaxConns %d is negative; zero takes the default", opts.MaxConns)
+	}
+	s.maxConns = opts.MaxConns
 	s.admit = newAdmission(opts.Limits, s.metrics.shed, s.metrics.cpuShedRatio)
 	if s.gatherer == nil {
 		s.gatherer, _ = opts.Registerer.(prometheus.Gatherer)
@@ -424,6 +434,10 @@ type metrics struct {
 	duration     *prometheus.HistogramVec
 	shed         *prometheus.CounterVec
 	cpuShedRatio prometheus.Gauge
+	// Per listener (conns.go).
+	conns        *prometheus.GaugeVec
+	maxConns     *prometheus.GaugeVec
+	acceptErrors *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -445,11 +459,23 @@ func newMetrics() *metrics {
 			Name: "ebb_http_cpu_shed_ratio",
 			Help: "Share of new reads and writes refused because the process has more goroutines ready to run than its CPUs keep up with (0 when not overloaded).",
 		}),
+		conns: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ebb_http_connections",
+			Help: "Connections a listener (main or hot) holds open.",
+		}, []string{"listener"}),
+		maxConns: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ebb_http_connections_max",
+			Help: "Connections a listener holds at most; past it new connections wait until one closes.",
+		}, []string{"listener"}),
+		acceptErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ebb_http_accept_errors_total",
+			Help: "Failures to accept a connection (such as too many open files), each followed by a pause and a retry.",
+		}, []string{"listener"}),
 	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requests, m.duration, m.shed, m.cpuShedRatio}
+	return []prometheus.Collector{m.requests, m.duration, m.shed, m.cpuShedRatio, m.conns, m.maxConns, m.acceptErrors}
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
