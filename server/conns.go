@@ -64,13 +64,16 @@ const (
 // once connections close.
 type connListener struct {
 	net.Listener
-	name   string // "main" or "hot", the metrics' listener label
-	log    *slog.Logger
-	slots  chan struct{} // one per connection held
-	closed chan struct{} // closed by Close
-	once   sync.Once
-	open   prometheus.Gauge
-	errs   prometheus.Counter
+	name string // "main" or "hot", the metrics' listener label
+	// jsonErrors turns net/http's own plain-text answers to requests it
+	// cannot read into the API's JSON errors (errors.go asProtocolError).
+	jsonErrors bool
+	log        *slog.Logger
+	slots      chan struct{} // one per connection held
+	closed     chan struct{} // closed by Close
+	once       sync.Once
+	open       prometheus.Gauge
+	errs       prometheus.Counter
 	// warnFull is set while a log line saying the listener is full may
 	// be written: once as it fills, and again once it has drained to
 	// half, so that a listener sitting at its cap does not flood the log.
@@ -180,6 +183,20 @@ type heldConn struct {
 	net.Conn
 	l    *connListener
 	once sync.Once
+}
+
+// Write writes b, or, on the main listener, the JSON form of net/http's
+// own answer to a request it could not read.
+func (c *heldConn) Write(b []byte) (int, error) {
+	if c.l.jsonErrors {
+		if out, ok := asProtocolError(b); ok {
+			if _, err := c.Conn.Write(out); err != nil {
+				return 0, err
+			}
+			return len(b), nil
+		}
+	}
+	return c.Conn.Write(b)
 }
 
 func (c *heldConn) Close() error {

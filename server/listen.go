@@ -46,7 +46,9 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, drain time.Dur
 	if maxConns == 0 {
 		maxConns = DefaultMaxConns(listeners)
 	}
-	ln = s.newConnListener(ln, "main", maxConns)
+	mainLn := s.newConnListener(ln, "main", maxConns)
+	mainLn.jsonErrors = true
+	ln = mainLn
 	if hotLn != nil {
 		hotLn = s.newConnListener(hotLn, "hot", maxConns)
 	}
@@ -60,7 +62,9 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, drain time.Dur
 		ReadHeaderTimeout: min(DefaultReadHeaderTimeout, s.readTimeout),
 		ReadTimeout:       s.readTimeout,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// The hot listener's bound too (431 past it).
+		MaxHeaderBytes: hotHeaderLimit,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 2)
 	go func() { served <- httpSrv.Serve(ln) }()

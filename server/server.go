@@ -270,7 +270,7 @@ func (s *Server) Route(pattern string, res ResourceFunc, h HandlerFunc, query ..
 			if errors.Is(err, ErrOverloaded) {
 				w.Header().Set("Retry-After", "1")
 			}
-			s.writeError(w, r, pattern, err)
+			s.refuseUnread(w, r, pattern, err)
 			return
 		}
 		defer release()
@@ -280,12 +280,12 @@ func (s *Server) Route(pattern string, res ResourceFunc, h HandlerFunc, query ..
 			if err != nil {
 				s.log.Debug("request not authorized", "route", pattern, "token", token,
 					"kind", resource.Kind, "name", resource.Name)
-				s.writeError(w, r, pattern, err)
+				s.refuseUnread(w, r, pattern, err)
 				return
 			}
 		}
 		if err := checkQuery(r, query); err != nil {
-			s.writeError(w, r, pattern, err)
+			s.refuseUnread(w, r, pattern, err)
 			return
 		}
 		if err := h(w, r); err != nil {
@@ -313,8 +313,25 @@ func (s *Server) Handler() http.Handler {
 		// refused instead; a key made of dots is sent escaped (%2E).
 		if !cleanPath(r.URL.EscapedPath()) {
 			s.observe("unmatched", func(w http.ResponseWriter, r *http.Request) {
-				s.writeError(w, r, "unmatched", fmt.Errorf("%w: the path has a \".\", \"..\" or empty segment; escape dots in names and keys as %%2E", ErrBadPath))
+				s.refuseUnread(w, r, "unmatched", fmt.Errorf("%w: the path has a \".\", \"..\" or empty segment; escape dots in names and keys as %%2E", ErrBadPath))
 			})(w, r)
+			return
+		}
+		switch {
+		case r.RequestURI == "*":
+			// http.ServeMux answers it with an empty 400 (OPTIONS *
+			// is answered before the handler, 200), and so does the
+			// hot listener's gate (hotgate.go).
+			s.observe("unmatched", func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Connection", "close")
+				s.writeError(w, r, "unmatched", fmt.Errorf("%w: the request target * is only for OPTIONS", ErrBadPath))
+			})(w, r)
+			return
+		case r.Method == http.MethodConnect:
+			// Its target is an authority, not a path: the serving mux
+			// answers it itself, in plain text, never reaching the
+			// catch-all.
+			s.observe("unmatched", s.serveUnmatched)(w, r)
 			return
 		}
 		s.mux.ServeHTTP(w, r) // through its route, or serveUnmatched
@@ -326,14 +343,14 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) serveUnmatched(w http.ResponseWriter, r *http.Request) {
 	if s.auth != nil && isV1(r.URL.Path) {
 		if _, err := s.auth.authenticate(r); err != nil {
-			s.writeError(w, r, "unmatched", err)
+			s.refuseUnread(w, r, "unmatched", err)
 			return
 		}
 	}
 	// The mux's own answer is plain text; keep its status and headers
 	// (Allow, Location) and replace a 404 or 405 body. The embedded mux
 	// has no catch-all, so it answers as http.ServeMux does.
-	s.mux.ServeMux.ServeHTTP(&unmatchedWriter{ResponseWriter: w}, r)
+	s.mux.ServeMux.ServeHTTP(&unmatchedWriter{ResponseWriter: w, close: r.ContentLength != 0}, r)
 }
 
 func isV1(path string) bool { return path == "/v1" || strings.HasPrefix(path, "/v1/") }
@@ -343,9 +360,13 @@ func isV1(path string) bool { return path == "/v1" || strings.HasPrefix(path, "/
 type unmatchedWriter struct {
 	http.ResponseWriter
 	replaced bool
+	close    bool // the request's body is unread: close (refuseUnread)
 }
 
 func (u *unmatchedWriter) WriteHeader(status int) {
+	if u.close && (status == http.StatusNotFound || status == http.StatusMethodNotAllowed) {
+		u.Header().Set("Connection", "close")
+	}
 	switch status {
 	case http.StatusNotFound:
 		u.replaced = true
