@@ -73,13 +73,14 @@ const maxChunkLine = 4096
 type gateConn struct {
 	net.Conn
 	s        *Server
+	back     []byte // in's array
 	in       []byte // read from the connection, not yet looked at
-	out      []byte // ready for fasthttp
+	out      []byte // ready for fasthttp: part of in, or of rewritten
+	rewrite  []byte // a head rewritten in plain form
 	state    int
 	chunk    int
 	bodyLeft int64
-	buf      []byte
-	err      error // returned once in and out are spent
+	err      error // returned once out is spent
 	// inBody is set once a head has been handed on, until the next head
 	// begins: a read timeout then cut a body, not a head.
 	inBody bool
@@ -102,13 +103,22 @@ func (g *gateConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// fill reads more of the connection into in.
+// gateRead is how much fill reads at least at once.
+const gateRead = 16 << 10
+
+// fill reads more of the connection into in. It runs only once out is
+// spent, so in's array may be reused.
 func (g *gateConn) fill() error {
-	if g.buf == nil {
-		g.buf = make([]byte, 16<<10)
+	if len(g.in) == 0 {
+		g.in = g.back[:0]
 	}
-	n, err := g.Conn.Read(g.buf)
-	g.in = append(g.in, g.buf[:n]...)
+	if cap(g.in)-len(g.in) < gateRead/4 {
+		grown := make([]byte, len(g.in), max(gateRead, 2*len(g.in)+gateRead))
+		copy(grown, g.in)
+		g.in, g.back = grown, grown
+	}
+	n, err := g.Conn.Read(g.in[len(g.in):cap(g.in)])
+	g.in = g.in[:len(g.in)+n]
 	if n > 0 {
 		return nil
 	}
@@ -118,10 +128,9 @@ func (g *gateConn) fill() error {
 	return err
 }
 
-// pass moves n bytes of in to out.
+// pass hands fasthttp the first n bytes of in as they are.
 func (g *gateConn) pass(n int) {
-	g.out = append(g.out[:0], g.in[:n]...)
-	g.in = g.in[n:]
+	g.out, g.in = g.in[:n:n], g.in[n:]
 }
 
 // step makes progress: it fills out, or fails.
@@ -265,7 +274,13 @@ func (g *gateConn) stepHead() error {
 		return g.refuse(http.StatusBadRequest, "bad path: the request target * is only for OPTIONS")
 	}
 	g.in = g.in[end:]
+	if g.s.auth != nil && h.hasBody() && h.rawPath != nil {
+		h.path = string(h.rawPath)
+	}
 	if g.s.auth != nil && h.hasBody() && (isV1(h.path) || h.path == "/metrics") {
+		if h.rawAuthorization != nil {
+			h.authorization = []string{string(h.rawAuthorization)}
+		}
 		r := &http.Request{Header: http.Header{"Authorization": h.authorization}}
 		if _, err := g.s.auth.authenticate(r); err != nil {
 			// Refused from its head alone, as the main listener does;
@@ -278,9 +293,10 @@ func (g *gateConn) stepHead() error {
 		}
 	}
 	if h.rewrite {
-		g.out = h.appendTo(g.out[:0])
+		g.rewrite = h.appendTo(g.rewrite[:0])
+		g.out = g.rewrite
 	} else {
-		g.out = append(g.out[:0], head...)
+		g.out = head[:len(head):len(head)]
 	}
 	switch {
 	case h.chunked:
@@ -306,18 +322,22 @@ func (g *gateConn) refuse(status int, msg string) error {
 type gatedHead struct {
 	path          string
 	authorization []string
-	length        int64 // Content-Length; 0 when chunked
-	chunked       bool
-	close         bool // add Connection: close
-	rewrite       bool // hand on appendTo's head, not the one received
-	asterisk      bool // a request target "*" with a method other than OPTIONS
+	// From a head in plain form, slices of it: converted only when a
+	// token must be checked.
+	rawPath          []byte
+	rawAuthorization []byte // the first
+	length           int64  // Content-Length; 0 when chunked
+	chunked          bool
+	close            bool // add Connection: close
+	rewrite          bool // hand on appendTo's head, not the one received
+	asterisk         bool // a request target "*" with a method other than OPTIONS
 	// The rewritten head's parts.
 	requestLine string
 	host        string
 	header      http.Header
 }
 
-func (h *gatedHead) hasBody() bool { return h.chunked || h.length > 0 }
+func (h gatedHead) hasBody() bool { return h.chunked || h.length > 0 }
 
 // emptyHost stands for an empty Host header in a rewritten head, which
 // fasthttp refuses and net/http takes; hotRequest turns it back into "".
@@ -370,32 +390,28 @@ func (h *gatedHead) appendTo(b []byte) []byte {
 // continued on the next line, Transfer-Encoding, Expect, a Host that is
 // missing, empty, repeated or odd, a Content-Length that is repeated or
 // not only digits.
-func plainHead(head []byte) (*gatedHead, bool) {
-	h := &gatedHead{}
+func plainHead(head []byte) (gatedHead, bool) {
+	var h gatedHead
 	rest := head
 	first := true
 	var hosts, lengths int
 	for {
-		i := bytes.Index(rest, []byte("\r\n"))
+		i := bytes.Index(rest, crlf)
 		if i < 0 {
-			return nil, false
+			return gatedHead{}, false
 		}
 		line := rest[:i]
 		rest = rest[i+2:]
-		if bytes.IndexByte(line, '\n') >= 0 || bytes.IndexByte(line, '\r') >= 0 {
-			return nil, false
-		}
 		if first {
 			first = false
-			method, rest1, ok1 := bytes.Cut(line, []byte(" "))
-			target, proto, ok2 := bytes.Cut(rest1, []byte(" "))
-			if !ok1 || !ok2 || len(method) == 0 || !isToken(method) || len(target) == 0 || target[0] != '/' ||
-				(string(proto) != "HTTP/1.1" && string(proto) != "HTTP/1.0") || bytes.ContainsFunc(target, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-				return nil, false
+			method, rest1, ok1 := bytes.Cut(line, space)
+			target, proto, ok2 := bytes.Cut(rest1, space)
+			if !ok1 || !ok2 || !isToken(method) || len(target) == 0 || target[0] != '/' ||
+				(string(proto) != "HTTP/1.1" && string(proto) != "HTTP/1.0") || !validTarget(target) {
+				return gatedHead{}, false
 			}
-			path, _, _ := bytes.Cut(target, []byte("?"))
-			h.path = string(path)
-			if string(proto) == "HTTP/1.1" && hosts == 0 {
+			h.rawPath, _, _ = bytes.Cut(target, question)
+			if string(proto) == "HTTP/1.1" {
 				hosts = -1 // one is required
 			}
 			continue
@@ -403,44 +419,87 @@ func plainHead(head []byte) (*gatedHead, bool) {
 		if len(line) == 0 {
 			break
 		}
-		name, value, ok := bytes.Cut(line, []byte(":"))
-		if !ok || len(name) == 0 || !isToken(name) || !validValue(value) {
-			return nil, false
+		name, value, ok := bytes.Cut(line, colon)
+		if !ok || !isToken(name) || !validValue(value) {
+			return gatedHead{}, false
 		}
-		value = bytes.Trim(value, " \t")
-		switch {
-		case bytes.EqualFold(name, []byte("Host")):
-			if hosts = max(hosts, 0) + 1; hosts > 1 || len(value) == 0 || !validHost(value) {
-				return nil, false
+		switch len(name) {
+		case len("Host"):
+			if bytes.EqualFold(name, []byte("Host")) {
+				value = bytes.Trim(value, " \t")
+				if hosts = max(hosts, 0) + 1; hosts > 1 || len(value) == 0 || !validHost(value) {
+					return gatedHead{}, false
+				}
 			}
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			if lengths++; lengths > 1 || len(value) == 0 || len(value) > 18 || bytes.ContainsFunc(value, func(r rune) bool { return r < '0' || r > '9' }) {
-				return nil, false
+		case len("Content-Length"):
+			if bytes.EqualFold(name, []byte("Content-Length")) {
+				value = bytes.Trim(value, " \t")
+				if lengths++; lengths > 1 || len(value) == 0 || len(value) > 18 {
+					return gatedHead{}, false
+				}
+				n := int64(0)
+				for _, c := range value {
+					if c < '0' || c > '9' {
+						return gatedHead{}, false
+					}
+					n = n*10 + int64(c-'0')
+				}
+				h.length = n
 			}
-			h.length, _ = strconv.ParseInt(string(value), 10, 64)
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")), bytes.EqualFold(name, []byte("Expect")):
-			return nil, false
-		case bytes.EqualFold(name, []byte("Authorization")):
-			h.authorization = append(h.authorization, string(value))
+		case len("Transfer-Encoding"):
+			if bytes.EqualFold(name, []byte("Transfer-Encoding")) {
+				return gatedHead{}, false
+			}
+		case len("Expect"):
+			if bytes.EqualFold(name, []byte("Expect")) {
+				return gatedHead{}, false
+			}
+		case len("Authorization"):
+			if bytes.EqualFold(name, []byte("Authorization")) {
+				if h.rawAuthorization == nil {
+					h.rawAuthorization = bytes.Trim(value, " \t")
+				}
+			}
 		}
 	}
-	return h, hosts >= 0
+	if hosts < 0 {
+		return gatedHead{}, false
+	}
+	return h, true
+}
+
+var (
+	crlf     = []byte("\r\n")
+	space    = []byte(" ")
+	colon    = []byte(":")
+	question = []byte("?")
+)
+
+// validTarget reports whether a request target has no spaces or control
+// characters.
+func validTarget(b []byte) bool {
+	for _, c := range b {
+		if c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // readHead reads a head that is not in plain form as net/http's server
 // does (http.ReadRequest, then the checks of its connection loop): it
 // returns the head to hand on, rewritten, or the status and message to
 // refuse it with.
-func readHead(head []byte) (*gatedHead, int, string) {
+func readHead(head []byte) (gatedHead, int, string) {
 	r, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(head)))
 	if err != nil {
 		if strings.Contains(err.Error(), "unsupported transfer encoding") {
-			return nil, http.StatusNotImplemented, "unsupported transfer encoding"
+			return gatedHead{}, http.StatusNotImplemented, "unsupported transfer encoding"
 		}
-		return nil, http.StatusBadRequest, "malformed request"
+		return gatedHead{}, http.StatusBadRequest, "malformed request"
 	}
 	if r.ProtoMajor != 1 {
-		return nil, http.StatusHTTPVersionNotSupported, "unsupported protocol version"
+		return gatedHead{}, http.StatusHTTPVersionNotSupported, "unsupported protocol version"
 	}
 	// http.ReadRequest takes Host out of the header; net/http's server
 	// checks it from the raw header.
@@ -451,30 +510,30 @@ func readHead(head []byte) (*gatedHead, int, string) {
 		}
 	}
 	if r.ProtoAtLeast(1, 1) && len(hosts) == 0 && r.Method != http.MethodConnect {
-		return nil, http.StatusBadRequest, "missing required Host header"
+		return gatedHead{}, http.StatusBadRequest, "missing required Host header"
 	}
 	if len(hosts) == 1 && !validHost(hosts[0]) {
-		return nil, http.StatusBadRequest, "malformed Host header"
+		return gatedHead{}, http.StatusBadRequest, "malformed Host header"
 	}
 	for k, vs := range r.Header {
 		if !isToken([]byte(k)) {
-			return nil, http.StatusBadRequest, "invalid header name"
+			return gatedHead{}, http.StatusBadRequest, "invalid header name"
 		}
 		for _, v := range vs {
 			if !validValue([]byte(v)) {
-				return nil, http.StatusBadRequest, "invalid header value"
+				return gatedHead{}, http.StatusBadRequest, "invalid header value"
 			}
 		}
 	}
 	expect := r.Header.Get("Expect")
 	if expect != "" && !(strings.EqualFold(strings.TrimSpace(expect), "100-continue")) {
-		return nil, http.StatusExpectationFailed, "unsupported expectation; only 100-continue is"
+		return gatedHead{}, http.StatusExpectationFailed, "unsupported expectation; only 100-continue is"
 	}
 	proto := "HTTP/1.1"
 	if r.ProtoMinor == 0 {
 		proto = "HTTP/1.0"
 	}
-	h := &gatedHead{
+	h := gatedHead{
 		asterisk:      r.RequestURI == "*" && r.Method != http.MethodOptions,
 		path:          r.URL.Path,
 		authorization: r.Header["Authorization"],

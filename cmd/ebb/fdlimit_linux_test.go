@@ -99,6 +99,15 @@ func TestServeSurvivesFDExhaustion(t *testing.T) {
 				t.Fatalf("ready line %q names no hot listener", p.line)
 			}
 			listeners := []struct{ name, url string }{{"hot", hot[1]}, {"main", p.url}}
+			if c.cap > 0 {
+				// The cap the server says it keeps is the one held.
+				_, metrics := get(t, p.url+"/metrics", "")
+				for _, l := range []string{"main", "hot"} {
+					if want := fmt.Sprintf("ebb_http_connections_max{listener=%q} %d\n", l, c.cap); !strings.Contains(metrics, want) {
+						t.Errorf("metrics lack %q", want)
+					}
+				}
+			}
 			pid := p.cmd.Process.Pid
 			base := sockets(t, pid)
 			for _, l := range listeners {
