@@ -267,22 +267,33 @@ const netHTTPErrorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConn
 // its 417 to an Expect other than 100-continue), the same answer as
 // protocolError writes it; ok is false for anything else. net/http writes
 // them straight to the connection, with no hook, so the main listener's
-// connections translate them (conns.go).
+// connections translate them (conns.go). Only a write that is the whole
+// answer, exactly as net/http writes it, is taken for one: a write of a
+// response body that merely starts like one is left alone.
 func asProtocolError(b []byte) (out []byte, ok bool) {
 	line, rest, found := bytes.Cut(b, []byte("\r\n"))
-	if !found || !bytes.HasPrefix(line, []byte("HTTP/1.")) || len(line) < len("HTTP/1.1 400") {
+	if !found || len(line) < len("HTTP/1.1 400 ") || (!bytes.HasPrefix(line, []byte("HTTP/1.1 ")) && !bytes.HasPrefix(line, []byte("HTTP/1.0 "))) || line[12] != ' ' {
 		return nil, false
 	}
 	status, err := strconv.Atoi(string(line[9:12]))
-	if err != nil {
+	if err != nil || status < 400 {
 		return nil, false
 	}
 	if status == http.StatusExpectationFailed {
-		// Written as a response, with Date and Content-Length: 0; no
-		// handler answers 417.
+		// Written as a response with headers only (Connection: close,
+		// Content-Length: 0, Date); no handler answers 417.
+		if string(line[9:]) != "417 Expectation Failed" || !bytes.HasSuffix(rest, []byte("\r\n\r\n")) ||
+			!bytes.Contains(rest, []byte("Content-Length: 0\r\n")) || bytes.Count(rest, []byte("\r\n\r\n")) != 1 {
+			return nil, false
+		}
 		return protocolError(status, "unsupported expectation; only 100-continue is"), true
 	}
-	if !bytes.HasPrefix(rest, []byte(netHTTPErrorHeaders[2:])) {
+	body, found := bytes.CutPrefix(rest, []byte(netHTTPErrorHeaders[2:]))
+	if !found || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) {
+		return nil, false
+	}
+	// The body repeats the status line, or, for 501, is fixed.
+	if string(body) != string(line[9:]) && !(status == http.StatusNotImplemented && string(body) == "Unsupported transfer encoding") {
 		return nil, false
 	}
 	msg := "malformed request"
