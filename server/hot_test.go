@@ -199,8 +199,11 @@ var rawRequests = []string{
 	"GET /v1/%zz HTTP/1.1\r\nHost: x\r\n\r\n",
 	"GET /healthz?x=%zz HTTP/1.1\r\nHost: x\r\n\r\n",
 	"BREW /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
-	// Headers ending in a bare LF, then a second request.
+	// Headers ending in a bare LF: alone, then followed by a second
+	// request, at once or a moment later.
+	"GET /healthz HTTP/1.1\r\nHost: x\nX-A: y\n\n",
 	"GET /healthz HTTP/1.1\r\nHost: x\nX-A: y\n\nGET /readyz HTTP/1.1\r\nHost: x\r\n\r\n",
+	"GET /healthz HTTP/1.1\r\nHost: x\nX-A: y\n\n" + rawPause + "GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n",
 	"POST /healthz HTTP/1.1\nHost: x\nContent-Length: 2\n\n{}GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n",
 	"GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n",
 	"GET /healthz HTTP/0.9\r\nHost: x\r\n\r\n",
@@ -227,6 +230,9 @@ var rawRequests = []string{
 	"GET /healthz HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("X-A: "+strings.Repeat("a", 1000)+"\r\n", 70) + "\r\n", // 431
 }
 
+// rawPause in a raw request splits it into writes 200 ms apart.
+const rawPause = "<pause>"
+
 // rawAnswer is what a listener answered on one connection: its
 // responses, and whether it then closed the connection.
 type rawAnswer struct {
@@ -244,6 +250,9 @@ func (a rawAnswer) String() string {
 	for _, r := range a.responses {
 		fmt.Fprintf(&b, "[%s %d %s %s] ", r.proto, r.status, r.header.Get("Content-Type"), bytes.TrimSpace(r.body))
 	}
+	if len(a.responses) == 0 {
+		b.WriteString("no answer; ")
+	}
 	fmt.Fprintf(&b, "closed: %v", a.closed)
 	return b.String()
 }
@@ -258,8 +267,13 @@ func rawAnswers(t *testing.T, url, raw string) rawAnswer {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := io.WriteString(conn, raw); err != nil {
-		t.Fatal(err)
+	for i, part := range strings.Split(raw, rawPause) {
+		if i > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if _, err := io.WriteString(conn, part); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var a rawAnswer
 	br := bufio.NewReader(conn)
@@ -268,10 +282,7 @@ func rawAnswers(t *testing.T, url, raw string) rawAnswer {
 		if _, err := br.Peek(1); err != nil {
 			var ne net.Error
 			a.closed = !(errors.As(err, &ne) && ne.Timeout())
-			if len(a.responses) == 0 {
-				t.Fatalf("%.200q: no answer from %s (%v)", raw, url, err)
-			}
-			return a
+			return a // with no response at all when none came in 5 s
 		}
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
