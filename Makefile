@@ -55,12 +55,13 @@ check:
 	EBB_MIGRATE_E2E_EVENTS=100000 $(GO) test -count=1 -run '^TestEndToEndDynalite$$' ./migrate/dynamolegacy/
 	$(MAKE) --no-print-directory fuzz-short
 
-# The fuzz targets of the request decoders (server/fuzz_test.go), each
+# The fuzz targets of the request decoders (server/fuzz_test.go) and of the
+# hot listener's gate (server/hotgate_fuzz_test.go), each
 # from its checked-in seed corpus (server/testdata/fuzz): fuzz-short runs
 # each for FUZZTIME (a few seconds, for check), fuzz for FUZZTIME_LONG. New
 # inputs the fuzzer finds stay in Go's cache; a failing one is written to
 # server/testdata/fuzz, where it becomes a regression test.
-FUZZ_TARGETS = FuzzPath FuzzQuery FuzzBody FuzzPageToken FuzzAuthHeader
+FUZZ_TARGETS = FuzzPath FuzzQuery FuzzBody FuzzPageToken FuzzAuthHeader FuzzGate
 FUZZTIME ?= 4s
 fuzz-short:
 	@for t in $(FUZZ_TARGETS); do \

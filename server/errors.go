@@ -1,11 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/ebb-data/ebb/store"
@@ -203,6 +206,18 @@ type errorDetail struct {
 	Message string `json:"message"`
 }
 
+// refuseUnread answers err to a request refused before its body is
+// read, closing the connection when it has one: net/http would otherwise
+// wait for up to 256 KiB of it to keep the connection, so a client
+// sending its body slowly, or never, would hold the connection until the
+// read timeout though already refused.
+func (s *Server) refuseUnread(w http.ResponseWriter, r *http.Request, route string, err error) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
+	s.writeError(w, r, route, err)
+}
+
 // writeError answers err. Unknown errors are logged with their detail,
 // which the client does not see; known ones are the client's doing and are
 // logged at debug only.
@@ -229,6 +244,81 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, route string
 		w.Header().Set("Retry-After", "1")
 	}
 	writeErrorBody(w, status, code, msg)
+}
+
+// protocolCodes are the API codes of the statuses a listener answers
+// before any route, for a request it cannot read: such requests are the
+// client's doing.
+var protocolCodes = map[int]string{
+	http.StatusRequestHeaderFieldsTooLarge: CodeTooLarge,
+	http.StatusRequestEntityTooLarge:       CodeTooLarge,
+}
+
+// protocolError returns the whole response to a request a listener cannot
+// read: the API's JSON error, and Connection: close, since what follows
+// on the connection cannot be trusted to be a request.
+func protocolError(status int, msg string) []byte {
+	code, ok := protocolCodes[status]
+	if !ok {
+		code = CodeInvalidArgument
+	}
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false) // as WriteJSON
+	_ = enc.Encode(errorBody{Error: errorDetail{Code: code, Message: msg}})
+	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, http.StatusText(status), body.Len(), body.Bytes())
+}
+
+// netHTTPErrorHeaders are the headers of the answers net/http writes
+// itself, in plain text, to requests it cannot read.
+const netHTTPErrorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+
+// asProtocolError returns, for b, one write of net/http's own answer to a
+// request it could not read (its plain-text 400, 431, 501 and 505, and
+// its 417 to an Expect other than 100-continue), the same answer as
+// protocolError writes it; ok is false for anything else. net/http writes
+// them straight to the connection, with no hook, so the main listener's
+// connections translate them (conns.go). Only a write that is the whole
+// answer, exactly as net/http writes it, is taken for one: a write of a
+// response body that merely starts like one is left alone.
+func asProtocolError(b []byte) (out []byte, ok bool) {
+	line, rest, found := bytes.Cut(b, []byte("\r\n"))
+	if !found || len(line) < len("HTTP/1.1 400 ") || (!bytes.HasPrefix(line, []byte("HTTP/1.1 ")) && !bytes.HasPrefix(line, []byte("HTTP/1.0 "))) || line[12] != ' ' {
+		return nil, false
+	}
+	status, err := strconv.Atoi(string(line[9:12]))
+	if err != nil || status < 400 {
+		return nil, false
+	}
+	if status == http.StatusExpectationFailed {
+		// Written as a response with headers only (Connection: close,
+		// Content-Length: 0, Date); no handler answers 417.
+		if string(line[9:]) != "417 Expectation Failed" || !bytes.HasSuffix(rest, []byte("\r\n\r\n")) ||
+			!bytes.Contains(rest, []byte("Content-Length: 0\r\n")) || bytes.Count(rest, []byte("\r\n\r\n")) != 1 {
+			return nil, false
+		}
+		return protocolError(status, "unsupported expectation; only 100-continue is"), true
+	}
+	body, found := bytes.CutPrefix(rest, []byte(netHTTPErrorHeaders[2:]))
+	if !found || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) {
+		return nil, false
+	}
+	// The body repeats the status line, or, for 501, is fixed.
+	if string(body) != string(line[9:]) && !(status == http.StatusNotImplemented && string(body) == "Unsupported transfer encoding") {
+		return nil, false
+	}
+	msg := "malformed request"
+	if _, detail, found := bytes.Cut(line[12:], []byte(": ")); found {
+		msg = string(detail)
+	}
+	switch status {
+	case http.StatusRequestHeaderFieldsTooLarge:
+		msg = fmt.Sprintf("request headers exceed %d bytes", hotHeaderLimit)
+	case http.StatusNotImplemented:
+		msg = "unsupported transfer encoding"
+	}
+	return protocolError(status, msg), true
 }
 
 func writeErrorBody(w http.ResponseWriter, status int, code, msg string) {

@@ -41,6 +41,7 @@ const hotHeaderLimit = 64 << 10
 // connections it holds tracked, so that a shutdown past its drain time
 // closes them as net/http's Close does.
 type hotServer struct {
+	s      *Server
 	srv    *fasthttp.Server
 	cancel context.CancelFunc // ends the context of every request
 	mu     sync.Mutex
@@ -51,7 +52,7 @@ type hotServer struct {
 // contexts derive from base.
 func (s *Server) newHotServer(h http.Handler, base context.Context) *hotServer {
 	base, cancel := context.WithCancel(base)
-	hs := &hotServer{cancel: cancel, conns: map[net.Conn]struct{}{}}
+	hs := &hotServer{s: s, cancel: cancel, conns: map[net.Conn]struct{}{}}
 	hs.srv = &fasthttp.Server{
 		Handler:      func(ctx *fasthttp.RequestCtx) { s.serveHot(ctx, h, base) },
 		ErrorHandler: s.hotError,
@@ -66,8 +67,10 @@ func (s *Server) newHotServer(h http.Handler, base context.Context) *hotServer {
 		StreamRequestBody:     true,
 		// Bodies are JSON; a multipart one is not parsed into files.
 		DisablePreParseMultipartForm: true,
-		ReadBufferSize:               hotHeaderLimit,
-		Logger:                       hotLogger{s},
+		// Heads arrive through the gate (hotgate.go), which bounds
+		// them at hotHeaderLimit; one it rewrote may be a little longer.
+		ReadBufferSize: hotHeaderLimit + 4<<10,
+		Logger:         hotLogger{s},
 		// Answers given during a shutdown close their connection.
 		CloseOnShutdown: true,
 	}
@@ -87,7 +90,9 @@ func (hs *hotServer) track(c net.Conn, st fasthttp.ConnState) {
 
 // serve serves ln until shutdown; it returns nil once shut down.
 func (hs *hotServer) serve(ln net.Listener) error {
-	err := hs.srv.Serve(hangupListener{ln})
+	// The gate reads through the hang-up watch, so that a byte the watch
+	// read for the next request reaches the gate first.
+	err := hs.srv.Serve(gateListener{Listener: hangupListener{ln}, s: hs.s})
 	if errors.Is(err, net.ErrClosed) {
 		return nil // closed by shutdown before Serve took it
 	}
@@ -123,7 +128,11 @@ func (s *Server) serveHot(ctx *fasthttp.RequestCtx, h http.Handler, base context
 		// no body, before any route.
 		return
 	}
-	if c, ok := ctx.Conn().(*hangupConn); ok && ctx.Request.Header.ContentLength() <= 0 && ctx.Request.Header.ContentLength() != -1 {
+	if !ctx.Request.Header.IsHTTP11() {
+		// Answered in the request's version, as net/http does.
+		ctx.Response.Header.SetProtocol([]byte("HTTP/1.0"))
+	}
+	if c, ok := hotHangupConn(ctx.Conn()); ok && ctx.Request.Header.ContentLength() <= 0 && ctx.Request.Header.ContentLength() != -1 {
 		// No body (-2: none declared; 0: empty), so nothing but the next
 		// request is read from the connection while the handler runs.
 		reqCtx, cancel := context.WithCancel(base)
@@ -160,7 +169,7 @@ func hotRequest(ctx *fasthttp.RequestCtx, base context.Context) (*http.Request, 
 		ProtoMajor: 1,
 		ProtoMinor: 1,
 		Header:     make(http.Header, ctx.Request.Header.Len()),
-		Host:       string(ctx.Host()),
+		Host:       hotHost(ctx),
 		RemoteAddr: ctx.RemoteAddr().String(),
 		RequestURI: uri,
 	}).WithContext(base)
@@ -192,22 +201,39 @@ func hotRequest(ctx *fasthttp.RequestCtx, base context.Context) (*http.Request, 
 	return r, nil
 }
 
+// hotHost returns the request's Host, "" for the gate's stand-in for an
+// empty one.
+func hotHost(ctx *fasthttp.RequestCtx) string {
+	if h := ctx.Host(); string(h) != emptyHost {
+		return string(h)
+	}
+	return ""
+}
+
 // errHotMalformed is a request line the router cannot take.
 var errHotMalformed = errors.New("malformed request")
 
-// hotError answers a request the hot listener could not read or pass on:
-// 431 for oversized headers, 408 for a request not read within the read
-// timeout, 400 otherwise, in the API's JSON error shape; then the
-// connection is closed.
+// hotError answers a request the hot listener could not read or pass on,
+// as the main listener does, in the API's JSON error shape: 400
+// invalid_argument, or 431 too_large for oversized headers; then the
+// connection is closed. A request whose headers did not arrive within the
+// read timeout gets no answer, its connection closed, and one whose body
+// did not is answered 400, as when a handler on the main listener fails
+// to read it.
 func (s *Server) hotError(ctx *fasthttp.RequestCtx, err error) {
 	status, code, msg := http.StatusBadRequest, CodeInvalidArgument, "malformed request"
 	var small *fasthttp.ErrSmallBuffer
 	var netErr net.Error
 	switch {
 	case errors.As(err, &netErr) && netErr.Timeout():
-		status, msg = http.StatusRequestTimeout, "the request did not arrive within the read timeout"
+		if g, ok := ctx.Conn().(*gateConn); !ok || !g.inBody {
+			s.log.Debug("hot listener: no request within the read timeout", "err", err)
+			_ = ctx.Conn().Close()
+			return
+		}
+		msg = "the request body did not arrive within the read timeout"
 	case errors.As(err, &small):
-		status, msg = http.StatusRequestHeaderFieldsTooLarge, fmt.Sprintf("request headers exceed %d bytes", hotHeaderLimit)
+		status, code, msg = http.StatusRequestHeaderFieldsTooLarge, CodeTooLarge, fmt.Sprintf("request headers exceed %d bytes", hotHeaderLimit)
 	}
 	s.metrics.forRoute("unmatched").observe(status, 0)
 	s.log.Debug("hot listener refused a request", "status", status, "err", err)

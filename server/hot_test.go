@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,12 +33,20 @@ type listening struct {
 // and features over a fresh embedded DB; the test's end shuts it down.
 func serveBoth(t *testing.T, drain time.Duration, features ...server.Feature) *listening {
 	t.Helper()
+	return serveBothWith(t, drain, server.Options{Features: features})
+}
+
+// serveBothWith is serveBoth with opts, its DB, registry and hot address
+// filled in.
+func serveBothWith(t *testing.T, drain time.Duration, opts server.Options) *listening {
+	t.Helper()
 	db, err := ebb.Open(t.Context(), ebb.Options{Dir: filepath.Join(t.TempDir(), "data"), NoBackground: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	srv, _ := newServer(t, server.Options{DB: db, Registerer: prometheus.NewRegistry(), HotAddr: "127.0.0.1:0", Features: features})
+	opts.DB, opts.Registerer, opts.HotAddr = db, prometheus.NewRegistry(), "127.0.0.1:0"
+	srv, _ := newServer(t, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &listening{srv: srv, cancel: cancel, served: make(chan error, 1)}
 	ready := make(chan string, 1)
@@ -145,18 +154,22 @@ func TestHotListenerAnswersAsMain(t *testing.T) {
 		}
 	}
 
-	// Requests http.Client does not send, written raw: the same status
-	// on both listeners.
-	for _, raw := range []string{
-		"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n",
-		"GET http://x/healthz HTTP/1.1\r\nHost: x\r\n\r\n",
-		"GET /healthz HTTP/1.0\r\n\r\n",
-		"GET /v1/%zz HTTP/1.1\r\nHost: x\r\n\r\n",
-		"GET /healthz?x=%zz HTTP/1.1\r\nHost: x\r\n\r\n",
-		"BREW /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
-	} {
-		if m, h := rawStatus(t, mainURL, raw), rawStatus(t, hotURL, raw); m != h {
-			t.Errorf("%q: main %s, hot %s", raw, m, h)
+	// Requests http.Client does not send, written raw: the same answers
+	// on both listeners, and every refusal in the API's JSON error shape.
+	for _, raw := range rawRequests {
+		m, h := rawAnswers(t, mainURL, raw), rawAnswers(t, hotURL, raw)
+		if m.String() != h.String() {
+			t.Errorf("%.200q:\nmain %s\nhot  %s", raw, m, h)
+		}
+		for name, a := range map[string]rawAnswer{"main": m, "hot": h} {
+			for _, r := range a.responses {
+				var b struct {
+					Error struct{ Code, Message string } `json:"error"`
+				}
+				if err := json.Unmarshal(r.body, &b); r.status >= 400 && (err != nil || b.Error.Code == "" || b.Error.Message == "" || r.header.Get("Content-Type") != "application/json") {
+					t.Errorf("%.200q: %s answered %d %s %q, not an API error", raw, name, r.status, r.header.Get("Content-Type"), r.body)
+				}
+			}
 		}
 	}
 
@@ -176,24 +189,117 @@ func TestHotListenerAnswersAsMain(t *testing.T) {
 	}
 }
 
-// rawStatus sends raw on a connection of its own to the server at url and
-// returns the status code of the answer.
-func rawStatus(t *testing.T, url, raw string) string {
+// rawRequests are requests, some malformed, that http.Client does not
+// send: each listener must answer them as net/http does.
+var rawRequests = []string{
+	"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n",
+	"GET http://x/healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+	"GET /healthz HTTP/1.0\r\n\r\n", // answered as HTTP/1.0
+	"GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /readyz HTTP/1.0\r\n\r\n",
+	"GET /v1/%zz HTTP/1.1\r\nHost: x\r\n\r\n",
+	"GET /healthz?x=%zz HTTP/1.1\r\nHost: x\r\n\r\n",
+	"BREW /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+	// Headers ending in a bare LF: alone, then followed by a second
+	// request, at once or a moment later.
+	"GET /healthz HTTP/1.1\r\nHost: x\nX-A: y\n\n",
+	"GET /healthz HTTP/1.1\r\nHost: x\nX-A: y\n\nGET /readyz HTTP/1.1\r\nHost: x\r\n\r\n",
+	"GET /healthz HTTP/1.1\r\nHost: x\nX-A: y\n\n" + rawPause + "GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n",
+	"POST /healthz HTTP/1.1\nHost: x\nContent-Length: 2\n\n{}GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n",
+	"GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n",
+	"GET /healthz HTTP/0.9\r\nHost: x\r\n\r\n",
+	"GET /healthz HTTP/1.10\r\nHost: x\r\n\r\n",
+	"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n",
+	"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+	"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: +2\r\n\r\n{}",
+	"POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\n\r\n{}",
+	"POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+	"POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2;a=b\r\n{}\r\n0\r\nX-T: 1\r\n\r\nGET /readyz HTTP/1.1\r\nHost: x\r\n\r\n",
+	"GET /healthz HTTP/1.1\r\nHost: x\r\nFoo Bar: x\r\n\r\n", // header name with a space
+	"GET /healthz HTTP/1.1\r\nHost: x\r\nX : x\r\n\r\n",
+	"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n",
+	"GET /healthz HTTP/1.1\r\nHost: \r\n\r\nGET /readyz HTTP/1.1\r\nHost: x\r\n\r\n", // empty Host
+	"GET /healthz HTTP/1.1\r\n\r\n",                                                  // no Host
+	"GET /healthz HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n",
+	"GET /healthz HTTP/1.1\r\nHost: x y\r\n\r\n",
+	"GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\n",
+	"GET /healthz HTTP/1.0\r\nExpect: foo\r\n\r\n",
+	"GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n",
+	"CONNECT x:80 HTTP/1.1\r\nHost: x:80\r\n\r\n",
+	"GET * HTTP/1.1\r\nHost: x\r\n\r\n",
+	"GET  /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+	"GET /healthz HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("X-A: "+strings.Repeat("a", 1000)+"\r\n", 70) + "\r\n", // 431
+}
+
+// rawPause in a raw request splits it into writes 200 ms apart.
+const rawPause = "<pause>"
+
+// rawAnswer is what a listener answered on one connection: its
+// responses, and whether it then closed the connection.
+type rawAnswer struct {
+	responses []rawResponse
+	closed    bool
+}
+
+type rawResponse struct {
+	proto string
+	response
+}
+
+func (a rawAnswer) String() string {
+	var b strings.Builder
+	for _, r := range a.responses {
+		fmt.Fprintf(&b, "[%s %d %s %s] ", r.proto, r.status, r.header.Get("Content-Type"), bytes.TrimSpace(r.body))
+	}
+	if len(a.responses) == 0 {
+		b.WriteString("no answer; ")
+	}
+	fmt.Fprintf(&b, "closed: %v", a.closed)
+	return b.String()
+}
+
+// rawAnswers sends raw on a connection of its own to the server at url
+// and reads the answers until the server closes the connection or sends
+// nothing more for 300 ms.
+func rawAnswers(t *testing.T, url, raw string) rawAnswer {
 	t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := io.WriteString(conn, raw); err != nil {
-		t.Fatal(err)
+	for i, part := range strings.Split(raw, rawPause) {
+		if i > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if _, err := io.WriteString(conn, part); err != nil {
+			t.Fatal(err)
+		}
 	}
-	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if f := strings.Fields(line); err != nil || len(f) < 2 {
-		t.Fatalf("%q: answered %q, %v", raw, line, err)
+	var a rawAnswer
+	br := bufio.NewReader(conn)
+	for wait := 5 * time.Second; ; wait = 300 * time.Millisecond {
+		_ = conn.SetReadDeadline(time.Now().Add(wait))
+		if _, err := br.Peek(1); err != nil {
+			var ne net.Error
+			a.closed = !(errors.As(err, &ne) && ne.Timeout())
+			return a // with no response at all when none came in 5 s
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%.200q: %s answered what is not an HTTP response: %v", raw, url, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("%.200q: %s: %v", raw, url, err)
+		}
+		a.responses = append(a.responses, rawResponse{resp.Proto, response{resp.StatusCode, resp.Header, body}})
+		if resp.Close {
+			// Said so; net/http may linger before it closes.
+			a.closed = true
+			return a
+		}
 	}
-	return strings.Fields(line)[1]
 }
 
 // TestHotShutdownCancelsWork: a request on the hot listener whose client
@@ -244,4 +350,54 @@ func TestHotShutdownCancelsWork(t *testing.T) {
 		t.Fatal("ListenAndServe still running 10 s into a shutdown")
 	}
 	<-answered
+}
+
+// TestTokenCheckedBeforeBody: with an auth file, a request whose body
+// arrives slowly, or not at all, and whose token is missing or unknown is
+// answered 401 as soon as its headers are in, on both listeners, and its
+// connection closed; it holds nothing until the read timeout.
+func TestTokenCheckedBeforeBody(t *testing.T) {
+	l := serveBothWith(t, time.Second, server.Options{Auth: loadAuth(t, authYAML)})
+	for _, c := range []struct{ name, head string }{
+		{"over 1 MiB, no token", "POST /v1/indexes/events/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2000000\r\n\r\n{\"events\":["},
+		{"small, unknown token", "POST /v1/indexes/events/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\nContent-Length: 100\r\n\r\n{"},
+		{"chunked, no token", "PUT /v1/tables/t HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{"},
+		{"no body sent, no token", "POST /v1/indexes/events/events HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n"},
+	} {
+		for _, u := range []string{l.main, l.srv.HotURL()} {
+			conn, err := net.Dial("tcp", strings.TrimPrefix(u, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.WriteString(conn, c.head); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			_ = conn.SetReadDeadline(start.Add(5 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Errorf("%s on %s: no answer after %v: %v", c.name, u, time.Since(start).Round(time.Millisecond), err)
+				conn.Close()
+				continue
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			r := response{resp.StatusCode, resp.Header, body}
+			if r.status != 401 || r.errorCode(t) != server.CodeUnauthenticated {
+				t.Errorf("%s on %s: %d %s", c.name, u, r.status, body)
+			}
+			// The body was never read: the connection closes.
+			if _, err := conn.Read(make([]byte, 1)); err == nil {
+				t.Errorf("%s on %s: the connection stayed open after the 401", c.name, u)
+			}
+			conn.Close()
+		}
+	}
+	// A valid token still gets its body read, on the hot listener too.
+	for i, u := range []string{l.main, l.srv.HotURL()} {
+		r := call(t, "PUT", fmt.Sprintf("%s/v1/list-features/user/f%d/_", u, i), "all-token", strings.NewReader(`{"ttl":"720h"}`))
+		if r.status != 201 {
+			t.Errorf("%s: authorized write: %d %s", u, r.status, r.body)
+		}
+	}
 }

@@ -36,6 +36,16 @@ func (l hangupListener) Accept() (net.Conn, error) {
 	return &hangupConn{Conn: c}, nil
 }
 
+// hotHangupConn finds the hang-up watch of a hot listener connection,
+// under the gate (hotgate.go) that fasthttp reads through.
+func hotHangupConn(c net.Conn) (*hangupConn, bool) {
+	if g, ok := c.(*gateConn); ok {
+		c = g.Conn
+	}
+	h, ok := c.(*hangupConn)
+	return h, ok
+}
+
 // hangupConn is a connection of the hot listener. Its fields other than
 // the watch's are used on the connection's goroutine only (fasthttp's
 // reads, its deadlines, and the handler's start and end); a watch's read

@@ -38,6 +38,21 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, drain time.Dur
 			return fmt.Errorf("listen on %s (hot listener): %w", s.hotAddr, err)
 		}
 	}
+	listeners := 1
+	if hotLn != nil {
+		listeners = 2
+	}
+	maxConns := s.maxConns
+	if maxConns == 0 {
+		maxConns = DefaultMaxConns(listeners)
+	}
+	mainLn := s.newConnListener(ln, "main", maxConns)
+	mainLn.jsonErrors = true
+	ln = mainLn
+	if hotLn != nil {
+		hotLn = s.newConnListener(hotLn, "hot", maxConns)
+	}
+	s.log.Info("connections per listener", "max_conns", maxConns, "open_file_limit", openFileLimit())
 	handler := s.Handler()
 	httpSrv := &http.Server{
 		Handler: handler,
@@ -47,7 +62,9 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, drain time.Dur
 		ReadHeaderTimeout: min(DefaultReadHeaderTimeout, s.readTimeout),
 		ReadTimeout:       s.readTimeout,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// The hot listener's bound too (431 past it).
+		MaxHeaderBytes: hotHeaderLimit,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 2)
 	go func() { served <- httpSrv.Serve(ln) }()

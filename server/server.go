@@ -63,6 +63,11 @@ type Options struct {
 	// serving the same routes on a lean HTTP/1.1 server (hot.go); port 0
 	// picks a free port, which HotURL reports.
 	HotAddr string
+	// MaxConns bounds the connections each listener holds at once; past
+	// it a new connection waits in the kernel's accept queue until one
+	// closes (conns.go). Zero is DefaultMaxConns for the listeners
+	// served; negative is refused.
+	MaxConns int
 }
 
 // Feature registers a feature's routes on a Server being built.
@@ -122,6 +127,7 @@ type Server struct {
 	// readTimeout is Options.ReadTimeout, defaulted (listen.go).
 	readTimeout time.Duration
 	hotAddr     string
+	maxConns    int                    // Options.MaxConns; zero: DefaultMaxConns
 	hotURL      atomic.Pointer[string] // set once the hot listener listens
 }
 
@@ -156,6 +162,10 @@ func New(opts Options) (*Server, error) {
 		s.readTimeout = DefaultReadTimeout
 	}
 	s.hotAddr = opts.HotAddr
+	if opts.MaxConns < 0 {
+		return nil, fmt.Errorf("server: MaxConns %d is negative; zero takes the default", opts.MaxConns)
+	}
+	s.maxConns = opts.MaxConns
 	s.admit = newAdmission(opts.Limits, s.metrics.shed, s.metrics.cpuShedRatio, s.metrics.responseBytes)
 	if s.gatherer == nil {
 		s.gatherer, _ = opts.Registerer.(prometheus.Gatherer)
@@ -260,7 +270,7 @@ func (s *Server) Route(pattern string, res ResourceFunc, h HandlerFunc, query ..
 			if errors.Is(err, ErrOverloaded) {
 				w.Header().Set("Retry-After", "1")
 			}
-			s.writeError(w, r, pattern, err)
+			s.refuseUnread(w, r, pattern, err)
 			return
 		}
 		defer release()
@@ -270,12 +280,12 @@ func (s *Server) Route(pattern string, res ResourceFunc, h HandlerFunc, query ..
 			if err != nil {
 				s.log.Debug("request not authorized", "route", pattern, "token", token,
 					"kind", resource.Kind, "name", resource.Name)
-				s.writeError(w, r, pattern, err)
+				s.refuseUnread(w, r, pattern, err)
 				return
 			}
 		}
 		if err := checkQuery(r, query); err != nil {
-			s.writeError(w, r, pattern, err)
+			s.refuseUnread(w, r, pattern, err)
 			return
 		}
 		if err := h(w, r); err != nil {
@@ -303,8 +313,25 @@ func (s *Server) Handler() http.Handler {
 		// refused instead; a key made of dots is sent escaped (%2E).
 		if !cleanPath(r.URL.EscapedPath()) {
 			s.observe("unmatched", func(w http.ResponseWriter, r *http.Request) {
-				s.writeError(w, r, "unmatched", fmt.Errorf("%w: the path has a \".\", \"..\" or empty segment; escape dots in names and keys as %%2E", ErrBadPath))
+				s.refuseUnread(w, r, "unmatched", fmt.Errorf("%w: the path has a \".\", \"..\" or empty segment; escape dots in names and keys as %%2E", ErrBadPath))
 			})(w, r)
+			return
+		}
+		switch {
+		case r.RequestURI == "*":
+			// http.ServeMux answers it with an empty 400 (OPTIONS *
+			// is answered before the handler, 200), and so does the
+			// hot listener's gate (hotgate.go).
+			s.observe("unmatched", func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Connection", "close")
+				s.writeError(w, r, "unmatched", fmt.Errorf("%w: the request target * is only for OPTIONS", ErrBadPath))
+			})(w, r)
+			return
+		case r.Method == http.MethodConnect:
+			// Its target is an authority, not a path: the serving mux
+			// answers it itself, in plain text, never reaching the
+			// catch-all.
+			s.observe("unmatched", s.serveUnmatched)(w, r)
 			return
 		}
 		s.mux.ServeHTTP(w, r) // through its route, or serveUnmatched
@@ -316,14 +343,14 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) serveUnmatched(w http.ResponseWriter, r *http.Request) {
 	if s.auth != nil && isV1(r.URL.Path) {
 		if _, err := s.auth.authenticate(r); err != nil {
-			s.writeError(w, r, "unmatched", err)
+			s.refuseUnread(w, r, "unmatched", err)
 			return
 		}
 	}
 	// The mux's own answer is plain text; keep its status and headers
 	// (Allow, Location) and replace a 404 or 405 body. The embedded mux
 	// has no catch-all, so it answers as http.ServeMux does.
-	s.mux.ServeMux.ServeHTTP(&unmatchedWriter{ResponseWriter: w}, r)
+	s.mux.ServeMux.ServeHTTP(&unmatchedWriter{ResponseWriter: w, close: r.ContentLength != 0}, r)
 }
 
 func isV1(path string) bool { return path == "/v1" || strings.HasPrefix(path, "/v1/") }
@@ -333,9 +360,13 @@ func isV1(path string) bool { return path == "/v1" || strings.HasPrefix(path, "/
 type unmatchedWriter struct {
 	http.ResponseWriter
 	replaced bool
+	close    bool // the request's body is unread: close (refuseUnread)
 }
 
 func (u *unmatchedWriter) WriteHeader(status int) {
+	if u.close && (status == http.StatusNotFound || status == http.StatusMethodNotAllowed) {
+		u.Header().Set("Connection", "close")
+	}
 	switch status {
 	case http.StatusNotFound:
 		u.replaced = true
@@ -426,6 +457,10 @@ type metrics struct {
 	cpuShedRatio prometheus.Gauge
 	// responseBytes is the response budget in use (respbudget.go).
 	responseBytes prometheus.Gauge
+	// Per listener (conns.go).
+	conns        *prometheus.GaugeVec
+	maxConns     *prometheus.GaugeVec
+	acceptErrors *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -451,11 +486,23 @@ func newMetrics() *metrics {
 			Name: "ebb_http_response_budget_bytes",
 			Help: "Bytes of the response budget (Limits.ResponseBytes, --max-response-bytes) that page reads hold for responses being built or written.",
 		}),
+		conns: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ebb_http_connections",
+			Help: "Connections a listener (main or hot) holds open.",
+		}, []string{"listener"}),
+		maxConns: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ebb_http_connections_max",
+			Help: "Connections a listener holds at most; past it new connections wait until one closes.",
+		}, []string{"listener"}),
+		acceptErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ebb_http_accept_errors_total",
+			Help: "Failures to accept a connection (such as too many open files), each followed by a pause and a retry.",
+		}, []string{"listener"}),
 	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requests, m.duration, m.shed, m.cpuShedRatio, m.responseBytes}
+	return []prometheus.Collector{m.requests, m.duration, m.shed, m.cpuShedRatio, m.responseBytes, m.conns, m.maxConns, m.acceptErrors}
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {

@@ -45,6 +45,7 @@ type serveConfig struct {
 	minFreeBytes      int64
 	limits            server.Limits
 	maxRunnable       int
+	maxConns          int
 }
 
 func newServeCmd(*client) *cobra.Command {
@@ -106,6 +107,7 @@ Flags given on the command line override the file; a relative path in it
 	f.IntVar(&cfg.limits.Admin, "max-admin", server.DefaultLimits().Admin, "requests under /v1/admin worked on at once; past it, after waiting up to 50 ms (at once when as many already wait), one is answered 503 with Retry-After")
 	f.Int64Var(&cfg.limits.ResponseBytes, "max-response-bytes", server.DefaultLimits().ResponseBytes, "bytes of page responses (events, list items, shared-table items) built or being written at once, both listeners together; a read past it gets a shorter page, or, under 1 MiB left, waits up to 50 ms and is answered 503 with Retry-After")
 	f.IntVar(&cfg.maxRunnable, "max-runnable", server.DefaultLimits().Runnable, "goroutines per CPU ready to run but waiting for one, past which the CPU counts as overloaded and a growing share of new reads and writes (up to 15 in 16) is answered 503 with Retry-After until the backlog drains; 0 turns this off")
+	f.IntVar(&cfg.maxConns, "max-conns", 0, "connections each listener holds at once; past it a new connection waits until one closes. 0: three quarters of the open-file limit shared by the listeners, at most 4096 each (384 each at a limit of 1024 with --hot-addr)")
 	return cmd
 }
 
@@ -130,6 +132,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 		cfg.limits.Runnable = -1
 	default:
 		cfg.limits.Runnable = cfg.maxRunnable
+	}
+	if cfg.maxConns < 0 {
+		return fmt.Errorf("--max-conns %d is negative; 0 takes the default", cfg.maxConns)
 	}
 	if cfg.minFreeBytes < 0 {
 		return fmt.Errorf("--min-free-bytes %d is negative; 0 turns the floor off", cfg.minFreeBytes)
@@ -195,7 +200,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	if auth != nil {
 		warnForeignLegacy(ctx, log, db.Migrations())
 	}
-	srv, err := server.New(server.Options{DB: db, Registerer: reg, Gatherer: reg, Logger: log, Auth: auth, Limits: cfg.limits, HotAddr: cfg.hotAddr})
+	srv, err := server.New(server.Options{DB: db, Registerer: reg, Gatherer: reg, Logger: log, Auth: auth, Limits: cfg.limits, HotAddr: cfg.hotAddr, MaxConns: cfg.maxConns})
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if n := os.Getenv(nofileVar); n != "" {
+		execWithNofile(n) // a helper process: it becomes the command it runs
+	}
 	dir, err := os.MkdirTemp("", "ebb-cmd-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -102,7 +105,12 @@ var readyLine = regexp.MustCompile(`^ebb serving (http://\S+) \(backend (\S+), (
 // startServe runs `ebb serve args...` and waits for its ready line.
 func startServe(t *testing.T, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(ebbBinary(t), append([]string{"serve"}, args...)...)
+	return startProc(t, exec.Command(ebbBinary(t), append([]string{"serve"}, args...)...))
+}
+
+// startProc starts cmd, an `ebb serve`, and waits for its ready line.
+func startProc(t *testing.T, cmd *exec.Cmd) *proc {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
