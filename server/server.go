@@ -484,7 +484,7 @@ func newMetrics() *metrics {
 		}),
 		responseBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ebb_http_response_budget_bytes",
-			Help: "Bytes of the response budget (Limits.ResponseBytes, --max-response-bytes) that page reads hold for responses being built or written.",
+			Help: "Bytes of the response budget (--max-response-bytes) that page reads hold for responses being built or written.",
 		}),
 		conns: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ebb_http_connections",
