@@ -39,10 +39,18 @@ func TestServeWarnsOfForeignLegacy(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startServe(t, "--data", data, "--addr", "127.0.0.1:0", "--auth-file", auth)
+	// stderr is copied from a pipe apart from the ready line on stdout, so
+	// the warning, logged before it, may reach the buffer a little later.
 	var warned []string
-	for _, line := range strings.Split(p.stderr.String(), "\n") {
-		if strings.Contains(line, "legacy source other than the index's own") {
-			warned = append(warned, line)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		warned = warned[:0]
+		for _, line := range strings.Split(p.stderr.String(), "\n") {
+			if strings.Contains(line, "legacy source other than the index's own") {
+				warned = append(warned, line)
+			}
+		}
+		if len(warned) > 0 && strings.Contains(p.stderr.String(), "serving") || time.Now().After(deadline) {
+			break
 		}
 	}
 	if len(warned) != 1 || !strings.Contains(warned[0], "index=ia") || !strings.Contains(warned[0], "table=ib_legacy") {
