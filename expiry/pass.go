@@ -11,9 +11,9 @@ import (
 	"github.com/ebb-data/ebb/store"
 )
 
-// Pass runs one pass at the Store's clock, logging and counting it as the
-// loop does. A caller that owns the schedule (several processes electing
-// one sweeper) calls it instead of Run.
+// Pass runs one pass (SweepOnce) at the Store's clock, and counts and logs
+// it. The caller owns the schedule: ebb.DB's sweeper role calls it every
+// SweepInterval while it holds its lease.
 func (sw *Sweeper) Pass(ctx context.Context) error { return sw.tick(ctx) }
 
 func (sw *Sweeper) tick(ctx context.Context) error {

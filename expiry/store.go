@@ -28,8 +28,9 @@ var _ store.Store = (*Store)(nil)
 
 // Wrap returns a decorator over inner. It creates IndexTable and
 // store.MetaTable if needed and, on first use, records the sweeper's
-// watermark and the index layout. The Sweeper is created but not started.
-// Closing the returned Store stops the Sweeper and closes inner.
+// watermark and the index layout. The Sweeper is created but runs no
+// passes of its own: whoever owns the schedule calls Pass or SweepOnce.
+// Closing the returned Store closes inner and nothing else.
 func Wrap(ctx context.Context, inner store.Store, opts Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err

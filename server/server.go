@@ -1,10 +1,3 @@
-// Package server serves ebb's HTTP API: JSON over HTTP, one handler file per
-// feature, plus /healthz and /metrics.
-//
-// The Server owns what every route shares: bearer-token auth decided before a
-// handler runs, the mapping of errors onto API codes, panic recovery, request
-// logging and metrics. A feature plugs in as a Feature that registers its
-// routes with Route; its handlers return errors instead of writing them.
 package server
 
 import (

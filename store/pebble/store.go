@@ -1,16 +1,3 @@
-// Package pebble is ebb's embedded backend: a store.Store on Pebble, the
-// default that runs with zero set-up.
-//
-// Every table gets a numeric ID that is never reused. Keys are
-//
-//	tableID (8 bytes) | partition tuple | 0x01 | clustering tuple   -> row fragment
-//	tableID (8 bytes) | partition tuple | 0x02 | index | value | clustering -> empty
-//
-// so a table is one contiguous key range (DropTable excises it, freeing the
-// disk at once) and a partition is one contiguous range (DeletePartition is a
-// range deletion). Table ID 0 holds the catalog. Index entries are written
-// blind and verified against the row when read, so an update or delete never
-// needs a read first; stale entries are never returned.
 package pebble
 
 import (
