@@ -80,7 +80,7 @@ Flags given on the command line override the file; a relative path in it
 	f := cmd.Flags()
 	f.StringVar(&configFile, configFlag, "", "YAML file of these flags' values by flag name (addr: 127.0.0.1:7070); flags on the command line override it")
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7070", "address to listen on (HOST:PORT; port 0 picks a free one)")
-	f.StringVar(&cfg.hotAddr, "hot-addr", "", "second address serving the same API on a lean HTTP/1.1 server, for clients making many small reads and writes (there a request is not cancelled when its client hangs up); empty: none")
+	f.StringVar(&cfg.hotAddr, "hot-addr", "", "second address serving the same API on a lean HTTP/1.1 server, for clients making many small reads and writes (there a request with a body runs on when its client hangs up); empty: none")
 	f.StringVar(&cfg.data, "data", "./ebb-data", "data directory of the pebble backend")
 	f.StringVar(&cfg.backend, "backend", "pebble", "storage backend: pebble, dynamodb or cql")
 	f.StringVar(&cfg.dynamoEndpoint, "dynamodb-endpoint", "", "DynamoDB API endpoint URL (default: the AWS endpoint of the region)")
