@@ -18,10 +18,11 @@ import (
 )
 
 // These tests run when EBB_TEST_BACKENDS selects cql and then need the
-// cluster in EBB_CQL_HOSTS (they fail, never skip, without it) and check what the conformance suite cannot see from the
-// outside: the native TTLs written, the default_time_to_live, the cleanup
-// of index entries, and how Open fails. They are in the package, not in
-// cqltest (which imports it), so they open Stores with a local helper.
+// cluster in EBB_CQL_HOSTS (they fail, never skip, without it). They check
+// what the conformance suite cannot see from the outside: the native TTLs
+// written, the default_time_to_live, the cleanup of index entries, and how
+// Open fails. They are in the package, not in cqltest (which imports it),
+// so they open Stores with a local helper.
 
 func testHosts(t *testing.T) []string {
 	t.Helper()
