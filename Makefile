@@ -13,25 +13,34 @@ PKG     ?= ./...
 # test starts dynalite and Amazon's DynamoDB Local (installing each with
 # npm ci the first time) and a single Cassandra node (installing its jars
 # with Maven the first time) so the DynamoDB and CQL backends run their
-# conformance suites too, then runs check. A second, idle DynamoDB Local
+# conformance suites too, then runs check with every backend selected
+# (EBB_TEST_BACKENDS=all: a backend without its endpoint fails the run,
+# never skips). A second, idle DynamoDB Local
 # (EBB_DYNAMODB_TTL_ENDPOINT) serves the test of its native TTL process.
 # Prometheus's promtool (Debian's prometheus package, installed when
 # missing) checks and unit-tests docs/prometheus/alerts.yml. Debian's
 # chromium (installed when missing) runs the dashboard's browser tests.
+test: override export EBB_TEST_BACKENDS = all
 test:
 	./scripts/with-chromium.sh ./scripts/with-promtool.sh ./scripts/with-dynalite.sh ./scripts/with-dynamodb-local.sh \
 		env EBB_DYNAMODB_LOCAL_VAR=EBB_DYNAMODB_TTL_ENDPOINT ./scripts/with-dynamodb-local.sh \
 		./scripts/with-cassandra.sh $(MAKE) --no-print-directory check
 
-# test-cql runs only the packages with CQL-backed tests, against a fresh
+# test-cql runs the CQL variants of the packages with CQL-backed tests
+# (EBB_TEST_BACKENDS=cql: no DynamoDB endpoint needed), against a fresh
 # Cassandra node, or against EBB_CQL_HOSTS when it is set:
 #   EBB_CQL_HOSTS=127.0.0.1:9042 make test-cql
+test-cql: export EBB_TEST_BACKENDS = cql
 test-cql:
 	./scripts/with-cassandra.sh $(GO) test -race -timeout 9m ./store/cql/... ./timeseries/ ./shardmgr/ ./lists/ ./expiry/ ./multitable/ ./migrate/cqllegacy/
 
-# check is vet, formatting and every test under the race detector, against
-# whatever EBB_DYNAMODB_ENDPOINT / EBB_DYNAMODB_LOCAL_ENDPOINT /
-# EBB_CQL_HOSTS the environment provides.
+# check is vet, formatting and every test under the race detector, with
+# every backend selected (EBB_TEST_BACKENDS=all), against the
+# EBB_DYNAMODB_ENDPOINT / EBB_DYNAMODB_LOCAL_ENDPOINT /
+# EBB_DYNAMODB_TTL_ENDPOINT / EBB_CQL_HOSTS the environment provides: one
+# that is missing fails the run. A plain `go test ./...` selects the
+# embedded backend alone and needs none of them.
+check: override export EBB_TEST_BACKENDS = all
 check:
 	$(GO) vet ./...
 	@unformatted="$$(find . -name '*.go' -not -path './.git/*' -not -path '*/node_modules/*' -not -path '*/testdata/*' -print0 | xargs -0 -r gofmt -l)"; \

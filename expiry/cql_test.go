@@ -9,8 +9,8 @@ import (
 )
 
 // TestCQL runs the expiry suite on the CQL backend at EBB_CQL_HOSTS (a
-// local Apache Cassandra under `make test`). It fails, never skips, when
-// no cluster is configured. Counts are scaled as for the DynamoDB
+// local Apache Cassandra under `make test`) when EBB_TEST_BACKENDS selects
+// cql, and then fails, never skips, when no cluster is configured. Counts are scaled as for the DynamoDB
 // emulators: every window costs one query per shard.
 func TestCQL(t *testing.T) {
 	cqltest.Require(t)

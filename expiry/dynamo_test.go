@@ -9,8 +9,9 @@ import (
 )
 
 // TestDynamo runs the expiry suite on the DynamoDB backend at
-// EBB_DYNAMODB_ENDPOINT (dynalite under `make test`). It fails, never skips,
-// when no endpoint is configured. Counts are scaled to an emulator: 2,000
+// EBB_DYNAMODB_ENDPOINT (dynalite under `make test`) when EBB_TEST_BACKENDS
+// selects dynalite, and then fails, never skips, when no endpoint is
+// configured. Counts are scaled to an emulator: 2,000
 // rows expire in the same second (100,000 on the embedded backend), and the
 // downtime caught up on is 10 minutes of 5 s windows over 4 shards, since
 // every window costs one query per shard.
@@ -25,7 +26,8 @@ func TestDynamo(t *testing.T) {
 
 // TestDynamoDBLocal runs the same suite on Amazon's DynamoDB Local at
 // EBB_DYNAMODB_LOCAL_ENDPOINT, where the backend writes batches with
-// TransactWriteItems. It fails, never skips, without the endpoint.
+// TransactWriteItems. Once selected, it fails, never skips, without the
+// endpoint.
 func TestDynamoDBLocal(t *testing.T) {
 	dynamotest.DynamoDBLocal.Require(t)
 	runSuite(t, testbackend.DynamoDBLocal, suiteConfig{

@@ -29,8 +29,8 @@ func TestMain(m *testing.M) {
 func TestPebbleCounts(t *testing.T) { checkCounts(t, testbackend.Pebble) }
 
 // TestDynamoCounts runs the same sequence on the DynamoDB backend at
-// EBB_DYNAMODB_ENDPOINT (scripts/with-dynalite.sh). It fails, never skips,
-// without one.
+// EBB_DYNAMODB_ENDPOINT (scripts/with-dynalite.sh) when EBB_TEST_BACKENDS
+// selects dynalite, and then fails, never skips, without one.
 func TestDynamoCounts(t *testing.T) {
 	dynamotest.Require(t)
 	checkCounts(t, testbackend.Dynamo)

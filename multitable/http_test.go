@@ -35,7 +35,8 @@ func TestHTTPTenantsPebble(t *testing.T) {
 	testHTTPTenants(t, testbackend.Pebble(t, nil))
 }
 
-// TestHTTPTenantsDynamo fails, never skips, without EBB_DYNAMODB_ENDPOINT.
+// TestHTTPTenantsDynamo runs when EBB_TEST_BACKENDS selects dynalite, and
+// then fails, never skips, without EBB_DYNAMODB_ENDPOINT.
 func TestHTTPTenantsDynamo(t *testing.T) {
 	testHTTPTenants(t, testbackend.Dynamo(t, time.Now))
 }

@@ -119,8 +119,8 @@ func TestAdminUsageMeteringOff(t *testing.T) {
 // one registry for the DB and the server) and holds the request units that
 // GET /v1/admin/usage and /metrics expose to the units worked out by hand.
 // It runs on the embedded backend and on DynamoDB at EBB_DYNAMODB_ENDPOINT
-// (scripts/with-dynalite.sh), and fails, never skips, without the endpoint:
-// the meter counts what the providers would bill, so the figures are the
+// (scripts/with-dynalite.sh) when EBB_TEST_BACKENDS selects it, and then
+// fails, never skips, without the endpoint: the meter counts what the providers would bill, so the figures are the
 // same on both.
 func TestAdminUsageCounts(t *testing.T) {
 	for _, b := range []testbackend.Named{{Name: "pebble", Open: testbackend.Pebble}, {Name: "dynamodb", Open: testbackend.Dynamo}} {

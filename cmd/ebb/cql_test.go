@@ -3,21 +3,20 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ebb-data/ebb/store/cql/cqltest"
 )
 
 // TestServeCQL runs `ebb serve --backend cql` on the cluster at
 // EBB_CQL_HOSTS (a local Apache Cassandra under `make test`) in a keyspace
 // of its own, and drives the index, list and shared-table API end to end.
-// It fails, never skips, without a cluster.
+// It runs when EBB_TEST_BACKENDS selects cql, and then fails, never skips,
+// without a cluster.
 func TestServeCQL(t *testing.T) {
-	hosts := os.Getenv("EBB_CQL_HOSTS")
-	if hosts == "" {
-		t.Fatal("EBB_CQL_HOSTS is not set: run `make test`, which starts Apache Cassandra, or point it at a cluster")
-	}
+	hosts := strings.Join(cqltest.Require(t), ",")
 	keyspace := fmt.Sprintf("ebbt_serve_%06x", rand.Uint32()&0xffffff)
 	p := startServe(t, "--addr", "127.0.0.1:0", "--backend", "cql", "--cql-hosts", hosts,
 		"--cql-keyspace", keyspace, "--cql-create-keyspace", "--cql-consistency", "ONE", "--lease-duration", "2s")

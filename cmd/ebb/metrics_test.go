@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/common/model"
 	"gopkg.in/yaml.v3"
 
+	"github.com/ebb-data/ebb/internal/testselect"
+	"github.com/ebb-data/ebb/store/cql/cqltest"
 	"github.com/ebb-data/ebb/store/dynamo/dynamotest"
 )
 
@@ -40,7 +42,8 @@ type family struct {
 // reads /metrics and checks that docs/api.md documents exactly the ebb_
 // metrics exported (name, type and labels), that no help text names Go
 // code, and that every metric the Grafana dashboard and the alert rules
-// query is one the server exports.
+// query is one the server exports. It needs every backend, so it runs
+// only when EBB_TEST_BACKENDS selects them all, as `make test` does.
 func TestMetrics(t *testing.T) {
 	exported := map[string]family{}
 	for _, b := range metricBackends(t) {
@@ -271,10 +274,11 @@ type metricBackend struct {
 // remote ones are required, as in the rest of this package's tests.
 func metricBackends(t *testing.T) []metricBackend {
 	t.Helper()
-	hosts := os.Getenv("EBB_CQL_HOSTS")
-	if hosts == "" {
-		t.Fatal("EBB_CQL_HOSTS is not set: run `make test`, which starts Apache Cassandra, or point it at a cluster")
-	}
+	// Every backend's metrics together must match the docs, so the test
+	// needs them all: it is skipped unless each is selected, and fails
+	// when a selected one has no endpoint.
+	testselect.Need(t, testselect.Pebble)
+	hosts := strings.Join(cqltest.Require(t), ",")
 	return []metricBackend{
 		{"pebble", []string{"--data", filepath.Join(t.TempDir(), "data")}},
 		{"dynamodb", []string{"--backend", "dynamodb", "--dynamodb-endpoint", dynamotest.Require(t),

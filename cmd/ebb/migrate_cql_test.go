@@ -22,7 +22,8 @@ import (
 // (created from the docs' own statement), the mapping flags the docs
 // show, rows expiring by the table's default TTL. A second migration
 // reaches the same table through --legacy-endpoint, on a session of its
-// own. It fails, never skips, without EBB_CQL_HOSTS.
+// own. It runs when EBB_TEST_BACKENDS selects cql, and then fails, never
+// skips, without EBB_CQL_HOSTS.
 func TestMigrateCQL(t *testing.T) {
 	ctx := t.Context()
 	st := cqltest.New(t, nil)

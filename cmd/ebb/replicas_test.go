@@ -6,22 +6,26 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ebb-data/ebb/store/dynamo/dynamotest"
 )
 
 // The endpoints the multi-replica test runs on: dynalite, and Amazon's
 // DynamoDB Local, which has transactions and a TTL process that really
-// deletes. `make test` starts both; the test fails, never skips, without
-// them.
-var replicaEndpoints = []struct{ name, env string }{
-	{"dynalite", "EBB_DYNAMODB_ENDPOINT"},
-	{"dynamodb-local", "EBB_DYNAMODB_LOCAL_ENDPOINT"},
+// deletes. `make test` starts both and selects them; a selected one
+// without its endpoint fails the test, never skips it.
+var replicaEndpoints = []struct {
+	name   string
+	target dynamotest.Target
+}{
+	{"dynalite", dynamotest.Dynalite},
+	{"dynamodb-local", dynamotest.DynamoDBLocal},
 }
 
 // TestReplicas runs three `ebb serve` processes on one DynamoDB endpoint
@@ -33,11 +37,7 @@ var replicaEndpoints = []struct{ name, env string }{
 func TestReplicas(t *testing.T) {
 	for _, ep := range replicaEndpoints {
 		t.Run(ep.name, func(t *testing.T) {
-			url := os.Getenv(ep.env)
-			if url == "" {
-				t.Fatalf("%s is not set: run `make test`, which starts the DynamoDB endpoints", ep.env)
-			}
-			testReplicas(t, url)
+			testReplicas(t, ep.target.Require(t))
 		})
 	}
 }

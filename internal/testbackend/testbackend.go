@@ -5,9 +5,12 @@
 // starts Amazon's DynamoDB Local and sets it). It is for _test files only;
 // feature code never picks a backend.
 //
-// Without their endpoints the DynamoDB factories fail the test rather than
-// skipping it, so that a run which did not cover DynamoDB cannot pass for
-// one that did.
+// EBB_TEST_BACKENDS (package internal/testselect) chooses which of them
+// run: the embedded backend alone by default, so that a plain
+// `go test ./...` needs nothing installed, and every one under `make test`.
+// An unselected backend's subtests are skipped and say so. A selected
+// remote backend without its endpoint fails the test rather than skipping
+// it, so that a run which did not cover it cannot pass for one that did.
 package testbackend
 
 import (
@@ -16,6 +19,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/ebb-data/ebb/internal/testselect"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/cql/cqltest"
 	"github.com/ebb-data/ebb/store/dynamo/dynamotest"
@@ -27,10 +31,12 @@ import (
 // (nil: time.Now). The test's cleanup closes it.
 type Factory = storetest.Factory
 
-// Named is a Factory with the name its subtests run under.
+// Named is a Factory with the name its subtests run under and the name
+// EBB_TEST_BACKENDS selects it by.
 type Named struct {
-	Name string
-	Open Factory
+	Name    string
+	Backend string
+	Open    Factory
 }
 
 // Pebble opens the embedded backend on an in-memory file system without
@@ -48,8 +54,9 @@ func Pebble(t testing.TB, now func() time.Time) store.Store {
 }
 
 // Dynamo opens the DynamoDB backend at EBB_DYNAMODB_ENDPOINT with a table
-// prefix of its own, and drops its tables when the test ends. It fails the
-// test when no endpoint is configured.
+// prefix of its own, and drops its tables when the test ends. It skips the
+// test unless dynalite is selected, and fails it when dynalite is selected
+// but no endpoint is configured.
 func Dynamo(t testing.TB, now func() time.Time) store.Store {
 	t.Helper()
 	return dynamotest.New(t, now)
@@ -58,28 +65,34 @@ func Dynamo(t testing.TB, now func() time.Time) store.Store {
 // DynamoDBLocal opens the DynamoDB backend on Amazon's DynamoDB Local at
 // EBB_DYNAMODB_LOCAL_ENDPOINT (scripts/with-dynamodb-local.sh starts it and
 // sets it), where batches go through TransactWriteItems. Like Dynamo, it
-// fails the test when no endpoint is configured.
+// skips the test unless dynamodb-local is selected, and fails it when
+// dynamodb-local is selected but no endpoint is configured.
 func DynamoDBLocal(t testing.TB, now func() time.Time) store.Store {
 	t.Helper()
 	return dynamotest.DynamoDBLocal.New(t, now)
 }
 
-// All returns every backend, in the order subtests run.
+// All returns every backend, selected or not, in the order subtests run.
 func All() []Named {
 	return []Named{
-		{Name: "pebble", Open: Pebble},
-		{Name: "dynamodb", Open: Dynamo},
-		{Name: "dynamodb-local", Open: DynamoDBLocal},
+		{Name: "pebble", Backend: testselect.Pebble, Open: Pebble},
+		{Name: "dynamodb", Backend: testselect.Dynalite, Open: Dynamo},
+		{Name: "dynamodb-local", Backend: testselect.DynamoDBLocal, Open: DynamoDBLocal},
 		// CQL at EBB_CQL_HOSTS (scripts/with-cassandra.sh starts Apache
-		// Cassandra and sets it), a keyspace per Store; fails without it.
-		{Name: "cql", Open: func(t testing.TB, now func() time.Time) store.Store { return cqltest.New(t, now) }},
+		// Cassandra and sets it), a keyspace per Store; fails without it
+		// when selected.
+		{Name: "cql", Backend: testselect.CQL, Open: func(t testing.TB, now func() time.Time) store.Store { return cqltest.New(t, now) }},
 	}
 }
 
-// Each runs fn once per backend, as a subtest named after it.
+// Each runs fn once per backend, as a subtest named after it; the subtests
+// of backends EBB_TEST_BACKENDS leaves out are skipped.
 func Each(t *testing.T, fn func(t *testing.T, open Factory)) {
 	t.Helper()
 	for _, b := range All() {
-		t.Run(b.Name, func(t *testing.T) { fn(t, b.Open) })
+		t.Run(b.Name, func(t *testing.T) {
+			testselect.Need(t, b.Backend)
+			fn(t, b.Open)
+		})
 	}
 }

@@ -2,17 +2,20 @@ package testbackend_test
 
 import (
 	"errors"
+	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/ebb-data/ebb/internal/testbackend"
+	"github.com/ebb-data/ebb/internal/testselect"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/storetest"
 )
 
-// TestEach checks that every backend runs, under its name, on a fresh store
-// whose read-resolved expiry follows the clock it was given.
+// TestEach checks that every selected backend runs, under its name, on a
+// fresh store whose read-resolved expiry follows the clock it was given,
+// and that the others do not.
 func TestEach(t *testing.T) {
 	spec := store.TableSpec{
 		Name:         "probe",
@@ -58,14 +61,30 @@ func TestEach(t *testing.T) {
 	})
 	var want []string
 	for _, b := range testbackend.All() {
-		want = append(want, "TestEach/"+b.Name)
+		if testselect.Selected(t, b.Backend) {
+			want = append(want, "TestEach/"+b.Name)
+		}
 	}
 	if !slices.Equal(ran, want) {
 		t.Fatalf("ran %v, want %v", ran, want)
 	}
-	for _, name := range []string{"TestEach/pebble", "TestEach/dynamodb", "TestEach/dynamodb-local"} {
-		if !slices.Contains(ran, name) {
-			t.Errorf("no %s subtest", name)
-		}
+	if len(ran) == 0 {
+		t.Fatalf("%s=%q selects no backend", testselect.Env, os.Getenv(testselect.Env))
+	}
+}
+
+// TestAllNamesEveryBackend checks that All offers every backend a selection
+// can name, each under the subtest name the suites have always used.
+func TestAllNamesEveryBackend(t *testing.T) {
+	var names, backends []string
+	for _, b := range testbackend.All() {
+		names = append(names, b.Name)
+		backends = append(backends, b.Backend)
+	}
+	if want := []string{"pebble", "dynamodb", "dynamodb-local", "cql"}; !slices.Equal(names, want) {
+		t.Errorf("subtest names %v, want %v", names, want)
+	}
+	if !slices.Equal(backends, testselect.Backends) {
+		t.Errorf("backends %v, want %v", backends, testselect.Backends)
 	}
 }

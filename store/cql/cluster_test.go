@@ -13,20 +13,24 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/ebb-data/ebb/internal/testselect"
 	"github.com/ebb-data/ebb/store"
 )
 
-// These tests need the cluster in EBB_CQL_HOSTS (they fail, never skip,
-// without it) and check what the conformance suite cannot see from the
-// outside: the native TTLs written, the default_time_to_live, the cleanup
-// of index entries, and how Open fails. They are in the package, not in
-// cqltest (which imports it), so they open Stores with a local helper.
+// These tests run when EBB_TEST_BACKENDS selects cql and then need the
+// cluster in EBB_CQL_HOSTS (they fail, never skip, without it). They check
+// what the conformance suite cannot see from the outside: the native TTLs
+// written, the default_time_to_live, the cleanup of index entries, and how
+// Open fails. They are in the package, not in cqltest (which imports it),
+// so they open Stores with a local helper.
 
 func testHosts(t *testing.T) []string {
 	t.Helper()
+	testselect.Need(t, testselect.CQL)
 	hosts := splitEnvHosts()
 	if len(hosts) == 0 {
-		t.Fatal("EBB_CQL_HOSTS is not set: run through `scripts/with-cassandra.sh go test ./store/cql/`")
+		t.Fatalf("%s=%q selects cql, but EBB_CQL_HOSTS is not set: run through `scripts/with-cassandra.sh go test ./store/cql/`",
+			testselect.Env, os.Getenv(testselect.Env))
 	}
 	return hosts
 }

@@ -12,7 +12,8 @@ import (
 // TestConformance runs the shared store suite against the cluster in
 // EBB_CQL_HOSTS (scripts/with-cassandra.sh starts an Apache Cassandra node);
 // each subtest gets a Store in a keyspace of its own, dropped when the
-// subtest ends. It fails, never skips, without the variable.
+// subtest ends. It runs when EBB_TEST_BACKENDS selects cql, and then
+// fails, never skips, without the variable.
 func TestConformance(t *testing.T) {
 	cqltest.Require(t)
 	storetest.Run(t, func(t testing.TB, now func() time.Time) store.Store {

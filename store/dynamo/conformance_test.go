@@ -23,9 +23,10 @@ func TestConformance(t *testing.T) {
 // TestConformanceDynamoDBLocal runs the suite again on Amazon's DynamoDB
 // Local in EBB_DYNAMODB_LOCAL_ENDPOINT, which has TransactWriteItems: there
 // single-partition batches take the transactional path, so the suite's
-// atomicity and concurrency cases cover it. It fails, never skips, without
-// the endpoint, and also when the endpoint turns out to have no
-// transactions, which would leave that path untested.
+// atomicity and concurrency cases cover it. Once EBB_TEST_BACKENDS selects
+// it, it fails, never skips, without the endpoint, and also when the
+// endpoint turns out to have no transactions, which would leave that path
+// untested.
 func TestConformanceDynamoDBLocal(t *testing.T) {
 	dynamotest.DynamoDBLocal.Require(t)
 	if caps := dynamotest.DynamoDBLocal.New(t, time.Now).Capabilities(); !caps.AtomicPartitionBatch || caps.MaxAtomicBatch != 100 {

@@ -3,7 +3,9 @@
 // Cassandra node and sets it). Each Store gets a keyspace of its own, named
 // after the test package (ebbt_<package>_<random>_<n>), so tests share one
 // cluster without seeing each other's tables; the keyspace and everything
-// in it is dropped when the test ends.
+// in it is dropped when the test ends. The CQL tests run only when
+// EBB_TEST_BACKENDS selects cql (package internal/testselect); selected
+// without EBB_CQL_HOSTS, they fail.
 package cqltest
 
 import (
@@ -20,6 +22,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/ebb-data/ebb/internal/testselect"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/cql"
 )
@@ -43,14 +46,17 @@ func Hosts() []string {
 	return out
 }
 
-// Require fails the test (it never skips) when EBB_CQL_HOSTS is not set,
+// Require skips the test when EBB_TEST_BACKENDS does not select cql, fails
+// it (it never skips) when cql is selected but EBB_CQL_HOSTS is not set,
 // and returns the hosts.
 func Require(t testing.TB) []string {
 	t.Helper()
+	testselect.Need(t, testselect.CQL)
 	hosts := Hosts()
 	if len(hosts) == 0 {
-		t.Fatalf("%s is not set: run the CQL tests through `scripts/with-cassandra.sh go test ...`, "+
-			"which starts a Cassandra node and sets it, or point %s at a CQL cluster (host:port,...)", EnvHosts, EnvHosts)
+		t.Fatalf("%s=%q selects cql, but %s is not set: run the CQL tests through `scripts/with-cassandra.sh go test ...`, "+
+			"which starts a Cassandra node and sets it, or point %s at a CQL cluster (host:port,...)",
+			testselect.Env, os.Getenv(testselect.Env), EnvHosts, EnvHosts)
 	}
 	return hosts
 }

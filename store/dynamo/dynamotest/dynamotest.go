@@ -6,7 +6,9 @@
 // TTL process; DynamoDB Local has both, so the transactional write path and
 // native TTL run there. Each Store gets a table prefix of its own, so tests
 // share one endpoint without seeing each other's tables, and its tables are
-// dropped when the test ends.
+// dropped when the test ends. A target runs only when EBB_TEST_BACKENDS
+// selects it (package internal/testselect); selected without its endpoint,
+// it fails the test.
 package dynamotest
 
 import (
@@ -21,6 +23,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/ebb-data/ebb/internal/testselect"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/dynamo"
 )
@@ -41,32 +44,39 @@ type Target struct {
 	Env string
 	// Script starts the endpoint and sets Env.
 	Script string
+	// Backend is the name EBB_TEST_BACKENDS selects it by.
+	Backend string
 }
 
 // Targets.
 var (
-	Dynalite      = Target{Name: "dynamodb", Env: EnvEndpoint, Script: "scripts/with-dynalite.sh"}
-	DynamoDBLocal = Target{Name: "dynamodb-local", Env: EnvLocalEndpoint, Script: "scripts/with-dynamodb-local.sh"}
+	Dynalite = Target{Name: "dynamodb", Env: EnvEndpoint, Script: "scripts/with-dynalite.sh",
+		Backend: testselect.Dynalite}
+	DynamoDBLocal = Target{Name: "dynamodb-local", Env: EnvLocalEndpoint, Script: "scripts/with-dynamodb-local.sh",
+		Backend: testselect.DynamoDBLocal}
 	// DynamoDBLocalTTL is an idle DynamoDB Local of its own for the test
 	// of its native TTL process, which scans every table of the instance
 	// and falls minutes behind when the other suites' tables share it.
 	DynamoDBLocalTTL = Target{Name: "dynamodb-local-ttl", Env: "EBB_DYNAMODB_TTL_ENDPOINT",
-		Script: "EBB_DYNAMODB_LOCAL_VAR=EBB_DYNAMODB_TTL_ENDPOINT scripts/with-dynamodb-local.sh"}
+		Script:  "EBB_DYNAMODB_LOCAL_VAR=EBB_DYNAMODB_TTL_ENDPOINT scripts/with-dynamodb-local.sh",
+		Backend: testselect.DynamoDBLocal}
 )
 
 // Endpoint returns the target's endpoint, or "" when none is configured.
 func (g Target) Endpoint() string { return os.Getenv(g.Env) }
 
-// Require fails the test (it never skips) when the target's endpoint is not
-// configured.
+// Require skips the test when EBB_TEST_BACKENDS does not select the
+// target, and fails it (it never skips) when the target is selected but its
+// endpoint is not configured.
 func (g Target) Require(t testing.TB) string {
 	t.Helper()
+	testselect.Need(t, g.Backend)
 	ep := g.Endpoint()
 	if ep == "" {
-		t.Fatalf("%s is not set: run the DynamoDB tests with `make test`, or through "+
+		t.Fatalf("%s=%q selects %s, but %s is not set: run the DynamoDB tests with `make test`, or through "+
 			"`scripts/with-dynalite.sh scripts/with-dynamodb-local.sh go test ...`, which start "+
 			"dynalite and DynamoDB Local, or point %s at a DynamoDB API endpoint (%s starts one)",
-			g.Env, g.Env, g.Script)
+			testselect.Env, os.Getenv(testselect.Env), g.Backend, g.Env, g.Env, g.Script)
 	}
 	return ep
 }
@@ -99,8 +109,8 @@ func (g Target) New(t testing.TB, now func() time.Time) *dynamo.Store {
 // Endpoint returns the endpoint in EBB_DYNAMODB_ENDPOINT, or "".
 func Endpoint() string { return Dynalite.Endpoint() }
 
-// Require fails the test (it never skips) when EBB_DYNAMODB_ENDPOINT is not
-// set.
+// Require is Dynalite.Require: it skips the test unless dynalite is
+// selected, and fails it when EBB_DYNAMODB_ENDPOINT is not set.
 func Require(t testing.TB) string {
 	t.Helper()
 	return Dynalite.Require(t)
