@@ -98,3 +98,16 @@ func Need(t testing.TB, backend string) {
 			backend, Env, os.Getenv(Env), Default, Env, backend)
 	}
 }
+
+// Everything reports whether the selection names every backend, as `make
+// test` does. Tests of other outside parts (the browser the dashboard's
+// tests drive) take it to mean that their part is required too: missing,
+// it fails them rather than skips them.
+func Everything(t testing.TB) bool {
+	t.Helper()
+	picked, err := Parse(os.Getenv(Env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(picked) == len(Backends)
+}
