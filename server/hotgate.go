@@ -570,18 +570,21 @@ func isToken(b []byte) bool {
 	return true
 }
 
-var tokenByte = func() (t [256]bool) {
+var tokenByte = alnumAnd("!#$%&'*+-.^_`|~")
+
+// alnumAnd is the set of ASCII letters, digits and the bytes of extra.
+func alnumAnd(extra string) (t [256]bool) {
 	for c := '0'; c <= '9'; c++ {
 		t[c] = true
 	}
 	for c := 'a'; c <= 'z'; c++ {
 		t[c], t[c-'a'+'A'] = true, true
 	}
-	for _, c := range "!#$%&'*+-.^_`|~" {
+	for _, c := range extra {
 		t[c] = true
 	}
 	return t
-}()
+}
 
 // validValue reports whether b holds no control characters but tabs, as
 // net/http requires of header values.
@@ -605,15 +608,4 @@ func validHost(b []byte) bool {
 	return true
 }
 
-var hostByte = func() (t [256]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c], t[c-'a'+'A'] = true, true
-	}
-	for _, c := range "!$%&'()*+,-.:;=[]_~" {
-		t[c] = true
-	}
-	return t
-}()
+var hostByte = alnumAnd("!$%&'()*+,-.:;=[]_~")
