@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,23 +18,9 @@ import (
 	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 )
 
-// lockedBuf is a log sink for concurrent writers.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuf) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
 // records counts the log records written so far.
-func (w *lockedBuf) records() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return strings.Count(w.b.String(), "level=")
+func (l *lockedBuffer) records() int {
+	return strings.Count(l.String(), "level=")
 }
 
 // cpuTime is the CPU time this process has used, user and system.
@@ -69,7 +54,7 @@ var blobSpec = store.TableSpec{
 func TestFullDiskWithoutFloorRecovers(t *testing.T) {
 	ctx := context.Background()
 	disk := faultfs.NewQuota(vfs.NewMem(), "db", 24<<20)
-	var logs lockedBuf
+	var logs lockedBuffer
 	st, err := ebbpebble.Open("db", ebbpebble.Options{FS: disk, MemTableSize: 16 << 20, MinFreeBytes: -1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +152,7 @@ func TestFullDiskWithoutFloorRecovers(t *testing.T) {
 func TestFullDiskFlushRetriesBackOff(t *testing.T) {
 	ctx := context.Background()
 	full := &faultfs.Fault{Class: faultfs.SSTable, Op: faultfs.Write, Errno: syscall.ENOSPC}
-	var logs lockedBuf
+	var logs lockedBuffer
 	st, err := ebbpebble.Open("db", ebbpebble.Options{FS: faultfs.Wrap(vfs.NewMem(), full), MemTableSize: 1 << 20, MinFreeBytes: -1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
