@@ -63,17 +63,7 @@ func TestFullDiskWithoutFloorRecovers(t *testing.T) {
 	if err := st.CreateTable(ctx, blobSpec); err != nil {
 		t.Fatal(err)
 	}
-	payload := func(i int) []byte {
-		p := make([]byte, 64<<10)
-		x := uint64(i)*0x9E3779B97F4A7C15 + 1
-		for j := range p {
-			x ^= x << 13
-			x ^= x >> 7
-			x ^= x << 17
-			p[j] = byte(x)
-		}
-		return p
-	}
+	payload := incompressible
 	put := func(table string, i int) error {
 		return st.Write(ctx, table, []store.Mutation{{Kind: store.Upsert, Partition: []any{"a"}, Clustering: []any{int64(i)}, Cells: []store.Cell{{Column: "payload", Value: payload(i)}}}})
 	}

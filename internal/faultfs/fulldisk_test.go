@@ -68,17 +68,7 @@ func TestFullDisk(t *testing.T) {
 	}
 
 	// Fill the disk with incompressible payloads until the floor refuses.
-	payload := func(i int) []byte {
-		p := make([]byte, 64<<10)
-		x := uint64(i)*0x9E3779B97F4A7C15 + 1
-		for j := range p {
-			x ^= x << 13
-			x ^= x >> 7
-			x ^= x << 17
-			p[j] = byte(x)
-		}
-		return p
-	}
+	payload := incompressible
 	written, refused := 0, error(nil)
 	for i := 0; i < 2000 && refused == nil; i++ {
 		batch := make([]client.Event, 4)
@@ -172,4 +162,18 @@ func series(t *testing.T, reg *prometheus.Registry, name string, match func(map[
 	}
 	t.Fatalf("no series %s", name)
 	return 0
+}
+
+// incompressible is 64 KiB of pseudo-random bytes (xorshift seeded by i),
+// which Pebble's compression cannot shrink, so each takes its size on disk.
+func incompressible(i int) []byte {
+	p := make([]byte, 64<<10)
+	x := uint64(i)*0x9E3779B97F4A7C15 + 1
+	for j := range p {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		p[j] = byte(x)
+	}
+	return p
 }
