@@ -36,7 +36,7 @@ type Backup struct {
 // wrapping store.ErrInvalid, an existing one with store.ErrConflict, and a
 // disk without room with store.ErrInsufficientStorage.
 func (db *DB) Backup(ctx context.Context, dir string) (Backup, error) {
-	cp, ok := db.raw.(store.Checkpointer)
+	cp, ok := store.As[store.Checkpointer](db.st)
 	if !ok {
 		return Backup{}, ErrBackupUnsupported
 	}

@@ -23,10 +23,11 @@ import (
 // features, and the background roles (shard manager, expiry sweeper) with
 // their leases. It is safe for concurrent use. Close it when done.
 type DB struct {
-	o       Options
-	raw     store.Store   // the backend as given or opened
-	meter   *meter.Store  // counts request units over raw; nil with NoMetering
-	exp     *expiry.Store // the decorated store every feature writes through
+	o Options
+	// st is the outermost store of the chain (expiry over meter over the
+	// backend), the one every feature writes through and closing which
+	// closes every layer; store.As reaches the others.
+	st      store.Store
 	indexes *timeseries.Service
 	// migrations routes the reads and writes of indexes that migrate off
 	// a legacy table.
@@ -58,13 +59,13 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 		return nil, err
 	}
 	o := opts.withDefaults()
-	db = &DB{o: o, raw: o.Store}
-	if db.raw == nil {
+	db = &DB{o: o, st: o.Store}
+	if db.st == nil {
 		st, err := ebbpebble.Open(o.Dir, ebbpebble.Options{Logger: o.Logger, Now: o.Now, MinFreeBytes: o.MinFreeBytes})
 		if err != nil {
 			return nil, fmt.Errorf("ebb: open %s: %w", o.Dir, err)
 		}
-		db.raw = st
+		db.st = st
 		if o.Registerer != nil {
 			if err := o.Registerer.Register(st.Collector()); err != nil {
 				_ = st.Close()
@@ -72,31 +73,36 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 			}
 		}
 	}
+	// A failed Open returns a nil DB, so the deferred close keeps its own
+	// reference to the one being built.
+	opened := db
 	defer func() {
 		if err != nil {
-			_ = db.closeStores()
+			_ = opened.closeStores()
 			db = nil
 		}
 	}()
 
 	// Metering sits next to the backend, so that it counts what the
 	// provider would bill, the expiry index's own writes included.
-	base := db.raw
 	if !o.NoMetering {
-		if db.meter, err = meter.Wrap(db.raw, meter.Options{Now: o.Now, Registerer: o.Registerer}); err != nil {
+		m, err := meter.Wrap(db.st, meter.Options{Now: o.Now, Registerer: o.Registerer})
+		if err != nil {
 			return nil, fmt.Errorf("ebb: %w", err)
 		}
-		base = db.meter
+		db.st = m
 	}
 	// Precise expiry decorates the store next, so every feature's writes
 	// carrying an expiry are indexed and swept.
-	if db.exp, err = expiry.Wrap(ctx, base, expiry.Options{
+	exp, err := expiry.Wrap(ctx, db.st, expiry.Options{
 		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, SweepInterval: o.SweepInterval,
 		SpecTTL: o.CacheTTL,
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("ebb: expiry: %w", err)
 	}
-	if db.indexes, err = timeseries.New(ctx, db.exp, timeseries.Options{
+	db.st = exp
+	if db.indexes, err = timeseries.New(ctx, db.st, timeseries.Options{
 		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer,
 		ReconcileInterval: o.ReconcileInterval, CacheTTL: o.CacheTTL,
 		// A crashed manager is replaced within two lease periods; the
@@ -109,17 +115,17 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: indexes: %w", err)
 	}
-	if db.migrations, err = migrate.New(ctx, db.exp, db.indexes, migrate.Options{
+	if db.migrations, err = migrate.New(ctx, db.st, db.indexes, migrate.Options{
 		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, CacheTTL: o.CacheTTL, Open: db.openLegacy,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: migrations: %w", err)
 	}
-	if db.tables, err = multitable.New(ctx, db.exp, multitable.Options{
+	if db.tables, err = multitable.New(ctx, db.st, multitable.Options{
 		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, RecordTTL: min(o.CacheTTL, time.Second),
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: shared tables: %w", err)
 	}
-	if db.lists, err = lists.New(ctx, db.exp, lists.Options{
+	if db.lists, err = lists.New(ctx, db.st, lists.Options{
 		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, FeatureCacheTTL: o.CacheTTL,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: lists: %w", err)
@@ -141,7 +147,7 @@ func (db *DB) Lists() *lists.Service { return db.lists }
 func (db *DB) Tables() *multitable.Registry { return db.tables }
 
 // Capabilities reports what the backend can do.
-func (db *DB) Capabilities() store.Capabilities { return db.raw.Capabilities() }
+func (db *DB) Capabilities() store.Capabilities { return db.st.Capabilities() }
 
 // Now is the DB's clock.
 func (db *DB) Now() time.Time { return db.o.Now() }
@@ -158,13 +164,13 @@ type TableUsage struct {
 
 // PhysicalTables lists every table of the backend with what it stores.
 func (db *DB) PhysicalTables(ctx context.Context) ([]TableUsage, error) {
-	infos, err := db.raw.Tables(ctx, "")
+	infos, err := db.st.Tables(ctx, "")
 	if err != nil {
 		return nil, err
 	}
 	out := make([]TableUsage, 0, len(infos))
 	for _, info := range infos {
-		st, err := db.raw.Stats(ctx, info.Spec.Name)
+		st, err := db.st.Stats(ctx, info.Spec.Name)
 		if errors.Is(err, store.ErrTableNotFound) {
 			continue // dropped since it was listed
 		}
@@ -179,7 +185,7 @@ func (db *DB) PhysicalTables(ctx context.Context) ([]TableUsage, error) {
 // SharedTableUsage reports every shared (logical) table with its live
 // items and bytes.
 func (db *DB) SharedTableUsage(ctx context.Context) ([]multitable.TableUsage, error) {
-	return multitable.Usage(ctx, db.exp)
+	return multitable.Usage(ctx, db.st)
 }
 
 // Ready reports whether the DB can serve: the backend answers and takes
@@ -187,13 +193,13 @@ func (db *DB) SharedTableUsage(ctx context.Context) ([]multitable.TableUsage, er
 // shard manager has completed a pass here or runs on another replica, so
 // shards exist ahead. It returns an error saying what is missing.
 func (db *DB) Ready(ctx context.Context) error {
-	if _, err := db.raw.Tables(ctx, store.MetaTable); err != nil {
+	if _, err := db.st.Tables(ctx, store.MetaTable); err != nil {
 		return fmt.Errorf("backend not answering: %w", err)
 	}
 	// A backend that refuses writes after a disk fault, or found a corrupt
 	// block, is not ready, so that a load balancer sends traffic
 	// elsewhere; it still serves what it can read.
-	if h, ok := db.raw.(store.HealthReporter); ok {
+	if h, ok := store.As[store.HealthReporter](db.st); ok {
 		if err := h.Health(); err != nil {
 			return err
 		}
@@ -239,13 +245,9 @@ func (db *DB) Close() error {
 	return db.closeErr
 }
 
-// closeStores closes the decorator and the backend. A decorator may or
-// may not close what it wraps, and Close is safe twice, so both are.
+// closeStores closes the chain: each decorator closes the store it wraps,
+// so closing the outermost closes the expiry decorator, then the meter,
+// then the backend, each once.
 func (db *DB) closeStores() error {
-	var errs []error
-	if db.exp != nil {
-		errs = append(errs, db.exp.Close())
-	}
-	errs = append(errs, db.raw.Close())
-	return errors.Join(errs...)
+	return db.st.Close()
 }

@@ -206,3 +206,67 @@ func TestManagerBudgetIsEnforced(t *testing.T) {
 		t.Fatalf("a second index of 1s shards: %v, want ErrShardBudget", err)
 	}
 }
+
+// closeCounter is a backend that counts its Close calls. It hides the
+// embedded store's optional interfaces, as a remote backend has none.
+type closeCounter struct {
+	store.Store
+	closes int
+}
+
+func (c *closeCounter) Close() error {
+	c.closes++
+	return c.Store.Close()
+}
+
+// TestCloseClosesEveryLayerOnce checks that DB.Close closes the chain of
+// stores through its outermost one, so the backend under the meter and the
+// expiry decorator is closed exactly once however often Close is called,
+// and that the optional interfaces the backend lacks are not found through
+// the wrappers.
+func TestCloseClosesEveryLayerOnce(t *testing.T) {
+	for _, noMetering := range []bool{false, true} {
+		backend := &closeCounter{Store: memStore(t)}
+		db, err := ebb.Open(t.Context(), ebb.Options{Store: backend, NoBackground: true, NoMetering: noMetering})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Backup(t.Context(), t.TempDir()+"/b"); !errors.Is(err, ebb.ErrBackupUnsupported) {
+			t.Errorf("NoMetering=%v: Backup on a backend without checkpoints = %v, want ErrBackupUnsupported", noMetering, err)
+		}
+		if _, err := db.Usage(t.Context(), false); (err == nil) == noMetering {
+			t.Errorf("NoMetering=%v: Usage = %v", noMetering, err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatalf("NoMetering=%v: Close: %v", noMetering, err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatalf("NoMetering=%v: second Close: %v", noMetering, err)
+		}
+		if backend.closes != 1 {
+			t.Errorf("NoMetering=%v: backend closed %d times, want 1", noMetering, backend.closes)
+		}
+		if _, err := backend.Tables(t.Context(), ""); !errors.Is(err, store.ErrClosed) {
+			t.Errorf("NoMetering=%v: backend after Close: %v, want ErrClosed", noMetering, err)
+		}
+	}
+}
+
+// TestOpenFailureClosesTheBackendOnce checks that an Open failing after
+// the wrappers were stacked closes the backend once, through them.
+func TestOpenFailureClosesTheBackendOnce(t *testing.T) {
+	backend := &closeCounter{Store: memStore(t)}
+	reg := prometheus.NewRegistry()
+	// The second Open on one registry fails registering its metrics.
+	db, err := ebb.Open(t.Context(), ebb.Options{Store: memStore(t), NoBackground: true, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := ebb.Open(t.Context(), ebb.Options{Store: backend, NoBackground: true, Registerer: reg}); err == nil {
+		t.Fatal("a second Open on one registry succeeded")
+	}
+	if backend.closes != 1 {
+		t.Errorf("backend closed %d times, want 1", backend.closes)
+	}
+}

@@ -36,7 +36,7 @@ func (db *DB) openLegacy(ctx context.Context, cfg migrate.LegacyConfig) (migrate
 	if cfg.Kind != migrate.KindDynamoDB {
 		return nil, fmt.Errorf("%w: ebb: legacy sources of kind %q are not supported", store.ErrInvalid, cfg.Kind)
 	}
-	if ds, ok := db.raw.(*dynamo.Store); ok && cfg.Endpoint == "" && cfg.Region == "" {
+	if ds, ok := store.As[*dynamo.Store](db.st); ok && cfg.Endpoint == "" && cfg.Region == "" {
 		return dynamolegacy.Open(ctx, ds.Client(), cfg)
 	}
 	var opts []func(*config.LoadOptions) error
@@ -79,7 +79,7 @@ func (c legacyCredentials) Retrieve(ctx context.Context) (aws.Credentials, error
 // cluster, or from a server on another backend) uses the CQL driver's
 // defaults: no authentication, no TLS, LOCAL_QUORUM.
 func (db *DB) openLegacyCQL(ctx context.Context, cfg migrate.LegacyConfig) (migrate.Source, error) {
-	if cs, ok := db.raw.(*cql.Store); ok && cfg.Endpoint == "" {
+	if cs, ok := store.As[*cql.Store](db.st); ok && cfg.Endpoint == "" {
 		src, err := cqllegacy.Open(ctx, cs.Client(), cfg, cqllegacy.Options{})
 		return src, cqlCredentials(err)
 	}

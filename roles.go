@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ebb-data/ebb/expiry"
 	"github.com/ebb-data/ebb/internal/lease"
 	"github.com/ebb-data/ebb/internal/loop"
 	"github.com/ebb-data/ebb/store"
@@ -69,13 +70,11 @@ func (db *DB) startRoles() error {
 	if err != nil {
 		return err
 	}
-	exclusive := !db.raw.Capabilities().SharedAcrossProcesses
-	// Leases renew through the meter, so that their writes count as the
-	// catalog's cost.
-	var leaseStore store.Store = db.raw
-	if db.meter != nil {
-		leaseStore = db.meter
-	}
+	exclusive := !db.st.Capabilities().SharedAcrossProcesses
+	// Leases renew below the expiry decorator, through the meter when there
+	// is one, so that their writes count as the catalog's cost.
+	exp, _ := store.As[*expiry.Store](db.st)
+	leaseStore := exp.Unwrap()
 	mk := func(name string, interval time.Duration, next func() time.Duration, pass func(context.Context) error) error {
 		l, err := lease.New(lease.Options{
 			Store: leaseStore, Role: name, Holder: o.ReplicaID, Duration: o.LeaseDuration,
@@ -102,7 +101,7 @@ func (db *DB) startRoles() error {
 	if err := mk(RoleShardManager, o.ReconcileInterval, mgr.NextRun, managerPass); err != nil {
 		return err
 	}
-	if err := mk(RoleSweeper, o.SweepInterval, nil, db.exp.Sweeper().Pass); err != nil {
+	if err := mk(RoleSweeper, o.SweepInterval, nil, exp.Sweeper().Pass); err != nil {
 		return err
 	}
 	// Every action the manager applies is fenced by its lease.

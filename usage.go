@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ebb-data/ebb/meter"
+	"github.com/ebb-data/ebb/store"
 )
 
 // ErrNoMetering is returned by Usage when the DB was opened with
@@ -18,10 +19,11 @@ var ErrNoMetering = errors.New("ebb: metering is off (Options.NoMetering)")
 // backend's table statistics: exact and cheap on the embedded backend, a
 // scan of every table on remote ones.
 func (db *DB) Usage(ctx context.Context, storage bool) (meter.Usage, error) {
-	if db.meter == nil {
+	m, ok := store.As[*meter.Store](db.st)
+	if !ok {
 		return meter.Usage{}, ErrNoMetering
 	}
-	u := db.meter.Usage()
+	u := m.Usage()
 	if !storage {
 		return u, nil
 	}

@@ -24,13 +24,19 @@ type Store struct {
 	sweep   *Sweeper
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store   = (*Store)(nil)
+	_ store.Wrapper = (*Store)(nil)
+)
 
 // Wrap returns a decorator over inner. It creates IndexTable and
 // store.MetaTable if needed and, on first use, records the sweeper's
 // watermark and the index layout. The Sweeper is created but runs no
 // passes of its own: whoever owns the schedule calls Pass or SweepOnce.
 // Closing the returned Store closes inner and nothing else.
+// The decorator declares store.DeferredWriter itself, since it must index
+// every write; other optional interfaces of inner are found through Unwrap
+// with store.As.
 func Wrap(ctx context.Context, inner store.Store, opts Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -61,8 +67,9 @@ func Wrap(ctx context.Context, inner store.Store, opts Options) (*Store, error) 
 	return s, nil
 }
 
-// Inner returns the wrapped Store.
-func (s *Store) Inner() store.Store { return s.inner }
+// Unwrap returns the wrapped Store, so that store.As finds the optional
+// interfaces this decorator does not declare (see store.Wrapper).
+func (s *Store) Unwrap() store.Store { return s.inner }
 
 // Sweeper returns the sweeper that deletes the rows this Store indexes.
 func (s *Store) Sweeper() *Sweeper { return s.sweep }
@@ -130,7 +137,7 @@ func (s *Store) Scan(ctx context.Context, table string, q store.Query, fn func(*
 // the wrapped Store can.
 func (s *Store) writeInner(ctx context.Context, table string, batch []store.Mutation, deferred bool) error {
 	if deferred {
-		if dw, ok := s.inner.(store.DeferredWriter); ok {
+		if dw, ok := store.As[store.DeferredWriter](s.inner); ok {
 			return dw.WriteDeferred(ctx, table, batch)
 		}
 	}
@@ -244,7 +251,7 @@ func (s *Store) writeEntries(ctx context.Context, entries []entry) error {
 	for i := range entries {
 		muts[i] = entries[i].upsert()
 	}
-	if dw, ok := s.inner.(store.DeferredWriter); ok {
+	if dw, ok := store.As[store.DeferredWriter](s.inner); ok {
 		return dw.WriteDeferred(ctx, IndexTable, muts)
 	}
 	return s.inner.Write(ctx, IndexTable, muts)

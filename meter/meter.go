@@ -49,11 +49,13 @@ type Store struct {
 var (
 	_ store.Store          = (*Store)(nil)
 	_ store.DeferredWriter = (*Store)(nil)
-	_ store.Checkpointer   = (*Store)(nil)
-	_ store.HealthReporter = (*Store)(nil)
+	_ store.Wrapper        = (*Store)(nil)
 )
 
 // Wrap returns a metering decorator over inner. Closing it closes inner.
+// The decorator declares store.DeferredWriter itself, since it must count
+// every write; other optional interfaces of inner (store.Checkpointer,
+// store.HealthReporter) are found through Unwrap with store.As.
 func Wrap(inner store.Store, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -88,8 +90,8 @@ func Wrap(inner store.Store, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Inner returns the wrapped Store.
-func (s *Store) Inner() store.Store { return s.inner }
+// Unwrap returns the wrapped Store (see store.Wrapper).
+func (s *Store) Unwrap() store.Store { return s.inner }
 
 // Usage returns what has been counted so far. Its times carry no monotonic
 // clock reading, so that the time between them is the same read from the
@@ -189,7 +191,7 @@ func (s *Store) Write(ctx context.Context, table string, batch []store.Mutation)
 // WriteDeferred is the wrapped Store's WriteDeferred when it has one (see
 // store.DeferredWriter), otherwise Write.
 func (s *Store) WriteDeferred(ctx context.Context, table string, batch []store.Mutation) error {
-	dw, ok := s.inner.(store.DeferredWriter)
+	dw, ok := store.As[store.DeferredWriter](s.inner)
 	if !ok {
 		return s.Write(ctx, table, batch)
 	}
@@ -584,29 +586,6 @@ func (s *Store) Stats(ctx context.Context, table string) (store.TableStats, erro
 
 // Capabilities reports the wrapped Store's capabilities.
 func (s *Store) Capabilities() store.Capabilities { return s.inner.Capabilities() }
-
-// ErrNoCheckpoint is returned by Checkpoint when the wrapped Store cannot
-// take one.
-var ErrNoCheckpoint = fmt.Errorf("%w: meter: the backend cannot take a checkpoint", store.ErrInvalid)
-
-// Checkpoint is the wrapped Store's Checkpoint (see store.Checkpointer);
-// ErrNoCheckpoint when it has none.
-func (s *Store) Checkpoint(ctx context.Context, dir string) (int64, error) {
-	cp, ok := s.inner.(store.Checkpointer)
-	if !ok {
-		return 0, ErrNoCheckpoint
-	}
-	return cp.Checkpoint(ctx, dir)
-}
-
-// Health is the wrapped Store's Health (see store.HealthReporter); nil
-// when it reports none.
-func (s *Store) Health() error {
-	if h, ok := s.inner.(store.HealthReporter); ok {
-		return h.Health()
-	}
-	return nil
-}
 
 // Close closes the wrapped Store.
 func (s *Store) Close() error { return s.inner.Close() }

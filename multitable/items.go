@@ -337,7 +337,7 @@ func (g *Registry) dropEntry(ctx context.Context, t tableRef, e entry) {
 // item write that follows it is: on a backend with one ordered log
 // (store.DeferredWriter) it rides that write's sync.
 func (g *Registry) writeDeferred(ctx context.Context, muts []store.Mutation) error {
-	if dw, ok := g.st.(store.DeferredWriter); ok {
+	if dw, ok := store.As[store.DeferredWriter](g.st); ok {
 		return dw.WriteDeferred(ctx, ItemsTable, muts)
 	}
 	return g.st.Write(ctx, ItemsTable, muts)
