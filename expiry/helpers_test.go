@@ -14,6 +14,7 @@ import (
 
 	"github.com/ebb-data/ebb/internal/loop"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 	"github.com/ebb-data/ebb/store/storetest"
 )
 
@@ -66,9 +67,9 @@ func (c *countingStore) Write(ctx context.Context, table string, batch []store.M
 	return err
 }
 
-func (c *countingStore) Query(ctx context.Context, table string, q store.Query) (store.Page, error) {
+func (c *countingStore) Scan(ctx context.Context, table string, q store.Query, fn func(*store.RawRow) error) ([]byte, error) {
 	c.queries.Add(1)
-	return c.Store.Query(ctx, table, q)
+	return c.Store.Scan(ctx, table, q, fn)
 }
 
 func (c *countingStore) Get(ctx context.Context, table string, p, ck []any) (store.Row, error) {
@@ -76,9 +77,9 @@ func (c *countingStore) Get(ctx context.Context, table string, p, ck []any) (sto
 	return c.Store.Get(ctx, table, p, ck)
 }
 
-func (c *countingStore) Tables(ctx context.Context, prefix string) ([]store.TableInfo, error) {
+func (c *countingStore) Spec(ctx context.Context, name string) (store.TableSpec, error) {
 	c.lookups.Add(1)
-	return c.Store.Tables(ctx, prefix)
+	return c.Store.Spec(ctx, name)
 }
 
 func (c *countingStore) QueryIndex(ctx context.Context, table, index string, p []any, v any) ([][]any, error) {
@@ -225,7 +226,7 @@ func (e *env) present(table string, partitions ...string) map[string][]int64 {
 	for _, p := range partitions {
 		q := store.Query{Partition: []any{p}, Limit: store.MaxLimit}
 		for {
-			page, err := e.raw.Query(e.ctx, table, q)
+			page, err := kit.Query(e.ctx, e.raw, table, q)
 			if err != nil {
 				e.t.Fatalf("Query %s %s: %v", table, p, err)
 			}
@@ -259,7 +260,7 @@ func (e *env) indexEntries(from, to time.Time) []entry {
 		for shard := range l.shards {
 			q := store.Query{Partition: []any{w, shard}, Limit: store.MaxLimit}
 			for {
-				page, err := e.raw.Query(e.ctx, IndexTable, q)
+				page, err := kit.Query(e.ctx, e.raw, IndexTable, q)
 				if err != nil {
 					e.t.Fatalf("Query %s: %v", IndexTable, err)
 				}

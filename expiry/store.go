@@ -16,7 +16,7 @@ type Store struct {
 	inner  store.Store
 	opts   Options
 	layout layout
-	specs  *specCache
+	specs  *kit.SpecCache[*store.TableSpec]
 	m      *metrics
 	maxRow int
 	// resolve validates a batch as the wrapped Store does.
@@ -55,7 +55,7 @@ func Wrap(ctx context.Context, inner store.Store, opts Options) (*Store, error) 
 		inner:   inner,
 		opts:    opts,
 		layout:  l,
-		specs:   newSpecCache(inner, opts.Now, opts.SpecTTL),
+		specs:   kit.NewSpecCache(inner, opts.SpecTTL, opts.Now, func(spec *store.TableSpec) *store.TableSpec { return spec }),
 		m:       m,
 		maxRow:  caps.MaxRowBytes,
 		resolve: kit.ResolveBatch,
@@ -148,7 +148,7 @@ func (s *Store) write(ctx context.Context, table string, batch []store.Mutation,
 	if !s.indexed(table) || !mayExpire(batch, true) {
 		return s.writeInner(ctx, table, batch, deferred)
 	}
-	spec, err := s.specs.get(ctx, table)
+	spec, err := s.specs.Get(ctx, table)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (s *Store) write(ctx context.Context, table string, batch []store.Mutation,
 	res, err := s.resolve(spec, batch, start, s.maxRow)
 	if err != nil {
 		// A stale cached spec must not refuse a valid write: read it again.
-		if spec, err = s.specs.refresh(ctx, table); err != nil {
+		if spec, err = s.specs.Refresh(ctx, table); err != nil {
 			return err
 		}
 		if res, err = s.resolve(spec, batch, start, s.maxRow); err != nil {
@@ -285,7 +285,7 @@ func (s *Store) reindex(ctx context.Context, table string, spec *store.TableSpec
 
 // CreateTable creates a table in the wrapped Store.
 func (s *Store) CreateTable(ctx context.Context, spec store.TableSpec) error {
-	defer s.specs.forget(spec.Name)
+	defer s.specs.Forget(spec.Name)
 	return s.inner.CreateTable(ctx, spec)
 }
 
@@ -296,7 +296,7 @@ func (s *Store) DropTable(ctx context.Context, name string) error {
 	if name == IndexTable {
 		return fmt.Errorf("%w: %s is managed by the expiry sweeper", store.ErrInvalid, IndexTable)
 	}
-	defer s.specs.forget(name)
+	defer s.specs.Forget(name)
 	return s.inner.DropTable(ctx, name)
 }
 
@@ -315,9 +315,9 @@ func (s *Store) Get(ctx context.Context, table string, partition, clustering []a
 	return s.inner.Get(ctx, table, partition, clustering)
 }
 
-// Query reads rows from the wrapped Store.
-func (s *Store) Query(ctx context.Context, table string, q store.Query) (store.Page, error) {
-	return s.inner.Query(ctx, table, q)
+// Spec returns a table's spec from the wrapped Store.
+func (s *Store) Spec(ctx context.Context, name string) (store.TableSpec, error) {
+	return s.inner.Spec(ctx, name)
 }
 
 // QueryIndex reads a local index of the wrapped Store.

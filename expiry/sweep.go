@@ -11,6 +11,7 @@ import (
 
 	"github.com/ebb-data/ebb/internal/parallel"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // Sweeper physically deletes the rows its Store indexed, once they expire.
@@ -164,7 +165,7 @@ func (sw *Sweeper) sweepPartition(ctx context.Context, w, shard int64, now time.
 		var page store.Page
 		err := sw.retry(ctx, func() error {
 			var err error
-			page, err = sw.inner.Query(ctx, IndexTable, q)
+			page, err = kit.Query(ctx, sw.inner, IndexTable, q)
 			return err
 		})
 		if err != nil {
@@ -266,7 +267,7 @@ func (sw *Sweeper) deleteRows(ctx context.Context, table string, entries []entry
 // under the table's spec are dropped. If the table is gone, every entry is
 // dropped.
 func (sw *Sweeper) deletions(ctx context.Context, table string, entries []entry, res *Result) ([]store.Mutation, []entry, error) {
-	spec, err := sw.s.specs.get(ctx, table)
+	spec, err := sw.s.specs.Get(ctx, table)
 	if errors.Is(err, store.ErrTableNotFound) {
 		sw.dropEntries("table_gone", len(entries), res)
 		return nil, nil, nil
@@ -282,7 +283,7 @@ func (sw *Sweeper) deletions(ctx context.Context, table string, entries []entry,
 		if err != nil && !refreshed {
 			// The table may have been re-created with another schema.
 			refreshed = true
-			if spec, err = sw.s.specs.refresh(ctx, table); err != nil {
+			if spec, err = sw.s.specs.Refresh(ctx, table); err != nil {
 				if errors.Is(err, store.ErrTableNotFound) {
 					sw.dropEntries("table_gone", len(entries), res)
 					return nil, nil, nil

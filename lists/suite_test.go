@@ -14,6 +14,7 @@ import (
 	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/lists"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // runSuite runs every behaviour test against one backend.
@@ -259,7 +260,7 @@ func testExpiry(t *testing.T, e *env) {
 	// package: read the rows directly.
 	e.clock.Set(start)
 	f, _ := e.svc.Feature(t.Context(), feat)
-	page, err := e.st.Query(t.Context(), f.Table, store.Query{Partition: []any{"alice"}, Limit: 10})
+	page, err := kit.Query(t.Context(), e.st, f.Table, store.Query{Partition: []any{"alice"}, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // Options configure Wrap. The zero value is valid.
@@ -22,7 +23,14 @@ type Options struct {
 	// Registerer receives ebb_request_units_total and
 	// ebb_metered_requests_total. Nil registers nothing.
 	Registerer prometheus.Registerer
+	// SpecTTL is how long what the meter read of a table's spec is trusted
+	// before it is read again, for a table created or dropped by another
+	// process. Zero means DefaultSpecTTL.
+	SpecTTL time.Duration
 }
+
+// DefaultSpecTTL is Options.SpecTTL's default.
+const DefaultSpecTTL = time.Minute
 
 // Store is a store.Store that counts what every operation would bill on
 // each provider model (see the package comment) and otherwise passes every
@@ -37,11 +45,9 @@ type Store struct {
 	since time.Time
 	c     *counters
 
-	// tables is what the meter knows of each table; mu serializes its
-	// changes.
-	tables tableMetas
-	mu     sync.Mutex
-	// scans recycles Scan's row tallies, so that a metered Scan allocates
+	// tables is what the meter knows of each table, derived from its spec.
+	tables *kit.SpecCache[*tableMeta]
+	// scans recycles Scan's tallies, so that a metered Scan allocates
 	// nothing of its own.
 	scans sync.Pool
 }
@@ -60,28 +66,17 @@ func Wrap(inner store.Store, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.SpecTTL <= 0 {
+		opts.SpecTTL = DefaultSpecTTL
+	}
 	s := &Store{inner: inner, now: opts.Now, since: opts.Now().Round(0), c: &counters{}}
+	s.tables = kit.NewSpecCache(inner, opts.SpecTTL, opts.Now, func(spec *store.TableSpec) *tableMeta {
+		return newTableMeta(spec.Name, spec, s.c)
+	})
 	none := newTableMeta("", nil, s.c)
 	none.dead.Store(true)
 	s.last.Store(none) // so that last is never nil
-	s.scans.New = func() any {
-		c := new(scanCount)
-		c.row = func(r *store.RawRow) error {
-			vals, present := 0, 0
-			for _, v := range r.Values {
-				vals += len(v)
-				if v != nil {
-					present++
-				}
-			}
-			c.rows++
-			c.ck += len(r.Clustering)
-			c.vals += vals
-			c.present += present
-			return c.fn(r)
-		}
-		return c
-	}
+	s.scans.New = func() any { return new(store.ScanTally) }
 	if opts.Registerer != nil {
 		if err := opts.Registerer.Register(newCollector(s.c)); err != nil {
 			return nil, fmt.Errorf("meter: register metrics: %w", err)
@@ -108,44 +103,28 @@ func (s *Store) meta(ctx context.Context, table string) *tableMeta {
 	return s.lookup(ctx, table)
 }
 
-// lookup is meta past the last table: the map, then the wrapped store.
+// lookup is meta past the last table: the spec cache, which reads the
+// wrapped store's spec when it has none or its copy is older than SpecTTL.
+// The last table looked up is reused until this meter creates or drops a
+// table: a table used without a break keeps the spec it was first read
+// with, which only estimates sizes.
 func (s *Store) lookup(ctx context.Context, table string) *tableMeta {
-	if t := s.tables.load(table); t != nil {
-		s.last.Store(t)
-		return t
-	}
-	gen := s.tables.gen.Load()
-	infos, err := s.inner.Tables(ctx, table)
+	t, err := s.tables.Get(ctx, table)
 	if err != nil {
 		return newTableMeta(table, nil, s.c)
 	}
-	for i := range infos {
-		if infos[i].Spec.Name != table {
-			continue
-		}
-		spec := infos[i].Spec
-		t := newTableMeta(table, &spec, s.c)
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		// A table created or dropped since the spec was read may have
-		// another spec now: use this one for this call only.
-		if s.tables.gen.Load() == gen {
-			s.tables.update(func(m map[string]*tableMeta) { m[table] = t })
-		}
-		return t
-	}
-	return newTableMeta(table, nil, s.c)
+	s.last.Store(t)
+	return t
 }
 
 // forget drops what the meter knows of a table about to be created or
 // dropped.
 func (s *Store) forget(table string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.tables.gen.Add(1)
-	if t := s.tables.load(table); t != nil {
+	if t, ok := s.tables.Forget(table); ok {
 		t.dead.Store(true)
-		s.tables.update(func(m map[string]*tableMeta) { delete(m, table) })
+	}
+	if t := s.last.Load(); t.name == table {
+		t.dead.Store(true)
 	}
 }
 
@@ -447,72 +426,40 @@ func (s *Store) countGetError(ctx context.Context, table string, err error) {
 	}
 }
 
-// Query reads rows from the wrapped Store.
-func (s *Store) Query(ctx context.Context, table string, q store.Query) (store.Page, error) {
-	page, err := s.inner.Query(ctx, table, q)
-	if err != nil {
-		return page, err
-	}
-	t := s.meta(ctx, table)
-	pk := tupleLen(q.Partition)
-	var pkKs int
-	for _, v := range q.Partition {
-		pkKs += keyspacesValueBytes(v) + 3
-	}
-	var d, k int
-	for i := range page.Rows {
-		r := &page.Rows[i]
-		rd, rk := t.rowValuesBytes(r)
-		d += dynamoKeyBytes(pk, tupleLen(r.Clustering)) + rd
-		k += pkKs + keyspacesKeyBytes(nil, r.Clustering) + keyspacesRowMetadata + rk
-	}
-	s.countRead(t.class, OpQuery, int64(len(page.Rows)), d, k)
-	return page, nil
-}
-
-// scanCount tallies the rows a Scan hands out. The callback only adds up
-// lengths; the sizes on each model are worked out once, at the end, with
-// every present value's attribute name taken as two bytes and numbers at
-// their 8 stored bytes. Tallies are recycled (Store.scans), with row, the
-// callback handed to the wrapped Scan, made once for each. tally is what a
-// store.TallyScanner adds up instead, kept here so that handing it over
-// allocates nothing.
-type scanCount struct {
-	fn                      func(*store.RawRow) error
-	row                     func(*store.RawRow) error
-	rows, ck, vals, present int
-	tally                   store.ScanTally
-}
-
-// sizes returns the bytes the rows scanned amount to on DynamoDB and on
-// Keyspaces.
-func (c *scanCount) sizes(t *tableMeta, partition []any) (d, k int) {
+// scanSizes returns the bytes the rows a Scan handed out, as tallied by
+// the wrapped Store (store.Query.Tally), amount to on DynamoDB and on
+// Keyspaces: the tally holds only lengths, and the sizes on each model are
+// worked out once, at the end, with every present value's attribute name
+// taken as two bytes and numbers at their 8 stored bytes.
+func scanSizes(c *store.ScanTally, t *tableMeta, partition []any) (d, k int) {
 	pk, pkKs := keySizes(partition)
 	pkKs += 3 * len(partition)
-	d = c.rows*(dynamoKeyBytes(pk, 0)+1+msBytes+t.nIndexed*(2+16)) + c.ck + c.vals + c.present*(2+2+msBytes)
-	k = c.rows*(pkKs+keyspacesRowMetadata) + c.ck + (c.ck+4)/5 + c.vals + c.present*t.colID
+	d = c.Rows*(dynamoKeyBytes(pk, 0)+1+msBytes+t.nIndexed*(2+16)) + c.ClusteringBytes + c.ValueBytes + c.Values*(2+2+msBytes)
+	k = c.Rows*(pkKs+keyspacesRowMetadata) + c.ClusteringBytes + (c.ClusteringBytes+4)/5 + c.ValueBytes + c.Values*t.colID
 	return d, k
 }
 
-// Scan reads through the wrapped Store's Scan, counting the rows handed
-// out.
+// Scan reads through the wrapped Store's Scan, which tallies the rows it
+// hands out in a recycled store.ScanTally (store.Query.Tally), so that a
+// metered Scan allocates nothing of its own and wraps no callback. A
+// tally the caller set is added to as well.
 func (s *Store) Scan(ctx context.Context, table string, q store.Query, fn func(*store.RawRow) error) ([]byte, error) {
-	c := s.scans.Get().(*scanCount)
-	var next []byte
-	var err error
-	if ts, ok := s.inner.(store.TallyScanner); ok {
-		next, err = ts.ScanTally(ctx, table, q, fn, &c.tally)
-		c.rows, c.ck, c.present, c.vals = c.tally.Rows, c.tally.ClusteringBytes, c.tally.Values, c.tally.ValueBytes
-	} else {
-		c.fn = fn
-		next, err = s.inner.Scan(ctx, table, q, c.row)
-	}
-	if err == nil || c.rows > 0 {
+	c := s.scans.Get().(*store.ScanTally)
+	outer := q.Tally
+	q.Tally = c
+	next, err := s.inner.Scan(ctx, table, q, fn)
+	if err == nil || c.Rows > 0 {
 		t := s.meta(ctx, table)
-		d, k := c.sizes(t, q.Partition)
-		s.countRead(t.class, OpQuery, int64(c.rows), d, k)
+		d, k := scanSizes(c, t, q.Partition)
+		s.countRead(t.class, OpQuery, int64(c.Rows), d, k)
 	}
-	*c = scanCount{row: c.row}
+	if outer != nil {
+		outer.Rows += c.Rows
+		outer.ClusteringBytes += c.ClusteringBytes
+		outer.Values += c.Values
+		outer.ValueBytes += c.ValueBytes
+	}
+	*c = store.ScanTally{}
 	s.scans.Put(c)
 	return next, err
 }
@@ -567,6 +514,11 @@ func (s *Store) DropTable(ctx context.Context, name string) error {
 		s.request(Classify(name), OpDropTable, 0, 0)
 	}
 	return err
+}
+
+// Spec returns a table's spec from the wrapped Store.
+func (s *Store) Spec(ctx context.Context, name string) (store.TableSpec, error) {
+	return s.inner.Spec(ctx, name)
 }
 
 // Tables lists tables of the wrapped Store.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 	"github.com/ebb-data/ebb/timeseries"
 )
 
@@ -76,7 +77,7 @@ func (t *TableSource) Query(ctx context.Context, r Range, _ time.Time) ([]Row, b
 			q.Low = b
 		}
 	}
-	page, err := t.st.Query(ctx, t.name, q)
+	page, err := kit.Query(ctx, t.st, t.name, q)
 	if err != nil {
 		return nil, false, fmt.Errorf("migrate: query legacy table %s: %w", t.name, err)
 	}
@@ -132,7 +133,7 @@ func (t *TableSource) Write(ctx context.Context, rows []Row) error {
 // Scan pages through the table in (index_id, timestamp, event_id) order.
 // The store hides expired rows, so every row scanned is live when read.
 func (t *TableSource) Scan(ctx context.Context, cursor []byte, limit int) ([]Row, []byte, float64, error) {
-	page, err := t.st.Query(ctx, t.name, store.Query{Partition: []any{tablePartition}, Limit: limit, PageToken: cursor})
+	page, err := kit.Query(ctx, t.st, t.name, store.Query{Partition: []any{tablePartition}, Limit: limit, PageToken: cursor})
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("migrate: scan legacy table %s: %w", t.name, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/ebb-data/ebb/expiry"
 	"github.com/ebb-data/ebb/meter"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 )
 
@@ -295,7 +296,7 @@ func BenchmarkList(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			after := spread(i % (benchItems - page))
-			p, err := st.Query(ctx, baselineSpec.Name, store.Query{Partition: []any{"bench"}, Low: store.Bound{Values: []any{after}}, Limit: page})
+			p, err := kit.Query(ctx, st, baselineSpec.Name, store.Query{Partition: []any{"bench"}, Low: store.Bound{Values: []any{after}}, Limit: page})
 			if err != nil || len(p.Rows) != page {
 				b.Fatalf("%d rows, %v", len(p.Rows), err)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // Tests of the guarded item writes: what a put and a delete cost, and the
@@ -283,7 +284,7 @@ func testLostRaceLeavesNoEntry(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	tr := rec.ref("t")
-	page, err := e.raw.Query(e.ctx, ItemsTable, store.Query{Partition: tr.entryPartition(tr.bucketOf(at(0).UnixMilli())), Limit: 10})
+	page, err := kit.Query(e.ctx, e.raw, ItemsTable, store.Query{Partition: tr.entryPartition(tr.bucketOf(at(0).UnixMilli())), Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -176,9 +176,9 @@ func (c *countingStore) Get(ctx context.Context, table string, p, ck []any) (sto
 	return c.Store.Get(ctx, table, p, ck)
 }
 
-func (c *countingStore) Query(ctx context.Context, table string, q store.Query) (store.Page, error) {
+func (c *countingStore) Scan(ctx context.Context, table string, q store.Query, fn func(*store.RawRow) error) ([]byte, error) {
 	c.queries.Add(1)
-	return c.Store.Query(ctx, table, q)
+	return c.Store.Scan(ctx, table, q, fn)
 }
 
 func (c *countingStore) setHook(h func(batch []store.Mutation) error) {

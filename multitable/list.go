@@ -8,6 +8,7 @@ import (
 
 	"github.com/ebb-data/ebb/internal/parallel"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // ListQuery selects a page of a logical table's items.
@@ -46,7 +47,7 @@ func walkBuckets(ctx context.Context, st store.Store, t tableRef, from *int64, f
 	}
 	var cur []bucketRow
 	for {
-		page, err := st.Query(ctx, ItemsTable, q)
+		page, err := kit.Query(ctx, st, ItemsTable, q)
 		if errors.Is(err, store.ErrTableNotFound) {
 			return nil
 		}
@@ -176,7 +177,7 @@ func (l *lister) scanBucket(ctx context.Context, b int64, rows []bucketRow, whol
 	seen := 0
 	for len(l.items) < l.want {
 		q.Limit = min(l.want-len(l.items), store.MaxLimit)
-		page, err := l.g.st.Query(ctx, ItemsTable, q)
+		page, err := kit.Query(ctx, l.g.st, ItemsTable, q)
 		if err != nil {
 			return fmt.Errorf("list %s: %w", l.t.name, err)
 		}
@@ -317,7 +318,7 @@ func (g *Registry) retireBucket(ctx context.Context, t tableRef, b int64, rows [
 		g.log.Warn("could not retire an empty bucket", "table", t.name, "err", err)
 		return
 	}
-	page, err := g.st.Query(ctx, ItemsTable, store.Query{Partition: t.entryPartition(b), Limit: 1})
+	page, err := kit.Query(ctx, g.st, ItemsTable, store.Query{Partition: t.entryPartition(b), Limit: 1})
 	if err == nil && len(page.Rows) == 0 {
 		g.metrics.retired.Inc()
 		return

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // MetaKind is the store.Meta kind under which logical tables are recorded.
@@ -422,7 +423,7 @@ func (g *Registry) purge(ctx context.Context, t tableRef) (int, error) {
 			q.Limit = 1
 		}
 		for {
-			page, err := g.st.Query(ctx, ItemsTable, q)
+			page, err := kit.Query(ctx, g.st, ItemsTable, q)
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // TableUsage is what one logical table holds.
@@ -36,7 +37,7 @@ func Usage(ctx context.Context, st store.Store) ([]TableUsage, error) {
 		err := walkBuckets(ctx, st, t, nil, func(b int64, _ []bucketRow) error {
 			q := store.Query{Partition: t.entryPartition(b), Limit: store.MaxLimit}
 			for {
-				page, err := st.Query(ctx, ItemsTable, q)
+				page, err := kit.Query(ctx, st, ItemsTable, q)
 				if err != nil {
 					return err
 				}

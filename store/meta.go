@@ -51,25 +51,35 @@ func (m Meta) Delete(ctx context.Context, kind, key string) error {
 	return m.S.Write(ctx, MetaTable, []Mutation{{Kind: DeleteRow, Partition: []any{kind}, Clustering: []any{key}}})
 }
 
-// List returns every document of one kind, by key.
+// List returns every document of one kind, by key. It scans rather than
+// pages through Rows, since a document needs nothing of a Row but its key
+// and bytes.
 func (m Meta) List(ctx context.Context, kind string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	q := Query{Partition: []any{kind}, Limit: MaxLimit}
 	for {
-		page, err := m.S.Query(ctx, MetaTable, q)
+		next, err := m.S.Scan(ctx, MetaTable, q, func(r *RawRow) error {
+			ck, err := DecodeClustering(&MetaSpec, r.Clustering)
+			if err != nil {
+				return err
+			}
+			var doc []byte
+			if r.Values[0] != nil {
+				doc = append([]byte{}, r.Values[0]...)
+			}
+			out[ck[0].(string)] = doc
+			return nil
+		})
 		if errors.Is(err, ErrTableNotFound) {
 			return out, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", kind, err)
 		}
-		for _, r := range page.Rows {
-			out[r.Clustering[0].(string)], _ = r.Values[0].([]byte)
-		}
-		if page.NextPageToken == nil {
+		if next == nil {
 			return out, nil
 		}
-		q.PageToken = page.NextPageToken
+		q.PageToken = next
 	}
 }
 

@@ -1,7 +1,5 @@
 package store
 
-import "context"
-
 // RawRow is one live row as a Scan callback sees it: still encoded, so that
 // a hot read path can take what it needs without a Row's allocations. It and
 // every slice in it are valid only until the callback returns.
@@ -14,18 +12,27 @@ type RawRow struct {
 	// timestamps as 8 bytes big-endian, timestamps in Unix milliseconds),
 	// or nil where the cell is absent or expired.
 	Values [][]byte
+	// ExpiresAt is the row marker's expiry in Unix milliseconds; 0 when
+	// it has none.
+	ExpiresAt int64
 }
 
 // ScanTally is what a Scan handed out, added up as a metering decorator
 // needs it: the rows, the lengths of their encoded clustering keys, the
-// values present (not nil) and their lengths.
+// values present (not nil) and their lengths. Every backend's Scan adds to
+// Query.Tally when it is set.
 type ScanTally struct {
 	Rows, ClusteringBytes, Values, ValueBytes int
 }
 
-// TallyScanner is implemented by a Store that can add up what its Scan
-// hands out while it builds each row, for less than a decorator wrapping
-// fn pays per row (the embedded backend). ScanTally is Scan, adding to t.
-type TallyScanner interface {
-	ScanTally(ctx context.Context, table string, q Query, fn func(*RawRow) error, t *ScanTally) (next []byte, err error)
+// Add adds one row handed out to t.
+func (t *ScanTally) Add(r *RawRow) {
+	t.Rows++
+	t.ClusteringBytes += len(r.Clustering)
+	for _, v := range r.Values {
+		if v != nil {
+			t.Values++
+			t.ValueBytes += len(v)
+		}
+	}
 }

@@ -5,9 +5,24 @@ import (
 	"time"
 )
 
-// Store is a set of tables. See the package comment for values, expiry,
-// concurrency and errors.
+// Store is a set of tables: its catalog and its data, as Prometheus's
+// storage.Storage composes Appendable and Queryable. See the package
+// comment for values, expiry, concurrency and errors, and for the optional
+// interfaces a Store may also implement.
 type Store interface {
+	Catalog
+	Data
+
+	// Capabilities reports what this backend can do.
+	Capabilities() Capabilities
+
+	// Close releases the Store. It is safe to call more than once; calls
+	// after Close return ErrClosed. A decorator closes the Store it wraps.
+	Close() error
+}
+
+// Catalog is the part of a Store that creates, finds and describes tables.
+type Catalog interface {
 	// CreateTable creates a table. It is idempotent when a table with an
 	// identical spec exists, and returns ErrTableExists when the spec
 	// differs. It returns once the table is usable (remote backends wait for
@@ -16,18 +31,34 @@ type Store interface {
 
 	// DropTable drops a table and every row in it. It is idempotent: dropping
 	// a missing table returns nil. After it returns the table is gone from
-	// Tables and queries, and a table created later with the same name starts
-	// empty. The embedded backend frees the disk space promptly.
+	// Tables, Spec and queries, and a table created later with the same name
+	// starts empty. The embedded backend frees the disk space promptly.
 	DropTable(ctx context.Context, name string) error
 
 	// Tables lists the tables whose names start with prefix, sorted by name.
 	Tables(ctx context.Context, prefix string) ([]TableInfo, error)
+
+	// Spec returns the spec of one table, or an error wrapping
+	// ErrTableNotFound. Its slices are shared with the Store's catalog and
+	// must not be modified. A remote backend may answer from its own cache
+	// of specs, which a drop or create through the same Store updates at
+	// once; a change made by another process is seen once an operation on
+	// the table finds it gone.
+	Spec(ctx context.Context, name string) (TableSpec, error)
 
 	// SetCapacity changes a table's capacity. Backends without capacity
 	// settings record it. A change that would break a provider limit returns
 	// ErrCapacityLimit and changes nothing.
 	SetCapacity(ctx context.Context, table string, c Capacity) error
 
+	// Stats reports what is physically stored in a table, including expired
+	// rows not yet removed. Exact on the embedded backend, an estimate
+	// elsewhere.
+	Stats(ctx context.Context, table string) (TableStats, error)
+}
+
+// Data is the part of a Store that writes and reads rows.
+type Data interface {
 	// Write applies a batch of mutations to one table. The whole batch is
 	// validated first: if any mutation is invalid, nothing is written and the
 	// error (wrapping ErrInvalid or ErrTooLarge) names the mutation's index
@@ -44,18 +75,16 @@ type Store interface {
 	// Get returns one live row, or ErrNotFound.
 	Get(ctx context.Context, table string, partition, clustering []any) (Row, error)
 
-	// Query returns live rows of one partition within a clustering range, in
-	// the table's clustering order (reversed when q.Reverse), at most q.Limit
-	// of them, and a page token to resume exactly after the last row
-	// returned. A page holds fewer than Limit rows only when the range is
-	// exhausted (then NextPageToken is nil); backends keep reading past
-	// expired rows to fill a page.
-	Query(ctx context.Context, table string, q Query) (Page, error)
-	// Scan reads like Query but calls fn for each row in place of
-	// returning a page, and returns the page token: rows are handed out
+	// Scan calls fn for each live row of one partition within a clustering
+	// range, in the table's clustering order (reversed when q.Reverse), at
+	// most q.Limit of them, and returns a page token to resume exactly
+	// after the last row handed out. Fewer than Limit rows are handed out
+	// only when the range is exhausted (then the token is nil); backends
+	// keep reading past expired rows to fill a page. Rows are handed out
 	// still encoded (RawRow), so that a hot read path takes what it needs
-	// without a Row's allocations. An error from fn stops the scan and is
-	// returned.
+	// without a Row's allocations; package kit's Query decodes them into a
+	// Page. An error from fn stops the scan and is returned. When q.Tally
+	// is set, Scan adds what it hands out to it.
 	Scan(ctx context.Context, table string, q Query, fn func(*RawRow) error) (next []byte, err error)
 
 	// QueryIndex returns the clustering keys, in clustering order, of the
@@ -66,18 +95,6 @@ type Store interface {
 
 	// DeletePartition deletes every row of one partition.
 	DeletePartition(ctx context.Context, table string, partition []any) error
-
-	// Stats reports what is physically stored in a table, including expired
-	// rows not yet removed. Exact on the embedded backend, an estimate
-	// elsewhere.
-	Stats(ctx context.Context, table string) (TableStats, error)
-
-	// Capabilities reports what this backend can do.
-	Capabilities() Capabilities
-
-	// Close releases the Store. It is safe to call more than once; calls
-	// after Close return ErrClosed.
-	Close() error
 }
 
 // DeferredWriter is implemented by backends that log every write in one
@@ -227,6 +244,10 @@ type Query struct {
 	// and valid only for the same table, partition, range and direction;
 	// a malformed token returns ErrInvalid.
 	PageToken []byte
+	// Tally, when set, is added to by Scan for each row it hands out, so
+	// that a metering decorator learns what a read returned without
+	// wrapping fn; the embedded backend adds up as it builds each row.
+	Tally *ScanTally
 }
 
 // MaxLimit is the largest Query.Limit.

@@ -19,13 +19,6 @@ type countingStore struct {
 	queried []string
 }
 
-func (c *countingStore) Query(ctx context.Context, table string, q store.Query) (store.Page, error) {
-	c.mu.Lock()
-	c.queried = append(c.queried, fmt.Sprintf("%s/%v", table, q.Partition[1]))
-	c.mu.Unlock()
-	return c.Store.Query(ctx, table, q)
-}
-
 func (c *countingStore) Scan(ctx context.Context, table string, q store.Query, fn func(*store.RawRow) error) ([]byte, error) {
 	c.mu.Lock()
 	c.queried = append(c.queried, fmt.Sprintf("%s/%v", table, q.Partition[1]))

@@ -220,9 +220,9 @@ func (b *bridge) Get(ctx context.Context, table string, partition, clustering []
 	return row, err
 }
 
-func (b *bridge) Query(ctx context.Context, table string, q store.Query) (page store.Page, err error) {
-	b.call(func() { page, err = b.st.Query(outside(ctx), table, q) })
-	return page, err
+func (b *bridge) Spec(ctx context.Context, name string) (spec store.TableSpec, err error) {
+	b.call(func() { spec, err = b.st.Spec(outside(ctx), name) })
+	return spec, err
 }
 
 func (b *bridge) Scan(ctx context.Context, table string, q store.Query, fn func(*store.RawRow) error) (next []byte, err error) {

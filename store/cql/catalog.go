@@ -156,6 +156,21 @@ func (s *Store) lookup(ctx context.Context, name string) (*schema, error) {
 	return sc, nil
 }
 
+// Spec returns a table's spec from the schema cache, reading the catalog
+// on a miss; see store.Catalog.
+func (s *Store) Spec(ctx context.Context, name string) (store.TableSpec, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return store.TableSpec{}, err
+	}
+	defer cancel()
+	sc, err := s.lookup(ctx, name)
+	if err != nil {
+		return store.TableSpec{}, err
+	}
+	return sc.spec, nil
+}
+
 func (s *Store) forget(name string) {
 	s.mu.Lock()
 	delete(s.tables, name)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // TestClusterFaults puts a TCP proxy between the Store and the real node
@@ -145,7 +146,7 @@ func TestClusterFaults(t *testing.T) {
 	bounded("Get from a silent node", func() error { _, err := s.Get(ctx, "t", []any{"p"}, []any{int64(1)}); return err })
 	bounded("Write to a silent node", func() error { return s.Write(ctx, "t", []store.Mutation{row}) })
 	bounded("Query of a silent node", func() error {
-		_, err := s.Query(ctx, "t", store.Query{Partition: []any{"p"}, Limit: 10})
+		_, err := kit.Query(ctx, s, "t", store.Query{Partition: []any{"p"}, Limit: 10})
 		return err
 	})
 	proxy.down()

@@ -73,28 +73,10 @@ func msTime(ms int64) time.Time {
 	return time.UnixMilli(ms).UTC()
 }
 
-// Query reads a page of one partition; see store.Store.
-func (s *Store) Query(ctx context.Context, name string, q store.Query) (store.Page, error) {
-	var page store.Page
-	next, err := s.scan(ctx, name, q, "query", func() bool { page.Rows = page.Rows[:0]; return true },
-		func(sc *schema, partition []any, buf *rowBuf, now int64) (bool, error) {
-			d, err := buf.decode(&sc.spec, now)
-			if err != nil || !d.live {
-				return false, err
-			}
-			page.Rows = append(page.Rows, store.Row{Partition: partition, Clustering: d.clustering, Values: d.values, ExpiresAt: msTime(d.marker)})
-			return true, nil
-		})
-	if err != nil {
-		return store.Page{}, err
-	}
-	page.NextPageToken = next
-	return page, nil
-}
-
-// Scan is Query handed out row by row without building Rows; see
-// store.Store. A read that fails after rows were handed out is not
-// retried (fn would see them twice).
+// Scan hands out a page of one partition row by row without building
+// Rows, adding each to q.Tally when set; see store.Store. A read that
+// fails after rows were handed out is not retried (fn would see them
+// twice).
 func (s *Store) Scan(ctx context.Context, name string, q store.Query, fn func(*store.RawRow) error) ([]byte, error) {
 	var raw store.RawRow
 	handed := false
@@ -108,6 +90,9 @@ func (s *Store) Scan(ctx context.Context, name string, q store.Query, fn func(*s
 			return false, err
 		}
 		raw.Clustering = kit.EncodeClustering(&sc.spec, ck)
+		if q.Tally != nil {
+			q.Tally.Add(&raw)
+		}
 		handed = true
 		if err := fn(&raw); err != nil {
 			return false, &callerErr{err}

@@ -147,6 +147,10 @@ func (b *rowBuf) raw(spec *store.TableSpec, now int64, r *store.RawRow) (live bo
 		return false, err
 	}
 	live = ok && m > now
+	r.ExpiresAt = 0
+	if ok && m != never {
+		r.ExpiresAt = m
+	}
 	for i := range spec.Values {
 		vc, ec := &b.cols[b.nck+1+2*i], &b.cols[b.nck+2+2*i]
 		e, ok, err := ec.int64()

@@ -15,6 +15,7 @@ import (
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/dynamo"
 	"github.com/ebb-data/ebb/store/dynamo/dynamotest"
+	"github.com/ebb-data/ebb/store/kit"
 	"github.com/ebb-data/ebb/store/storetest"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -67,7 +68,7 @@ func TestBatchWriteChunks(t *testing.T) {
 	if n := ct.take("BatchWriteItem"); n != 3 {
 		t.Fatalf("60 rows went out in %d BatchWriteItem requests, want 3 (25+25+10)", n)
 	}
-	page, err := s.Query(ctx, "events", store.Query{Partition: []any{"a"}, Limit: 100})
+	page, err := kit.Query(ctx, s, "events", store.Query{Partition: []any{"a"}, Limit: 100})
 	if err != nil || len(page.Rows) != 60 || page.NextPageToken != nil {
 		t.Fatalf("read back %d rows (token %x): %v", len(page.Rows), page.NextPageToken, err)
 	}

@@ -127,6 +127,21 @@ func (s *Store) lookup(ctx context.Context, name string) (*table, error) {
 	return t, nil
 }
 
+// Spec returns a table's spec from the spec cache, reading the catalog on
+// a miss; see store.Catalog.
+func (s *Store) Spec(ctx context.Context, name string) (store.TableSpec, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return store.TableSpec{}, err
+	}
+	defer cancel()
+	t, err := s.lookup(ctx, name)
+	if err != nil {
+		return store.TableSpec{}, err
+	}
+	return t.spec, nil
+}
+
 // forget drops a table from the spec cache.
 func (s *Store) forget(name string) {
 	s.mu.Lock()

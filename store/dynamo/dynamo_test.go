@@ -9,6 +9,7 @@ import (
 
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/dynamo/dynamotest"
+	"github.com/ebb-data/ebb/store/kit"
 	"github.com/ebb-data/ebb/store/storetest"
 )
 
@@ -79,7 +80,7 @@ func TestSmoke(t *testing.T) {
 		var out []int64
 		q := store.Query{Partition: []any{"a"}, Limit: limit, Reverse: reverse}
 		for {
-			page, err := s.Query(ctx, "events", q)
+			page, err := kit.Query(ctx, s, "events", q)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +157,7 @@ func TestSmoke(t *testing.T) {
 	if err := s.DeletePartition(ctx, "events", []any{"a"}); err != nil {
 		t.Fatal(err)
 	}
-	if page, err := s.Query(ctx, "events", store.Query{Partition: []any{"a"}, Limit: 10}); err != nil || len(page.Rows) != 0 {
+	if page, err := kit.Query(ctx, s, "events", store.Query{Partition: []any{"a"}, Limit: 10}); err != nil || len(page.Rows) != 0 {
 		t.Fatalf("after DeletePartition: %v %v", page.Rows, err)
 	}
 	if err := s.DropTable(ctx, "events"); err != nil {
@@ -165,7 +166,7 @@ func TestSmoke(t *testing.T) {
 	if err := s.DropTable(ctx, "events"); err != nil {
 		t.Fatalf("second drop: %v", err)
 	}
-	if _, err := s.Query(ctx, "events", store.Query{Partition: []any{"a"}, Limit: 10}); !errors.Is(err, store.ErrTableNotFound) {
+	if _, err := kit.Query(ctx, s, "events", store.Query{Partition: []any{"a"}, Limit: 10}); !errors.Is(err, store.ErrTableNotFound) {
 		t.Fatalf("query of dropped table: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/dynamo"
 	"github.com/ebb-data/ebb/store/dynamo/dynamotest"
+	"github.com/ebb-data/ebb/store/kit"
 	"github.com/ebb-data/ebb/store/storetest"
 )
 
@@ -154,7 +155,7 @@ func TestEndpointDown(t *testing.T) {
 			return err
 		},
 		"query": func() error {
-			_, err := s.Query(ctx, "events", store.Query{Partition: []any{"a"}, Limit: 10})
+			_, err := kit.Query(ctx, s, "events", store.Query{Partition: []any{"a"}, Limit: 10})
 			return err
 		},
 		"tables": func() error {
@@ -208,7 +209,7 @@ func TestEndpointDown(t *testing.T) {
 			t.Fatalf("%s after dynalite restarted: %v", name, err)
 		}
 	}
-	page, err := s.Query(ctx, "events", store.Query{Partition: []any{"a"}, Limit: 10})
+	page, err := kit.Query(ctx, s, "events", store.Query{Partition: []any{"a"}, Limit: 10})
 	if err != nil || len(page.Rows) < 2 {
 		t.Fatalf("after restart: %d rows, %v", len(page.Rows), err)
 	}

@@ -45,7 +45,7 @@ func TestTransactions(t *testing.T) {
 	}
 	count := func(p string) int {
 		t.Helper()
-		page, err := s.Query(ctx, "events", store.Query{Partition: []any{p}, Limit: 1000})
+		page, err := kit.Query(ctx, s, "events", store.Query{Partition: []any{p}, Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}

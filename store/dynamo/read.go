@@ -53,11 +53,11 @@ func (s *Store) Get(ctx context.Context, name string, partition, clustering []an
 	return store.Row{Partition: p, Clustering: c, Values: vals, ExpiresAt: marker}, nil
 }
 
-// Query reads one partition with strongly consistent Query requests on the
+// query reads one partition with strongly consistent Query requests on the
 // sort key range, in clustering order or reversed (ScanIndexForward=false),
 // skipping expired rows and reading on until it has Limit live rows and
-// knows whether a live row follows; see store.Store.
-func (s *Store) Query(ctx context.Context, name string, q store.Query) (store.Page, error) {
+// knows whether a live row follows, as a page for Scan.
+func (s *Store) query(ctx context.Context, name string, q store.Query) (store.Page, error) {
 	ctx, cancel, err := s.begin(ctx)
 	if err != nil {
 		return store.Page{}, err
@@ -333,10 +333,10 @@ func (s *Store) Stats(ctx context.Context, name string) (store.TableStats, error
 	return store.TableStats{Rows: aws.ToInt64(d.Table.ItemCount), Bytes: aws.ToInt64(d.Table.TableSizeBytes)}, nil
 }
 
-// Scan is Query handed out row by row; see store.Store. It converts a
-// Query page with the cached spec.
+// Scan hands out a page read by query row by row; see store.Store. It
+// converts the page with the cached spec.
 func (s *Store) Scan(ctx context.Context, name string, q store.Query, fn func(*store.RawRow) error) ([]byte, error) {
-	page, err := s.Query(ctx, name, q)
+	page, err := s.query(ctx, name, q)
 	if err != nil {
 		return nil, err
 	}
@@ -344,5 +344,5 @@ func (s *Store) Scan(ctx context.Context, name string, q store.Query, fn func(*s
 	if err != nil {
 		return nil, err
 	}
-	return kit.ScanPage(ctx, &t.spec, page, fn)
+	return kit.ScanPage(ctx, &t.spec, page, fn, q.Tally)
 }

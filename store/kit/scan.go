@@ -8,11 +8,12 @@ import (
 	"github.com/ebb-data/ebb/store"
 )
 
-// ScanPage calls fn with each row of a page from store.Query, encoded as a
-// store.RawRow, and returns the page token: Scan for backends whose store.Query already
-// materializes rows and who know the table's spec. It stops with ctx's
-// error once ctx is done: fn may be slow, and the caller gone.
-func ScanPage(ctx context.Context, spec *store.TableSpec, page store.Page, fn func(*store.RawRow) error) ([]byte, error) {
+// ScanPage calls fn with each row of a page, encoded as a store.RawRow,
+// adds each to t when t is not nil (store.Query.Tally), and returns the
+// page token: Scan for backends whose reads build Rows and who know the
+// table's spec. It stops with ctx's error once ctx is done: fn may be
+// slow, and the caller gone.
+func ScanPage(ctx context.Context, spec *store.TableSpec, page store.Page, fn func(*store.RawRow) error, t *store.ScanTally) ([]byte, error) {
 	var raw store.RawRow
 	for _, r := range page.Rows {
 		if err := ctx.Err(); err != nil {
@@ -22,6 +23,13 @@ func ScanPage(ctx context.Context, spec *store.TableSpec, page store.Page, fn fu
 		raw.Values = raw.Values[:0]
 		for _, v := range r.Values {
 			raw.Values = append(raw.Values, RawValue(v))
+		}
+		raw.ExpiresAt = 0
+		if !r.ExpiresAt.IsZero() {
+			raw.ExpiresAt = r.ExpiresAt.UnixMilli()
+		}
+		if t != nil {
+			t.Add(&raw)
 		}
 		if err := fn(&raw); err != nil {
 			return nil, err

@@ -32,12 +32,17 @@ func TestScanPageStopsWhenCancelled(t *testing.T) {
 			cancel()
 		}
 		return nil
-	})
+	}, nil)
 	if !errors.Is(err, context.Canceled) || seen != 3 || next != nil {
 		t.Fatalf("cancelled at row 3 of 100: %d rows, token %q, err %v; want 3 rows and context.Canceled", seen, next, err)
 	}
 	seen = 0
-	if next, err := ScanPage(context.Background(), spec, page, func(*store.RawRow) error { seen++; return nil }); err != nil || seen != 100 || string(next) != "more" {
+	var tally store.ScanTally
+	if next, err := ScanPage(context.Background(), spec, page, func(*store.RawRow) error { seen++; return nil }, &tally); err != nil || seen != 100 || string(next) != "more" {
 		t.Fatalf("uncancelled: %d rows, token %q, err %v", seen, next, err)
+	}
+	// Each row's clustering key is an int64's 8 bytes, its value "x".
+	if want := (store.ScanTally{Rows: 100, ClusteringBytes: 800, Values: 100, ValueBytes: 100}); tally != want {
+		t.Fatalf("tally %+v, want %+v", tally, want)
 	}
 }

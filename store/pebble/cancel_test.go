@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // cancelRows is the rows the cancellation tests write into one partition:
@@ -73,7 +74,7 @@ func TestScanStopsWhenCancelled(t *testing.T) {
 
 	done, stop := context.WithCancel(context.Background())
 	stop()
-	if page, err := s.Query(done, "events", q); !errors.Is(err, context.Canceled) {
+	if page, err := kit.Query(done, s, "events", q); !errors.Is(err, context.Canceled) {
 		t.Fatalf("query with a cancelled context: %d rows, err %v; want context.Canceled", len(page.Rows), err)
 	}
 	if keys, err := s.QueryIndex(done, "events", "by_payload", []any{"p"}, []byte("same")); !errors.Is(err, context.Canceled) {

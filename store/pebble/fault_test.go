@@ -13,6 +13,7 @@ import (
 
 	"github.com/ebb-data/ebb/internal/faultfs"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // TestWALFaultLosesNothingAcknowledged fails the write-ahead log's writes,
@@ -90,7 +91,7 @@ func TestWALFaultLosesNothingAcknowledged(t *testing.T) {
 			if err := s.Write(ctx, "events", []store.Mutation{{Partition: []any{"late"}, Clustering: []any{int64(0)}}}); !errors.Is(err, store.ErrStorageFault) {
 				t.Errorf("write after the fault, before a restart: %v, want ErrStorageFault", err)
 			}
-			if _, err := s.Query(ctx, "events", store.Query{Partition: []any{"w0"}, Limit: 10}); err != nil {
+			if _, err := kit.Query(ctx, s, "events", store.Query{Partition: []any{"w0"}, Limit: 10}); err != nil {
 				t.Errorf("read after the fault: %v", err)
 			}
 			s2, err := Open("db", Options{FS: mem.CrashClone(vfs.CrashCloneCfg{})})
@@ -100,7 +101,7 @@ func TestWALFaultLosesNothingAcknowledged(t *testing.T) {
 			defer s2.Close()
 			total := 0
 			for id, n := range acked {
-				page, err := s2.Query(ctx, "events", store.Query{Partition: []any{id}, Limit: store.MaxLimit})
+				page, err := kit.Query(ctx, s2, "events", store.Query{Partition: []any{id}, Limit: store.MaxLimit})
 				if err != nil {
 					t.Fatal(err)
 				}

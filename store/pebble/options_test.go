@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // TestOptionsCacheOverflow: a cache size that overflows once the
@@ -52,7 +53,7 @@ func TestBlockCacheBesideMemtables(t *testing.T) {
 		t.Fatal(err)
 	}
 	read := func() {
-		page, err := s.Query(ctx, eventsSpec.Name, store.Query{Partition: []any{"p07"}, Limit: 100})
+		page, err := kit.Query(ctx, s, eventsSpec.Name, store.Query{Partition: []any{"p07"}, Limit: 100})
 		if err != nil || len(page.Rows) != 100 {
 			t.Fatalf("query: %d rows, %v", len(page.Rows), err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 var eventsSpec = store.TableSpec{
@@ -64,7 +65,7 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 	s2 := openMem(t, crashed)
 	defer s2.Close()
 	for id, n := range acked {
-		page, err := s2.Query(ctx, "events", store.Query{Partition: []any{id}, Limit: store.MaxLimit})
+		page, err := kit.Query(ctx, s2, "events", store.Query{Partition: []any{id}, Limit: store.MaxLimit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +127,7 @@ func TestDropTableFreesDisk(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if _, err := s.Query(ctx, "events", store.Query{Partition: []any{"p1"}, Limit: 1}); !errors.Is(err, store.ErrTableNotFound) {
+	if _, err := kit.Query(ctx, s, "events", store.Query{Partition: []any{"p1"}, Limit: 1}); !errors.Is(err, store.ErrTableNotFound) {
 		t.Fatalf("query after drop: %v", err)
 	}
 }

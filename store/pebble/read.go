@@ -43,7 +43,7 @@ func (s *Store) Get(ctx context.Context, name string, partition, clustering []an
 	if !fragmentLive(&f, now) {
 		return store.Row{}, store.ErrNotFound
 	}
-	vals, exp, _, err := decodeRow(&t.Spec, &f, now, newArena(1))
+	vals, exp, _, err := decodeRow(&t.Spec, &f, now, kit.NewArena(1))
 	if err != nil {
 		return store.Row{}, err
 	}
@@ -57,42 +57,13 @@ func msTime(ms uint64) time.Time {
 	return time.UnixMilli(int64(ms)).UTC()
 }
 
-// Query reads one partition in clustering order; see store.Store.
-func (s *Store) Query(ctx context.Context, name string, q store.Query) (store.Page, error) {
-	if err := store.CheckLimit(q.Limit); err != nil {
-		return store.Page{}, err
-	}
-	page := store.Page{Rows: make([]store.Row, 0, min(q.Limit, 128))}
-	a := newArena(min(q.Limit, 128))
-	next, err := s.scan(ctx, name, q, func(spec *store.TableSpec, p []any, ck []byte, f *fragment, now int64) error {
-		vals, exp, _, err := decodeRow(spec, f, now, a)
-		if err != nil {
-			return err
-		}
-		c, err := decodeClustering(spec, ck, a)
-		if err != nil {
-			return fmt.Errorf("query %s: %w", name, err)
-		}
-		page.Rows = append(page.Rows, store.Row{Partition: p, Clustering: c, Values: vals, ExpiresAt: msTime(exp)})
-		return nil
-	})
-	if err != nil {
-		return store.Page{}, err
-	}
-	page.NextPageToken = next
-	return page, nil
-}
-
-// Scan is Query without materializing rows: values alias Pebble's buffers
-// for the duration of each callback; see store.Store.
+// Scan hands out the live rows of one partition in clustering order
+// without materializing them: values alias Pebble's buffers for the
+// duration of each callback; see store.Store. It adds up what it hands
+// out in q.Tally as it builds each row.
 func (s *Store) Scan(ctx context.Context, name string, q store.Query, fn func(*store.RawRow) error) ([]byte, error) {
-	return s.ScanTally(ctx, name, q, fn, nil)
-}
-
-// ScanTally is Scan, adding up the rows it hands out in t (see
-// store.TallyScanner); a nil t adds up nothing.
-func (s *Store) ScanTally(ctx context.Context, name string, q store.Query, fn func(*store.RawRow) error, t *store.ScanTally) ([]byte, error) {
 	var raw store.RawRow
+	t := q.Tally
 	return s.scan(ctx, name, q, func(spec *store.TableSpec, _ []any, ck []byte, f *fragment, now int64) error {
 		raw.Clustering = ck
 		if cap(raw.Values) < len(spec.Values) {
@@ -108,15 +79,12 @@ func (s *Store) ScanTally(ctx context.Context, name string, q store.Query, fn fu
 				}
 			}
 		}
+		raw.ExpiresAt = 0
+		if f.hasMarker {
+			raw.ExpiresAt = int64(f.markerExp)
+		}
 		if t != nil {
-			t.Rows++
-			t.ClusteringBytes += len(ck)
-			for _, v := range raw.Values {
-				if v != nil {
-					t.Values++
-					t.ValueBytes += len(v)
-				}
-			}
+			t.Add(&raw)
 		}
 		return fn(&raw)
 	})

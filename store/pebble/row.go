@@ -253,19 +253,19 @@ func liveAt(exp uint64, now int64) bool { return exp == 0 || int64(exp) > now }
 
 // decodeRow turns a decoded fragment into the row's Values and marker expiry
 // at time now; ok is false when nothing of the row is live.
-func decodeRow(spec *store.TableSpec, f *fragment, now int64, a *arena) (vals []any, markerExp uint64, ok bool, err error) {
+func decodeRow(spec *store.TableSpec, f *fragment, now int64, a *kit.Arena) (vals []any, markerExp uint64, ok bool, err error) {
 	ok = f.hasMarker && liveAt(f.markerExp, now)
 	if !ok && !anyLiveCell(f, now) {
 		return nil, 0, false, nil
 	}
 	ok = true
-	vals = a.take(len(spec.Values))
+	vals = a.Take(len(spec.Values))
 	for _, c := range f.cells {
 		if c.kind == kindTomb || !liveAt(c.exp, now) || c.col >= uint64(len(vals)) {
 			continue
 		}
 		if spec.Values[c.col].Type == store.TypeBytes {
-			vals[c.col] = a.copyBytes(c.payload)
+			vals[c.col] = a.CopyBytes(c.payload)
 		} else {
 			vals[c.col] = decodeValue(spec.Values[c.col].Type, c.payload)
 		}

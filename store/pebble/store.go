@@ -384,6 +384,17 @@ func (s *Store) Tables(ctx context.Context, prefix string) ([]store.TableInfo, e
 	return out, nil
 }
 
+// Spec returns a table's spec from the catalog; see store.Catalog.
+func (s *Store) Spec(ctx context.Context, name string) (store.TableSpec, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, err := s.lookup(name)
+	if err != nil {
+		return store.TableSpec{}, err
+	}
+	return t.Spec, nil
+}
+
 // SetCapacity records the capacity setting; the embedded backend has no
 // throughput to change.
 func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // testReadsStopWhenCancelled checks that Query and Scan of a partition
@@ -20,7 +21,7 @@ func testReadsStopWhenCancelled(e *env) {
 	cancel()
 	for _, reverse := range []bool{false, true} {
 		q := store.Query{Partition: []any{"p"}, Reverse: reverse, Limit: store.MaxLimit}
-		if page, err := e.s.Query(ctx, spec.Name, q); !errors.Is(err, context.Canceled) {
+		if page, err := kit.Query(ctx, e.s, spec.Name, q); !errors.Is(err, context.Canceled) {
 			e.t.Fatalf("Query (reverse=%v) with a cancelled context: %d rows, err %v; want context.Canceled", reverse, len(page.Rows), err)
 		}
 		n := 0

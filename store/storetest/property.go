@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 	"pgregory.net/rapid"
 )
 
@@ -231,7 +232,7 @@ func (pt *propTest) checkQuery(p string, lo, hi store.Bound, reverse bool, limit
 	what := fmt.Sprintf("Query %s low=%s high=%s reverse=%v limit=%d at %d", p, fmtBound(lo), fmtBound(hi), reverse, limit, now)
 	var got []store.Row
 	for pages := 0; ; pages++ {
-		page, err := pt.e.s.Query(pt.e.ctx, pt.spec.Name, q)
+		page, err := kit.Query(pt.e.ctx, pt.e.s, pt.spec.Name, q)
 		if err != nil {
 			pt.rt.Fatalf("%s page %d: %v", what, pages, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 var queryCases = []testCase{
@@ -180,7 +181,7 @@ func testBounds(e *env) {
 		}
 		for _, b := range empty {
 			for _, reverse := range []bool{false, true} {
-				page, err := e.s.Query(e.ctx, spec.Name, store.Query{Partition: []any{"p"}, Low: b[0], High: b[1], Reverse: reverse, Limit: 5})
+				page, err := kit.Query(e.ctx, e.s, spec.Name, store.Query{Partition: []any{"p"}, Low: b[0], High: b[1], Reverse: reverse, Limit: 5})
 				if err != nil {
 					e.t.Fatalf("%s low=%s high=%s: %v", order, fmtBound(b[0]), fmtBound(b[1]), err)
 				}
@@ -205,7 +206,7 @@ func testInvertedBounds(e *env) {
 	}
 	for _, b := range inverted {
 		for _, reverse := range []bool{false, true} {
-			page, err := e.s.Query(e.ctx, spec.Name, store.Query{Partition: []any{"p"}, Low: b[0], High: b[1], Reverse: reverse, Limit: 10})
+			page, err := kit.Query(e.ctx, e.s, spec.Name, store.Query{Partition: []any{"p"}, Low: b[0], High: b[1], Reverse: reverse, Limit: 10})
 			if isErr(err, store.ErrInvalid) {
 				continue
 			}
@@ -225,25 +226,25 @@ func testLimits(e *env) {
 	}
 	e.write(spec.Name, batch...)
 	for _, limit := range []int{0, -1, math.MinInt, store.MaxLimit + 1, math.MaxInt} {
-		if _, err := e.s.Query(e.ctx, spec.Name, store.Query{Partition: []any{"p"}, Limit: limit}); !isErr(err, store.ErrInvalid) {
+		if _, err := kit.Query(e.ctx, e.s, spec.Name, store.Query{Partition: []any{"p"}, Limit: limit}); !isErr(err, store.ErrInvalid) {
 			e.t.Errorf("Query with limit %d: %v, want ErrInvalid", limit, err)
 		}
 	}
-	page, err := e.s.Query(e.ctx, spec.Name, store.Query{Partition: []any{"p"}, Limit: 1})
+	page, err := kit.Query(e.ctx, e.s, spec.Name, store.Query{Partition: []any{"p"}, Limit: 1})
 	if err != nil || len(page.Rows) != 1 || page.NextPageToken == nil {
 		e.t.Fatalf("limit 1: %d rows, token %x, %v; want 1 row and a token", len(page.Rows), page.NextPageToken, err)
 	}
 	e.checkKeys("limit 1", keysOf(page.Rows), [][]any{key(0, "a")})
 	// A page that takes exactly the remaining rows has no token.
-	page, err = e.s.Query(e.ctx, spec.Name, store.Query{Partition: []any{"p"}, Limit: 5})
+	page, err = kit.Query(e.ctx, e.s, spec.Name, store.Query{Partition: []any{"p"}, Limit: 5})
 	if err != nil || len(page.Rows) != 5 || page.NextPageToken != nil {
 		e.t.Fatalf("limit 5 of 5 rows: %d rows, token %x, %v; want 5 rows and no token", len(page.Rows), page.NextPageToken, err)
 	}
-	page, err = e.s.Query(e.ctx, spec.Name, store.Query{Partition: []any{"p"}, Limit: store.MaxLimit, Reverse: true})
+	page, err = kit.Query(e.ctx, e.s, spec.Name, store.Query{Partition: []any{"p"}, Limit: store.MaxLimit, Reverse: true})
 	if err != nil || len(page.Rows) != 5 || page.NextPageToken != nil {
 		e.t.Fatalf("limit MaxLimit: %d rows, token %x, %v", len(page.Rows), page.NextPageToken, err)
 	}
-	page, err = e.s.Query(e.ctx, spec.Name, store.Query{Partition: []any{"empty"}, Limit: 1})
+	page, err = kit.Query(e.ctx, e.s, spec.Name, store.Query{Partition: []any{"empty"}, Limit: 1})
 	if err != nil || len(page.Rows) != 0 || page.NextPageToken != nil {
 		e.t.Fatalf("empty partition: %d rows, token %x, %v", len(page.Rows), page.NextPageToken, err)
 	}
@@ -257,7 +258,7 @@ func testPageTokens(e *env) {
 	}
 	e.write(spec.Name, batch...)
 	q := store.Query{Partition: []any{"p"}, Limit: 2}
-	page, err := e.s.Query(e.ctx, spec.Name, q)
+	page, err := kit.Query(e.ctx, e.s, spec.Name, q)
 	if err != nil || page.NextPageToken == nil {
 		e.t.Fatalf("first page: token %x, %v", page.NextPageToken, err)
 	}
@@ -265,12 +266,12 @@ func testPageTokens(e *env) {
 	// The token is the caller's: mutating the returned rows or reusing it
 	// later reads the same next page.
 	q.PageToken = slices.Clone(tok)
-	next, err := e.s.Query(e.ctx, spec.Name, q)
+	next, err := kit.Query(e.ctx, e.s, spec.Name, q)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.checkKeys("second page", keysOf(next.Rows), [][]any{key(2, "tok"), key(3, "tok")})
-	again, err := e.s.Query(e.ctx, spec.Name, q)
+	again, err := kit.Query(e.ctx, e.s, spec.Name, q)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -279,7 +280,7 @@ func testPageTokens(e *env) {
 	// position, not a row that must still exist.
 	e.write(spec.Name, store.Mutation{Kind: store.DeleteRow, Partition: []any{"p"}, Clustering: key(1, "tok")},
 		store.Mutation{Kind: store.DeleteRow, Partition: []any{"p"}, Clustering: key(2, "tok")})
-	after, err := e.s.Query(e.ctx, spec.Name, q)
+	after, err := kit.Query(e.ctx, e.s, spec.Name, q)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -295,7 +296,7 @@ func testPageTokens(e *env) {
 	}
 	for _, bad := range malformed {
 		for _, reverse := range []bool{false, true} {
-			_, err := e.s.Query(e.ctx, spec.Name, store.Query{Partition: []any{"p"}, Limit: 2, Reverse: reverse, PageToken: bad})
+			_, err := kit.Query(e.ctx, e.s, spec.Name, store.Query{Partition: []any{"p"}, Limit: 2, Reverse: reverse, PageToken: bad})
 			if !isErr(err, store.ErrInvalid) {
 				e.t.Errorf("Query with the malformed token %x (reverse=%v): %v, want ErrInvalid", bad, reverse, err)
 			}
@@ -341,7 +342,7 @@ func testPagingConcurrentInserts(e *env) {
 		q := store.Query{Partition: []any{part}, Reverse: reverse, Limit: 4}
 		var got [][]any
 		for pages := 0; ; pages++ {
-			page, err := e.s.Query(e.ctx, spec.Name, q)
+			page, err := kit.Query(e.ctx, e.s, spec.Name, q)
 			if err != nil {
 				close(stop)
 				wg.Wait()
@@ -391,11 +392,11 @@ func testQueryRefuses(e *env) {
 		"limit above MaxLimit": {Partition: []any{"p"}, Limit: store.MaxLimit + 1},
 	}
 	for what, q := range bad {
-		if page, err := e.s.Query(e.ctx, spec.Name, q); !isErr(err, store.ErrInvalid) {
+		if page, err := kit.Query(e.ctx, e.s, spec.Name, q); !isErr(err, store.ErrInvalid) {
 			e.t.Errorf("Query with %s: %d rows, %v; want ErrInvalid", what, len(page.Rows), err)
 		}
 	}
-	if _, err := e.s.Query(e.ctx, tableName("noquery"), store.Query{Partition: []any{"p"}, Limit: 1}); !isErr(err, store.ErrTableNotFound) {
+	if _, err := kit.Query(e.ctx, e.s, tableName("noquery"), store.Query{Partition: []any{"p"}, Limit: 1}); !isErr(err, store.ErrTableNotFound) {
 		e.t.Errorf("Query on a missing table: %v, want ErrTableNotFound", err)
 	}
 }

@@ -9,9 +9,11 @@ import (
 	"github.com/ebb-data/ebb/store/kit"
 )
 
-// testScanMatchesQuery checks Scan against Query: the same rows, in the same order,
-// with the same values and page tokens, page after page, in both orders,
-// with expired rows and cells to skip.
+// testScanMatchesQuery checks Scan against kit.Query, which pages by
+// decoding what Scan hands out: the same rows, in the same order, with the
+// same values, expiries and page tokens, page after page, in both orders,
+// with expired rows and cells to skip; and that Scan adds up in Query.Tally
+// exactly what it hands out.
 func testScanMatchesQuery(e *env) {
 	for _, order := range []store.Order{store.Asc, store.Desc} {
 		spec := e.create("scan_"+order.String(), wideSpec(order, 0))
@@ -26,14 +28,17 @@ func testScanMatchesQuery(e *env) {
 				q := store.Query{Partition: []any{"p"}, Reverse: reverse, Limit: limit}
 				for page := 0; ; page++ {
 					what := fmt.Sprintf("%s reverse=%v limit=%d page %d", order, reverse, limit, page)
-					want, err := e.s.Query(e.ctx, spec.Name, q)
-
+					page, err := kit.Query(e.ctx, e.s, spec.Name, q)
 					if err != nil {
 						e.t.Fatalf("%s: Query: %v", what, err)
 					}
 					var got []store.RawRow
-					next, err := e.s.Scan(e.ctx, spec.Name, q, func(r *store.RawRow) error {
-						cp := store.RawRow{Clustering: slices.Clone(r.Clustering)}
+					var tally, want store.ScanTally
+					sq := q
+					sq.Tally = &tally
+					next, err := e.s.Scan(e.ctx, spec.Name, sq, func(r *store.RawRow) error {
+						want.Add(r)
+						cp := store.RawRow{Clustering: slices.Clone(r.Clustering), ExpiresAt: r.ExpiresAt}
 						for _, v := range r.Values {
 							if v != nil {
 								v = slices.Clone(v)
@@ -49,10 +54,16 @@ func testScanMatchesQuery(e *env) {
 					if err != nil {
 						e.t.Fatalf("%s: Scan: %v", what, err)
 					}
-					if len(got) != len(want.Rows) {
-						e.t.Fatalf("%s: Scan gave %d rows, Query %d", what, len(got), len(want.Rows))
+					if tally != want {
+						e.t.Fatalf("%s: Scan tallied %+v, handed out %+v", what, tally, want)
 					}
-					for i, r := range want.Rows {
+					if len(got) != len(page.Rows) {
+						e.t.Fatalf("%s: Scan gave %d rows, Query %d", what, len(got), len(page.Rows))
+					}
+					for i, r := range page.Rows {
+						if exp := r.ExpiresAt; (exp.IsZero() && got[i].ExpiresAt != 0) || (!exp.IsZero() && exp.UnixMilli() != got[i].ExpiresAt) {
+							e.t.Fatalf("%s row %d: Scan expiry %d, Query %v", what, i, got[i].ExpiresAt, exp)
+						}
 						if ck := kit.EncodeClustering(&spec, r.Clustering); string(ck) != string(got[i].Clustering) {
 							e.t.Fatalf("%s row %d: Scan key %x, Query key %x", what, i, got[i].Clustering, ck)
 						}
@@ -63,13 +74,13 @@ func testScanMatchesQuery(e *env) {
 							}
 						}
 					}
-					if string(next) != string(want.NextPageToken) || (next == nil) != (want.NextPageToken == nil) {
-						e.t.Fatalf("%s: Scan token %x, Query token %x", what, next, want.NextPageToken)
+					if string(next) != string(page.NextPageToken) || (next == nil) != (page.NextPageToken == nil) {
+						e.t.Fatalf("%s: Scan token %x, Query token %x", what, next, page.NextPageToken)
 					}
-					if want.NextPageToken == nil {
+					if page.NextPageToken == nil {
 						break
 					}
-					q.PageToken = want.NextPageToken
+					q.PageToken = page.NextPageToken
 				}
 			}
 		}

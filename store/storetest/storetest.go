@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // Factory returns a fresh, empty Store whose clock is now. It registers the
@@ -200,7 +201,7 @@ func (e *env) mustMiss(table string, partition, clustering []any) {
 	if len(clustering) == 0 {
 		return
 	}
-	page, err := e.s.Query(e.ctx, table, store.Query{Partition: partition,
+	page, err := kit.Query(e.ctx, e.s, table, store.Query{Partition: partition,
 		Low:  store.Bound{Values: clustering, Inclusive: true},
 		High: store.Bound{Values: clustering, Inclusive: true}, Limit: 10})
 	if err != nil {
@@ -219,7 +220,7 @@ func (e *env) scan(table string, q store.Query) []store.Row {
 	e.t.Helper()
 	var out []store.Row
 	for pages := 0; ; pages++ {
-		page, err := e.s.Query(e.ctx, table, q)
+		page, err := kit.Query(e.ctx, e.s, table, q)
 		if err != nil {
 			e.t.Fatalf("Query %s page %d: %v", table, pages, err)
 		}

@@ -6,12 +6,14 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 var tableCases = []testCase{
 	{"CreateIdempotent", testCreateIdempotent},
 	{"CreateRefusesBadSpecs", testCreateRefusesBadSpecs},
 	{"DropTable", testDropTable},
+	{"Spec", testSpec},
 	{"TablesPrefix", testTablesPrefix},
 	{"SetCapacity", testSetCapacity},
 	{"Stats", testStats},
@@ -131,7 +133,9 @@ func testDropTable(e *env) {
 		e.t.Fatalf("dropped table still listed: %v", tableNames(infos))
 	}
 	gone := map[string]error{}
-	_, gone["Query"] = e.s.Query(e.ctx, spec.Name, store.Query{Partition: []any{"p"}, Limit: 10})
+	_, gone["Query"] = kit.Query(e.ctx, e.s, spec.Name, store.Query{Partition: []any{"p"}, Limit: 10})
+	_, gone["Scan"] = e.s.Scan(e.ctx, spec.Name, store.Query{Partition: []any{"p"}, Limit: 10}, func(*store.RawRow) error { return nil })
+	_, gone["Spec"] = e.s.Spec(e.ctx, spec.Name)
 	_, gone["Get"] = e.s.Get(e.ctx, spec.Name, []any{"p"}, key(1, "a"))
 	_, gone["QueryIndex"] = e.s.QueryIndex(e.ctx, spec.Name, "by_v", []any{"p"}, "red")
 	gone["Write"] = e.s.Write(e.ctx, spec.Name, []store.Mutation{up("p", 3, "c", cell("v", "x"))})
@@ -296,6 +300,45 @@ func testStats(e *env) {
 	}
 }
 
+// testSpec checks the single-table lookup: a table's spec as created, and
+// ErrTableNotFound for a table never created or dropped; after a drop and
+// a create with another spec, the new spec.
+func testSpec(e *env) {
+	spec := e.create("spec", wideSpec(store.Desc, time.Hour))
+	got, err := e.s.Spec(e.ctx, spec.Name)
+	if err != nil || !got.Equal(spec) {
+		e.t.Fatalf("Spec of a created table = %+v, %v; want %+v", got, err, spec)
+	}
+	if _, err := e.s.Spec(e.ctx, tableName("never")); !isErr(err, store.ErrTableNotFound) {
+		e.t.Fatalf("Spec of a table never created: %v, want ErrTableNotFound", err)
+	}
+	// A lookup must not create anything: the table is still missing.
+	if infos := e.tables(tableName("never")); len(infos) != 0 {
+		e.t.Fatalf("Spec listed a table: %v", tableNames(infos))
+	}
+	if err := e.s.DropTable(e.ctx, spec.Name); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.s.Spec(e.ctx, spec.Name); !isErr(err, store.ErrTableNotFound) {
+		e.t.Fatalf("Spec of a dropped table: %v, want ErrTableNotFound", err)
+	}
+	other := wideSpec(store.Asc, 0)
+	other.Name = spec.Name
+	other.Values = append(slices.Clone(other.Values), store.Column{Name: "z", Type: store.TypeText})
+	if err := e.s.CreateTable(e.ctx, other); err != nil {
+		e.t.Fatalf("re-create with another spec: %v", err)
+	}
+	if got, err := e.s.Spec(e.ctx, spec.Name); err != nil || !got.Equal(other) {
+		e.t.Fatalf("Spec after re-create with another spec = %+v, %v; want %+v", got, err, other)
+	}
+	// The new spec decodes the new rows: a Query of the re-created table
+	// reads its five value columns.
+	e.write(spec.Name, up("p", 1, "a", cell("z", "zz")))
+	if rows := e.all(spec.Name, "p"); len(rows) != 1 || len(rows[0].Values) != 5 || rows[0].Values[4] != "zz" {
+		e.t.Fatalf("re-created table reads %d rows, first %v", len(rows), rows)
+	}
+}
+
 func testClose(e *env) {
 	spec := e.create("close", wideSpec(store.Asc, 0))
 	e.write(spec.Name, up("p", 1, "a", cell("v", "x")))
@@ -308,8 +351,9 @@ func testClose(e *env) {
 	closed := map[string]error{}
 	closed["Write"] = e.s.Write(e.ctx, spec.Name, []store.Mutation{up("p", 2, "a", cell("v", "x"))})
 	_, closed["Get"] = e.s.Get(e.ctx, spec.Name, []any{"p"}, key(1, "a"))
-	_, closed["Query"] = e.s.Query(e.ctx, spec.Name, store.Query{Partition: []any{"p"}, Limit: 1})
+	_, closed["Query"] = kit.Query(e.ctx, e.s, spec.Name, store.Query{Partition: []any{"p"}, Limit: 1})
 	_, closed["Tables"] = e.s.Tables(e.ctx, "")
+	_, closed["Spec"] = e.s.Spec(e.ctx, spec.Name)
 	closed["CreateTable"] = e.s.CreateTable(e.ctx, spec)
 	for op, err := range closed {
 		if !isErr(err, store.ErrClosed) {

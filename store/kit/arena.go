@@ -1,4 +1,4 @@
-package pebble
+package kit
 
 import (
 	"unsafe"
@@ -7,22 +7,24 @@ import (
 	"github.com/ebb-data/ebb/store/keyenc"
 )
 
-// arena hands out the small slices a page of rows is decoded into from a
-// few large allocations, so reading a row costs no allocation of its own
+// Arena hands out the small slices a page of rows is decoded into from a
+// few large allocations (Query, and the embedded backend's Get), so reading a row costs no allocation of its own
 // beyond boxing its values. Slices it returns are full (len == cap), so an
 // append by the caller never overwrites a neighbour.
 //
 // Chunks are sized for rows rows of the first request's size, so a point
 // read allocates no more than it needs and a page of rows a few chunks.
-type arena struct {
+type Arena struct {
 	rows  int
 	anys  []any
 	bytes []byte
 }
 
-func newArena(rows int) *arena { return &arena{rows: max(rows, 1)} }
+// NewArena returns an Arena sized for rows rows.
+func NewArena(rows int) *Arena { return &Arena{rows: max(rows, 1)} }
 
-func (a *arena) take(n int) []any {
+// Take returns n zeroed values.
+func (a *Arena) Take(n int) []any {
 	if cap(a.anys)-len(a.anys) < n {
 		a.anys = make([]any, 0, n*a.rows)
 	}
@@ -31,7 +33,8 @@ func (a *arena) take(n int) []any {
 	return a.anys[l : l+n : l+n]
 }
 
-func (a *arena) copyBytes(p []byte) []byte {
+// CopyBytes returns a copy of p; empty, never nil, when p is empty.
+func (a *Arena) CopyBytes(p []byte) []byte {
 	if len(p) == 0 {
 		return []byte{} // empty, never nil: nil means absent
 	}
@@ -43,20 +46,20 @@ func (a *arena) copyBytes(p []byte) []byte {
 	return a.bytes[l : l+len(p) : l+len(p)]
 }
 
-// copyString returns p as a string backed by arena memory. The arena never
+// CopyString returns p as a string backed by arena memory. The arena never
 // writes to bytes it has handed out, which is what unsafe.String requires.
-func (a *arena) copyString(p []byte) string {
+func (a *Arena) CopyString(p []byte) string {
 	if len(p) == 0 {
 		return ""
 	}
-	b := a.copyBytes(p)
+	b := a.CopyBytes(p)
 	return unsafe.String(&b[0], len(b))
 }
 
 // decodeClustering decodes an encoded clustering key into arena memory.
-func decodeClustering(spec *store.TableSpec, b []byte, a *arena) ([]any, error) {
+func decodeClustering(spec *store.TableSpec, b []byte, a *Arena) ([]any, error) {
 	desc := spec.ClusteringOrder == store.Desc
-	out := a.take(len(spec.Clustering))
+	out := a.Take(len(spec.Clustering))
 	var buf [128]byte
 	for i, c := range spec.Clustering {
 		var err error
@@ -67,9 +70,9 @@ func decodeClustering(spec *store.TableSpec, b []byte, a *arena) ([]any, error) 
 				return nil, err
 			}
 			if c.Type == store.TypeText {
-				out[i] = a.copyString(bs)
+				out[i] = a.CopyString(bs)
 			} else {
-				out[i] = a.copyBytes(bs)
+				out[i] = a.CopyBytes(bs)
 			}
 		case store.TypeInt64:
 			out[i], b, err = keyenc.DecodeInt64(b, desc)
