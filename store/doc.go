@@ -1,6 +1,11 @@
 // Package store is the contract every ebb backend implements and every ebb
 // feature is written against.
 //
+// A Store is a Catalog (create, drop, list and look up tables, capacity,
+// statistics) and a Data part (write, get, scan, index query, partition
+// delete). Backends implement Scan alone for range reads; package kit's
+// Query pages through it and decodes whole Rows with the table's Spec.
+//
 // A Store holds tables. A table has a schema (TableSpec): one or more
 // partition-key columns, zero or more clustering columns sharing one
 // clustering order, value columns, an optional default TTL and optional local
@@ -38,6 +43,25 @@
 //
 // Backends map their native errors onto the sentinels in errors.go; callers
 // match them with errors.Is. A refused Write writes nothing.
+//
+// # Optional interfaces and wrappers
+//
+// A backend may also implement optional interfaces (DeferredWriter,
+// Checkpointer, HealthReporter). A decorator (the expiry and meter
+// packages' Stores) is a Store over another and implements Wrapper, whose
+// Unwrap returns the Store below. Callers find an optional interface with
+// As, which walks that chain and returns the first Store that implements
+// it, never with a type assertion on the Store they hold.
+//
+// The rule for a wrapper: an optional interface that writes (DeferredWriter)
+// must be implemented by every wrapper that has to see every write, calling
+// through to the Store below, so that As stops at it and no write goes
+// around it; the expiry decorator (which indexes rows with expiries) and
+// the meter (which counts units) both do. A read-only or administrative
+// interface (Checkpointer, HealthReporter, a backend's concrete type) is
+// not implemented by the wrappers, and As finds it on the Store below.
+// A wrapper's Close closes the Store it wraps, so closing the outermost
+// Store of a chain closes every layer once, outermost first.
 //
 // # Implementing a backend
 //

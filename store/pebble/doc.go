@@ -15,8 +15,9 @@
 // Expiry is resolved on read: a row or cell whose expiry is at or before
 // now is never returned, whatever is still on disk. The store is one
 // process by construction (Pebble's directory lock). Besides store.Store
-// it implements the optional store.DeferredWriter, store.Checkpointer,
-// store.HealthReporter and store.TallyScanner. After the disk fails a
+// it implements the optional store.DeferredWriter, store.Checkpointer and
+// store.HealthReporter, and its Scan adds up store.Query.Tally as it
+// builds each row. After the disk fails a
 // write or a sync, writes are refused and Health says so, rather than
 // acknowledge what may not be durable; after Pebble finds a corrupt block,
 // Health says so too, reads touching it fail and writes go on.
