@@ -4,11 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
+	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/meter"
 	"github.com/ebb-data/ebb/store"
-	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 	"github.com/ebb-data/ebb/store/storetest"
 )
 
@@ -18,15 +16,10 @@ import (
 // closes the backend.
 func TestConformancePebble(t *testing.T) {
 	storetest.Run(t, func(t testing.TB, now func() time.Time) store.Store {
-		raw, err := ebbpebble.Open("db", ebbpebble.Options{FS: vfs.NewMem(), Now: now})
+		s, err := meter.Wrap(testbackend.Pebble(t, now), meter.Options{Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := meter.Wrap(raw, meter.Options{Now: now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
 		return s
 	})
 }

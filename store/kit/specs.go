@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ebb-data/ebb/store"
@@ -16,18 +17,21 @@ import (
 // CreateTable and DropTable, so that its changes are seen at once; a drop
 // and re-create by another process is seen within ttl. Missing tables are
 // not remembered, so that a table created elsewhere is seen at once. It is
-// safe for concurrent use.
+// safe for concurrent use. Its map is copied on write: every call of a
+// decorator reads it, and it changes only when a table is first seen, read
+// again or forgotten, so a read takes no lock.
 type SpecCache[V any] struct {
 	src    store.Catalog
 	ttl    time.Duration
 	now    func() time.Time
 	derive func(*store.TableSpec) V
 
-	mu sync.RWMutex
+	// mu serializes changes to entries and gen.
+	mu sync.Mutex
 	// gen counts Forget calls, so that a spec read before a Forget is not
 	// remembered after it.
-	gen     uint64
-	entries map[string]specEntry[V]
+	gen     atomic.Uint64
+	entries atomic.Pointer[map[string]specEntry[V]]
 }
 
 type specEntry[V any] struct {
@@ -42,7 +46,9 @@ func NewSpecCache[V any](src store.Catalog, ttl time.Duration, now func() time.T
 	if now == nil {
 		now = time.Now
 	}
-	return &SpecCache[V]{src: src, ttl: ttl, now: now, derive: derive, entries: map[string]specEntry[V]{}}
+	c := &SpecCache[V]{src: src, ttl: ttl, now: now, derive: derive}
+	c.entries.Store(&map[string]specEntry[V]{})
+	return c
 }
 
 // Get returns what was derived from the table's spec, read again once ttl
@@ -50,9 +56,7 @@ func NewSpecCache[V any](src store.Catalog, ttl time.Duration, now func() time.T
 // missing.
 func (c *SpecCache[V]) Get(ctx context.Context, table string) (V, error) {
 	now := c.now()
-	c.mu.RLock()
-	e, ok := c.entries[table]
-	c.mu.RUnlock()
+	e, ok := (*c.entries.Load())[table]
 	if age := now.Sub(e.fetched); ok && age < c.ttl && age >= 0 {
 		return e.v, nil
 	}
@@ -62,23 +66,21 @@ func (c *SpecCache[V]) Get(ctx context.Context, table string) (V, error) {
 // Refresh reads the table's spec again, as Get does once ttl has passed:
 // for a caller whose cached spec turned out stale.
 func (c *SpecCache[V]) Refresh(ctx context.Context, table string) (V, error) {
-	c.mu.RLock()
-	gen := c.gen
-	c.mu.RUnlock()
+	gen := c.gen.Load()
 	spec, err := c.src.Spec(ctx, table)
 	if err != nil {
 		if errors.Is(err, store.ErrTableNotFound) {
-			c.Forget(table)
+			c.drop(table)
 		}
 		var zero V
 		return zero, err
 	}
 	v := c.derive(&spec)
 	c.mu.Lock()
-	if c.gen == gen {
-		c.entries[table] = specEntry[V]{v: v, fetched: c.now()}
+	defer c.mu.Unlock()
+	if c.gen.Load() == gen {
+		c.update(func(m map[string]specEntry[V]) { m[table] = specEntry[V]{v: v, fetched: c.now()} })
 	}
-	c.mu.Unlock()
 	return v, nil
 }
 
@@ -87,8 +89,32 @@ func (c *SpecCache[V]) Refresh(ctx context.Context, table string) (V, error) {
 func (c *SpecCache[V]) Forget(table string) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.gen++
-	e, ok := c.entries[table]
-	delete(c.entries, table)
+	c.gen.Add(1)
+	e, ok := (*c.entries.Load())[table]
+	if ok {
+		c.update(func(m map[string]specEntry[V]) { delete(m, table) })
+	}
 	return e.v, ok
+}
+
+// drop removes a table found missing. Unlike Forget it leaves gen alone,
+// so that a lookup of a missing table does not keep other tables' specs,
+// read meanwhile, from being remembered.
+func (c *SpecCache[V]) drop(table string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := (*c.entries.Load())[table]; ok {
+		c.update(func(m map[string]specEntry[V]) { delete(m, table) })
+	}
+}
+
+// update replaces the map with a copy changed by fn. Callers hold mu.
+func (c *SpecCache[V]) update(fn func(map[string]specEntry[V])) {
+	old := *c.entries.Load()
+	m := make(map[string]specEntry[V], len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	fn(m)
+	c.entries.Store(&m)
 }
