@@ -86,7 +86,7 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 	// Metering sits next to the backend, so that it counts what the
 	// provider would bill, the expiry index's own writes included.
 	if !o.NoMetering {
-		m, err := meter.Wrap(db.st, meter.Options{Now: o.Now, Registerer: o.Registerer})
+		m, err := meter.Wrap(db.st, meter.Options{Now: o.Now, Registerer: o.Registerer, SpecTTL: o.CacheTTL})
 		if err != nil {
 			return nil, fmt.Errorf("ebb: %w", err)
 		}
