@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ebb-data/ebb/internal/switchlimit"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/remote"
 )
 
 // Keyspaces lets a table switch between on-demand and provisioned capacity
@@ -16,18 +16,11 @@ import (
 // store.ErrCapacityLimit before anything is sent. Cassandra and ScyllaDB
 // have no capacity modes: there SetCapacity only records the setting, so
 // Tables reports what the shard manager asked for.
-const (
-	maxModeSwitches = 1
-	switchWindow    = 24 * time.Hour
-)
+const maxModeSwitches = 1
 
-// switchAllowed is the pure limit check: history holds the Unix ms times of
-// earlier mode switches. It returns the history within the window (older
-// entries are forgotten) and whether one more switch at now stays within
-// the limit.
-func switchAllowed(history []int64, now time.Time) ([]int64, bool) {
-	return switchlimit.Allowed(history, now, switchWindow, maxModeSwitches)
-}
+// switchLimit is Keyspaces' limit; the history it is checked against
+// holds the Unix ms times of earlier mode switches.
+var switchLimit = remote.SwitchLimit{Max: maxModeSwitches, Window: 24 * time.Hour}
 
 // capacityCQL is the Keyspaces statement that sets a table's capacity.
 func capacityCQL(ks, table string, c store.Capacity) string {
@@ -43,13 +36,8 @@ func capacityCQL(ks, table string, c store.Capacity) string {
 // setting in the catalog; elsewhere it records it only; see store.Store.
 // Warm throughput does not exist on CQL providers and is recorded only.
 func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) (err error) {
-	switch {
-	case c.Mode != store.OnDemand && c.Mode != store.Provisioned:
-		return fmt.Errorf("%w: unknown capacity mode %d", store.ErrInvalid, c.Mode)
-	case c.Mode == store.Provisioned && (c.ReadUnits <= 0 || c.WriteUnits <= 0):
-		return fmt.Errorf("%w: provisioned capacity needs positive read and write units", store.ErrInvalid)
-	case c.WarmRead < 0 || c.WarmWrite < 0:
-		return fmt.Errorf("%w: negative warm throughput", store.ErrInvalid)
+	if err := remote.CheckCapacity(c); err != nil {
+		return err
 	}
 	ctx, cancel, err := s.beginTable(ctx)
 	if err != nil {
@@ -68,11 +56,11 @@ func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) 
 	if exists, err := s.physicalExists(ctx, name); err != nil {
 		return err
 	} else if !exists {
-		s.forget(name)
+		s.tables.Forget(name)
 		return fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
 	}
 	now := s.now()
-	history, allowed := switchAllowed(e.switches, now)
+	history, allowed := switchLimit.Allowed(e.switches, now)
 	switching := s.provider == Keyspaces && e.capacity.Mode != c.Mode
 	if switching && !allowed {
 		return fmt.Errorf("%w: %s switched capacity mode %d time(s) in the last 24 h; Keyspaces allows %d",
@@ -103,7 +91,7 @@ func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) 
 		return mapErr(ctx, "record capacity of "+name, err)
 	}
 	if !applied {
-		s.forget(name)
+		s.tables.Forget(name)
 		return fmt.Errorf("%w: %q dropped meanwhile", store.ErrTableNotFound, name)
 	}
 	return nil

@@ -134,42 +134,25 @@ func (s *Store) readEntry(ctx context.Context, name string) (entry, error) {
 	return decodeEntry(spec, capacity, switches)
 }
 
-// lookup returns a table's cached schema, reading the catalog on a miss.
+// lookup returns a table's cached schema, reading the catalog on a miss
+// (remote.Tables).
 func (s *Store) lookup(ctx context.Context, name string) (*schema, error) {
-	s.mu.Lock()
-	sc, ok := s.tables[name]
-	s.mu.Unlock()
-	if ok {
-		return sc, nil
-	}
-	if !store.NamePattern.MatchString(name) || strings.HasPrefix(name, reservedPrefix) {
-		return nil, fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
-	}
+	return s.tables.Lookup(ctx, name)
+}
+
+// loadSchema builds a table's schema from its catalog row, for the cache.
+func (s *Store) loadSchema(ctx context.Context, name string) (*schema, error) {
 	e, err := s.readEntry(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	sc = newSchema(s.ks, e.spec)
-	s.mu.Lock()
-	s.tables[name] = sc
-	s.mu.Unlock()
-	return sc, nil
-}
-
-func (s *Store) forget(name string) {
-	s.mu.Lock()
-	delete(s.tables, name)
-	s.mu.Unlock()
+	return newSchema(s.ks, e.spec), nil
 }
 
 // tableErr maps an error from an operation on a table, evicting the cached
 // schema when the cluster says the table is gone.
 func (s *Store) tableErr(ctx context.Context, sc *schema, op string, err error) error {
-	err = mapErr(ctx, fmt.Sprintf("%s %s", op, sc.spec.Name), err)
-	if errors.Is(err, store.ErrTableNotFound) {
-		s.forget(sc.spec.Name)
-	}
-	return err
+	return s.tables.Err(ctx, sc.spec.Name, op, err)
 }
 
 // physicalExists reports whether the CQL table exists.
@@ -217,9 +200,7 @@ func (s *Store) CreateTable(ctx context.Context, spec store.TableSpec) (err erro
 	if err := s.waitTables(ctx, names, false); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.tables[spec.Name] = newSchema(s.ks, spec)
-	s.mu.Unlock()
+	s.tables.Put(spec.Name, newSchema(s.ks, spec))
 	return nil
 }
 
@@ -275,11 +256,11 @@ func (s *Store) DropTable(ctx context.Context, name string) (err error) {
 		return err
 	}
 	defer cancel()
-	if !store.NamePattern.MatchString(name) || strings.HasPrefix(name, reservedPrefix) {
+	if !s.tables.Valid(name) {
 		return nil
 	}
 	defer s.observe("drop_table", timeNow(), &err)
-	s.forget(name)
+	s.tables.Forget(name)
 	for _, q := range dropTableCQL(s.ks, name) {
 		if err := s.ddl(ctx, q); err != nil {
 			return mapErr(ctx, "drop "+name, err)
@@ -292,7 +273,7 @@ func (s *Store) DropTable(ctx context.Context, name string) (err error) {
 		MapScanCASContext(ctx, map[string]any{}); err != nil {
 		return mapErr(ctx, "drop "+name, err)
 	}
-	s.forget(name)
+	s.tables.Forget(name)
 	return nil
 }
 
