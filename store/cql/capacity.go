@@ -15,12 +15,9 @@ import (
 // checks its own record of switches first, so the limit surfaces as
 // store.ErrCapacityLimit before anything is sent. Cassandra and ScyllaDB
 // have no capacity modes: there SetCapacity only records the setting, so
-// Tables reports what the shard manager asked for.
-const maxModeSwitches = 1
-
-// switchLimit is Keyspaces' limit; the history it is checked against
-// holds the Unix ms times of earlier mode switches.
-var switchLimit = remote.SwitchLimit{Max: maxModeSwitches, Window: 24 * time.Hour}
+// Tables reports what the shard manager asked for. The history the limit
+// is checked against holds the Unix ms times of earlier mode switches.
+var switchLimit = remote.SwitchLimit{Max: 1, Window: 24 * time.Hour}
 
 // capacityCQL is the Keyspaces statement that sets a table's capacity.
 func capacityCQL(ks, table string, c store.Capacity) string {
@@ -36,10 +33,7 @@ func capacityCQL(ks, table string, c store.Capacity) string {
 // setting in the catalog; elsewhere it records it only; see store.Store.
 // Warm throughput does not exist on CQL providers and is recorded only.
 func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) (err error) {
-	if err := remote.CheckCapacity(c); err != nil {
-		return err
-	}
-	ctx, cancel, err := s.beginTable(ctx)
+	ctx, cancel, err := s.core.BeginCapacity(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -64,7 +58,7 @@ func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) 
 	switching := s.provider == Keyspaces && e.capacity.Mode != c.Mode
 	if switching && !allowed {
 		return fmt.Errorf("%w: %s switched capacity mode %d time(s) in the last 24 h; Keyspaces allows %d",
-			store.ErrCapacityLimit, name, len(history), maxModeSwitches)
+			store.ErrCapacityLimit, name, len(history), switchLimit.Max)
 	}
 	if s.provider == Keyspaces {
 		tables := []string{name}

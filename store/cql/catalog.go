@@ -251,14 +251,11 @@ func (s *Store) claimName(ctx context.Context, spec store.TableSpec) error {
 // DropTable drops the CQL table and its companion, waits until they are
 // gone and removes the catalog row; see store.Store.
 func (s *Store) DropTable(ctx context.Context, name string) (err error) {
-	ctx, cancel, err := s.beginTable(ctx)
-	if err != nil {
+	ctx, cancel, done, err := s.core.BeginDrop(ctx, name)
+	if done || err != nil {
 		return err
 	}
 	defer cancel()
-	if !s.tables.Valid(name) {
-		return nil
-	}
 	defer s.observe("drop_table", timeNow(), &err)
 	s.tables.Forget(name)
 	for _, q := range dropTableCQL(s.ks, name) {

@@ -52,7 +52,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 	}
 	return &Client{
 		session: session, provider: p, owned: true,
-		core: remote.NewCore(opts.Common), retry: retryPolicy{opts.RetryPolicy(retryBase)},
+		core: remote.NewCore(opts.Common, reservedPrefix), retry: retryPolicy{opts.RetryPolicy(retryBase)},
 	}, nil
 }
 
@@ -60,7 +60,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 // (its retries are counted in the Store's metrics). It lives as long as
 // the Store; its Close ends the Client alone, leaving the session open.
 func (s *Store) Client() *Client {
-	return &Client{session: s.session, provider: s.provider, core: remote.NewCore(s.opts.Common), retry: s.retry}
+	return &Client{session: s.session, provider: s.provider, core: remote.NewCore(s.opts.Common, reservedPrefix), retry: s.retry}
 }
 
 // Session returns the driver session the Client runs on.

@@ -19,16 +19,19 @@ type metrics struct {
 }
 
 func newMetrics() *metrics {
-	retries := prometheus.NewCounterVec(prometheus.CounterOpts{
+	m := &metrics{retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ebb_cql_retries_total",
 		Help: "Requests sent again after the cluster refused or timed out, by reason.",
-	}, []string{"reason"})
-	return &metrics{
-		Metrics: remote.NewMetrics("cql",
-			"Operations on the CQL backend (after retries) by operation and outcome.",
-			"Duration of operations on the CQL backend, retries included.", retries),
-		retries: retries,
+	}, []string{"reason"})}
+	// The retried kinds are exported from the start, at zero, so that
+	// rates and alerts see the first retry.
+	for _, k := range []errKind{kindOverloaded, kindUnavailable, kindReadTimeout, kindWriteTimeout} {
+		m.retries.WithLabelValues(k.String())
 	}
+	m.Metrics = remote.NewMetrics("cql",
+		"Operations on the CQL backend (after retries) by operation and outcome.",
+		"Duration of operations on the CQL backend, retries included.", m.retries)
+	return m
 }
 
 // Collector returns the Store's metrics as one collector, for callers that

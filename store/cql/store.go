@@ -79,11 +79,6 @@ func openSession(ctx context.Context, opts Options) (*gocql.Session, error) {
 // then on) and sets it up.
 func newStore(ctx context.Context, session *gocql.Session, opts Options) (*Store, error) {
 	m := newMetrics()
-	// The retried kinds are exported from the start, at zero, so that
-	// rates and alerts see the first retry.
-	for _, k := range []errKind{kindOverloaded, kindUnavailable, kindReadTimeout, kindWriteTimeout} {
-		m.retries.WithLabelValues(k.String())
-	}
 	retry := retryPolicy{opts.RetryPolicy(retryBase)}
 	retry.OnRetry = func(err error) { m.retries.WithLabelValues(classify(err).String()).Inc() }
 	s := &Store{
@@ -92,7 +87,7 @@ func newStore(ctx context.Context, session *gocql.Session, opts Options) (*Store
 		ks:      opts.Keyspace,
 		now:     opts.Now,
 		log:     opts.Logger,
-		core:    remote.NewCore(opts.Common),
+		core:    remote.NewCore(opts.Common, reservedPrefix),
 		metrics: m,
 		retry:   retry,
 		poll:    time.Second,
@@ -101,7 +96,7 @@ func newStore(ctx context.Context, session *gocql.Session, opts Options) (*Store
 		// clock, not the expiry clock.
 		ttlCap: ttlCap(time.Now()),
 	}
-	s.tables = remote.NewTables(reservedPrefix, s.loadSchema, mapErr)
+	s.tables = remote.NewTables(s.core, s.loadSchema, mapErr)
 	if opts.Registerer != nil {
 		if err := opts.Registerer.Register(m); err != nil {
 			session.Close()

@@ -33,14 +33,11 @@ import (
 
 // Write applies a batch; see store.Store.
 func (s *Store) Write(ctx context.Context, name string, batch []store.Mutation) (err error) {
-	ctx, cancel, err := s.begin(ctx)
-	if err != nil {
+	ctx, cancel, done, err := s.core.BeginWrite(ctx, len(batch))
+	if done || err != nil {
 		return err
 	}
 	defer cancel()
-	if len(batch) == 0 {
-		return nil
-	}
 	defer s.observe("write", timeNow(), &err)
 	sc, err := s.lookup(ctx, name)
 	if err != nil {

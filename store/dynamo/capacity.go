@@ -16,22 +16,17 @@ import (
 // DynamoDB lets a table switch from provisioned to on-demand capacity at
 // most four times in a rolling 24 hours; a fifth UpdateTable fails. ebb
 // checks its own record of switches first, so the limit surfaces as
-// store.ErrCapacityLimit before anything is sent.
-const maxOnDemandSwitches = 4
-
-// switchLimit is DynamoDB's limit; the history it is checked against
-// holds the Unix ms times of earlier provisioned -> on-demand switches.
-var switchLimit = remote.SwitchLimit{Max: maxOnDemandSwitches, Window: 24 * time.Hour}
+// store.ErrCapacityLimit before anything is sent. The history the limit is
+// checked against holds the Unix ms times of earlier provisioned ->
+// on-demand switches.
+var switchLimit = remote.SwitchLimit{Max: 4, Window: 24 * time.Hour}
 
 // SetCapacity changes a table's billing mode, provisioned throughput and
 // warm throughput with UpdateTable and records the setting in the catalog;
 // see store.Store. Where the endpoint has no warm throughput (emulators,
 // Alternator) the warm figures are recorded only.
 func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) error {
-	if err := remote.CheckCapacity(c); err != nil {
-		return err
-	}
-	ctx, cancel, err := s.beginTable(ctx)
+	ctx, cancel, err := s.core.BeginCapacity(ctx, c)
 	if err != nil {
 		return err
 	}

@@ -286,14 +286,11 @@ func lsiName(index string) string { return "ix." + index }
 // DropTable deletes the DynamoDB table, waits until it is gone and removes
 // its catalog entry; see store.Store.
 func (s *Store) DropTable(ctx context.Context, name string) error {
-	ctx, cancel, err := s.beginTable(ctx)
-	if err != nil {
+	ctx, cancel, done, err := s.core.BeginDrop(ctx, name)
+	if done || err != nil {
 		return err
 	}
 	defer cancel()
-	if !s.tables.Valid(name) {
-		return nil
-	}
 	physical := s.physicalName(name)
 	s.tables.Forget(name)
 	for {

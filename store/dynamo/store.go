@@ -79,7 +79,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		now:     opts.Now,
 		log:     opts.Logger,
 		catalog: opts.TablePrefix + "ebb.catalog",
-		core:    remote.NewCore(opts.Common),
+		core:    remote.NewCore(opts.Common, ""),
 		retry:   retryPolicy{Policy: opts.RetryPolicy(retryBase), onRetry: m.unprocess.Inc},
 		poll:    250 * time.Millisecond,
 		caps: store.Capabilities{
@@ -89,7 +89,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			SharedAcrossProcesses: true,
 		},
 	}
-	s.tables = remote.NewTables("", s.loadTable, mapErr)
+	s.tables = remote.NewTables(s.core, s.loadTable, mapErr)
 	if isLoopback(opts.Endpoint) {
 		s.poll = 20 * time.Millisecond
 	}

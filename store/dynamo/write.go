@@ -22,14 +22,11 @@ import (
 // BatchWriteItem chunks of 25 (whole-item puts and deletes) plus single
 // UpdateItem / conditional DeleteItem calls; see store.Store.
 func (s *Store) Write(ctx context.Context, name string, batch []store.Mutation) error {
-	ctx, cancel, err := s.begin(ctx)
-	if err != nil {
+	ctx, cancel, done, err := s.core.BeginWrite(ctx, len(batch))
+	if done || err != nil {
 		return err
 	}
 	defer cancel()
-	if len(batch) == 0 {
-		return nil
-	}
 	t, err := s.lookup(ctx, name)
 	if err != nil {
 		return err

@@ -7,11 +7,11 @@ import (
 	"github.com/ebb-data/ebb/store"
 )
 
-// CheckCapacity refuses a capacity setting that no provider accepts,
+// checkCapacity refuses a capacity setting that no provider accepts,
 // before anything is sent: an unknown mode, provisioned capacity without
 // positive read and write units, negative warm throughput. Errors wrap
 // store.ErrInvalid.
-func CheckCapacity(c store.Capacity) error {
+func checkCapacity(c store.Capacity) error {
 	switch {
 	case c.Mode != store.OnDemand && c.Mode != store.Provisioned:
 		return fmt.Errorf("%w: unknown capacity mode %d", store.ErrInvalid, c.Mode)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/ebb-data/ebb/store"
@@ -17,27 +16,21 @@ import (
 // a table dropped by another process is not served from memory. It is
 // safe for concurrent use.
 type Tables[T any] struct {
-	reserved string
-	load     func(ctx context.Context, name string) (T, error)
-	mapErr   func(ctx context.Context, op string, err error) error
+	core   *Core
+	load   func(ctx context.Context, name string) (T, error)
+	mapErr func(ctx context.Context, op string, err error) error
 
 	mu sync.Mutex
 	m  map[string]T
 }
 
-// NewTables returns an empty cache. Names starting with reserved (when not
-// empty) are the backend's own and never ebb tables. load reads a table's
-// catalog entry, store.ErrTableNotFound when there is none; mapErr is the
-// backend's mapping of its service's errors onto the store sentinels.
-func NewTables[T any](reserved string, load func(ctx context.Context, name string) (T, error),
+// NewTables returns an empty cache of the tables core accepts (Valid).
+// load reads a table's catalog entry, store.ErrTableNotFound when there
+// is none; mapErr is the backend's mapping of its service's errors onto
+// the store sentinels.
+func NewTables[T any](core *Core, load func(ctx context.Context, name string) (T, error),
 	mapErr func(ctx context.Context, op string, err error) error) *Tables[T] {
-	return &Tables[T]{reserved: reserved, load: load, mapErr: mapErr, m: map[string]T{}}
-}
-
-// Valid reports whether name can be an ebb table of the backend: it
-// matches store.NamePattern and is not one of the backend's own names.
-func (t *Tables[T]) Valid(name string) bool {
-	return store.NamePattern.MatchString(name) && (t.reserved == "" || !strings.HasPrefix(name, t.reserved))
+	return &Tables[T]{core: core, load: load, mapErr: mapErr, m: map[string]T{}}
 }
 
 // Lookup returns a table's cached entry, loading it on a miss; a name that
@@ -49,7 +42,7 @@ func (t *Tables[T]) Lookup(ctx context.Context, name string) (T, error) {
 	if ok {
 		return v, nil
 	}
-	if !t.Valid(name) {
+	if !t.core.Valid(name) {
 		var zero T
 		return zero, fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
 	}
