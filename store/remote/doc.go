@@ -11,15 +11,18 @@
 //   - Core, which starts an operation: a closed Store refuses it, a caller
 //     that has already given up does not start it, and it is bounded by
 //     Timeout (data) or TableTimeout (tables, which wait for the service).
+//     It also applies the contract's early outs: an empty Write and a
+//     DropTable of a name that cannot be a table do nothing, a capacity
+//     setting no provider accepts is refused before anything is sent.
 //   - Tables, the cache of what a backend derives from a table's catalog
 //     entry, read on a miss and evicted when the service says the table is
 //     gone, so that a dropped table is never served from memory for long.
 //   - Metrics, the requests and latency every remote backend exports by
 //     operation; the outcome labels and any further metrics stay with the
 //     backend, because they name what its service reports.
-//   - The capacity rules no provider relaxes: which settings are valid at
-//     all and the check of a provider's limit on capacity-mode switches
-//     against the history a backend keeps.
+//   - SwitchLimit, the check of a provider's limit on capacity-mode
+//     switches against the history a backend keeps (the limit itself is
+//     the backend's).
 //   - The error facts that hold for every transport: an error already
 //     mapped onto a store sentinel passes through, a broken connection is
 //     unavailability, a caller's own cancellation is not.
