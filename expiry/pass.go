@@ -3,7 +3,6 @@ package expiry
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -40,21 +39,16 @@ const (
 // retry calls f until it succeeds, fails with an error that retrying
 // cannot fix, or has been tried retryAttempts times, waiting an
 // exponentially growing delay between tries. The wait is jittered over
-// only its upper half: one sweeper gains little from spreading out, and a
-// throttled backend should get at least half the delay to recover.
+// only its upper half (backoff.Equal): one sweeper gains little from
+// spreading out, and a throttled backend should get at least half the
+// delay to recover.
 func (sw *Sweeper) retry(ctx context.Context, f func() error) error {
-	for attempt := 1; ; attempt++ {
+	p := backoff.Policy{Base: sw.retryBase, Max: sw.retryMax, Attempts: sw.retryAttempts,
+		Jitter: backoff.Equal, OnRetry: func(error) { sw.s.m.retries.Inc() }}
+	return p.Retry(ctx, func(int) (bool, error) {
 		err := f()
-		if err == nil || attempt == sw.retryAttempts ||
-			!(errors.Is(err, store.ErrThrottled) || errors.Is(err, store.ErrUnavailable)) {
-			return err
-		}
-		sw.s.m.retries.Inc()
-		delay := backoff.Exponential(sw.retryBase, sw.retryMax, attempt)
-		if err := backoff.Sleep(ctx, delay/2+rand.N(delay/2+1)); err != nil {
-			return err
-		}
-	}
+		return errors.Is(err, store.ErrThrottled) || errors.Is(err, store.ErrUnavailable), err
+	})
 }
 
 // pacer spaces deletes so that they average at most rate per second. The

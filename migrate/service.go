@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/timeseries"
 )
@@ -179,7 +180,7 @@ func New(ctx context.Context, st store.Store, idx *timeseries.Service, opts Opti
 		s.sample = DefaultMismatchSample
 	}
 	if s.wait == nil {
-		s.wait = timerWait
+		s.wait = backoff.Sleep
 	}
 	if opts.Registerer != nil {
 		if err := s.metrics.register(opts.Registerer); err != nil {
@@ -213,17 +214,6 @@ func (s *Service) Close() error {
 		closeSource(c.src)
 	}
 	return nil
-}
-
-func timerWait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // Start begins migrating index from a legacy table, in phase ShadowWrite,

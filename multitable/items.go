@@ -205,12 +205,15 @@ func (g *Registry) Delete(ctx context.Context, table, key string) error {
 // on one key exhausts them; the caller's retry then settles it.
 const maxAttempts = 8
 
-// pause waits before attempt+1 of a put or delete that lost a race: a
-// random delay up to 2^attempt ms (at most 128 ms), so that writers of one
-// key stop colliding.
+// contention is the backoff of a put or delete that lost a race: a random
+// delay up to 2^attempt ms (at most 128 ms) before attempt+1, so that
+// writers of one key stop colliding.
+var contention = backoff.Policy{Base: time.Millisecond, Max: 128 * time.Millisecond, Jitter: backoff.Full}
+
+// pause waits before attempt+1 (attempt counts from 0) of a put or delete
+// that lost a race.
 func (g *Registry) pause(ctx context.Context, attempt int) error {
-	d := time.Duration(rand.Int64N(int64(time.Millisecond)<<min(attempt, 7) + 1))
-	return backoff.Sleep(ctx, d)
+	return contention.Wait(ctx, attempt+1)
 }
 
 // itemRow is an item row as read: the item, if it is one, and the version

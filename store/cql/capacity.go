@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ebb-data/ebb/internal/switchlimit"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/remote"
 )
 
 // Keyspaces lets a table switch between on-demand and provisioned capacity
@@ -15,19 +15,9 @@ import (
 // checks its own record of switches first, so the limit surfaces as
 // store.ErrCapacityLimit before anything is sent. Cassandra and ScyllaDB
 // have no capacity modes: there SetCapacity only records the setting, so
-// Tables reports what the shard manager asked for.
-const (
-	maxModeSwitches = 1
-	switchWindow    = 24 * time.Hour
-)
-
-// switchAllowed is the pure limit check: history holds the Unix ms times of
-// earlier mode switches. It returns the history within the window (older
-// entries are forgotten) and whether one more switch at now stays within
-// the limit.
-func switchAllowed(history []int64, now time.Time) ([]int64, bool) {
-	return switchlimit.Allowed(history, now, switchWindow, maxModeSwitches)
-}
+// Tables reports what the shard manager asked for. The history the limit
+// is checked against holds the Unix ms times of earlier mode switches.
+var switchLimit = remote.SwitchLimit{Max: 1, Window: 24 * time.Hour}
 
 // capacityCQL is the Keyspaces statement that sets a table's capacity.
 func capacityCQL(ks, table string, c store.Capacity) string {
@@ -43,15 +33,7 @@ func capacityCQL(ks, table string, c store.Capacity) string {
 // setting in the catalog; elsewhere it records it only; see store.Store.
 // Warm throughput does not exist on CQL providers and is recorded only.
 func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) (err error) {
-	switch {
-	case c.Mode != store.OnDemand && c.Mode != store.Provisioned:
-		return fmt.Errorf("%w: unknown capacity mode %d", store.ErrInvalid, c.Mode)
-	case c.Mode == store.Provisioned && (c.ReadUnits <= 0 || c.WriteUnits <= 0):
-		return fmt.Errorf("%w: provisioned capacity needs positive read and write units", store.ErrInvalid)
-	case c.WarmRead < 0 || c.WarmWrite < 0:
-		return fmt.Errorf("%w: negative warm throughput", store.ErrInvalid)
-	}
-	ctx, cancel, err := s.beginTable(ctx)
+	ctx, cancel, err := s.core.BeginCapacity(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -68,15 +50,15 @@ func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) 
 	if exists, err := s.physicalExists(ctx, name); err != nil {
 		return err
 	} else if !exists {
-		s.forget(name)
+		s.tables.Forget(name)
 		return fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
 	}
 	now := s.now()
-	history, allowed := switchAllowed(e.switches, now)
+	history, allowed := switchLimit.Allowed(e.switches, now)
 	switching := s.provider == Keyspaces && e.capacity.Mode != c.Mode
 	if switching && !allowed {
 		return fmt.Errorf("%w: %s switched capacity mode %d time(s) in the last 24 h; Keyspaces allows %d",
-			store.ErrCapacityLimit, name, len(history), maxModeSwitches)
+			store.ErrCapacityLimit, name, len(history), switchLimit.Max)
 	}
 	if s.provider == Keyspaces {
 		tables := []string{name}
@@ -103,7 +85,7 @@ func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) 
 		return mapErr(ctx, "record capacity of "+name, err)
 	}
 	if !applied {
-		s.forget(name)
+		s.tables.Forget(name)
 		return fmt.Errorf("%w: %q dropped meanwhile", store.ErrTableNotFound, name)
 	}
 	return nil

@@ -134,26 +134,19 @@ func (s *Store) readEntry(ctx context.Context, name string) (entry, error) {
 	return decodeEntry(spec, capacity, switches)
 }
 
-// lookup returns a table's cached schema, reading the catalog on a miss.
+// lookup returns a table's cached schema, reading the catalog on a miss
+// (remote.Tables).
 func (s *Store) lookup(ctx context.Context, name string) (*schema, error) {
-	s.mu.Lock()
-	sc, ok := s.tables[name]
-	s.mu.Unlock()
-	if ok {
-		return sc, nil
-	}
-	if !store.NamePattern.MatchString(name) || strings.HasPrefix(name, reservedPrefix) {
-		return nil, fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
-	}
+	return s.tables.Lookup(ctx, name)
+}
+
+// loadSchema builds a table's schema from its catalog row, for the cache.
+func (s *Store) loadSchema(ctx context.Context, name string) (*schema, error) {
 	e, err := s.readEntry(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	sc = newSchema(s.ks, e.spec)
-	s.mu.Lock()
-	s.tables[name] = sc
-	s.mu.Unlock()
-	return sc, nil
+	return newSchema(s.ks, e.spec), nil
 }
 
 // Spec returns a table's spec from the schema cache, reading the catalog
@@ -171,20 +164,10 @@ func (s *Store) Spec(ctx context.Context, name string) (store.TableSpec, error) 
 	return sc.spec, nil
 }
 
-func (s *Store) forget(name string) {
-	s.mu.Lock()
-	delete(s.tables, name)
-	s.mu.Unlock()
-}
-
 // tableErr maps an error from an operation on a table, evicting the cached
 // schema when the cluster says the table is gone.
 func (s *Store) tableErr(ctx context.Context, sc *schema, op string, err error) error {
-	err = mapErr(ctx, fmt.Sprintf("%s %s", op, sc.spec.Name), err)
-	if errors.Is(err, store.ErrTableNotFound) {
-		s.forget(sc.spec.Name)
-	}
-	return err
+	return s.tables.Err(ctx, sc.spec.Name, op, err)
 }
 
 // physicalExists reports whether the CQL table exists.
@@ -232,9 +215,7 @@ func (s *Store) CreateTable(ctx context.Context, spec store.TableSpec) (err erro
 	if err := s.waitTables(ctx, names, false); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.tables[spec.Name] = newSchema(s.ks, spec)
-	s.mu.Unlock()
+	s.tables.Put(spec.Name, newSchema(s.ks, spec))
 	return nil
 }
 
@@ -285,16 +266,13 @@ func (s *Store) claimName(ctx context.Context, spec store.TableSpec) error {
 // DropTable drops the CQL table and its companion, waits until they are
 // gone and removes the catalog row; see store.Store.
 func (s *Store) DropTable(ctx context.Context, name string) (err error) {
-	ctx, cancel, err := s.beginTable(ctx)
-	if err != nil {
+	ctx, cancel, done, err := s.core.BeginDrop(ctx, name)
+	if done || err != nil {
 		return err
 	}
 	defer cancel()
-	if !store.NamePattern.MatchString(name) || strings.HasPrefix(name, reservedPrefix) {
-		return nil
-	}
 	defer s.observe("drop_table", timeNow(), &err)
-	s.forget(name)
+	s.tables.Forget(name)
 	for _, q := range dropTableCQL(s.ks, name) {
 		if err := s.ddl(ctx, q); err != nil {
 			return mapErr(ctx, "drop "+name, err)
@@ -307,7 +285,7 @@ func (s *Store) DropTable(ctx context.Context, name string) (err error) {
 		MapScanCASContext(ctx, map[string]any{}); err != nil {
 		return mapErr(ctx, "drop "+name, err)
 	}
-	s.forget(name)
+	s.tables.Forget(name)
 	return nil
 }
 

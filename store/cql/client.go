@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
-	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
-	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/remote"
 )
 
 // Client runs statements of its caller's own on a CQL cluster, with a
@@ -21,12 +19,11 @@ import (
 type Client struct {
 	session  *gocql.Session
 	provider Provider
-	timeout  time.Duration
 	retry    retryPolicy
 	// owned is set when Close closes the session (Dial); a Store's
 	// Client shares the Store's session, which the Store closes.
-	owned  bool
-	closed atomic.Bool
+	owned bool
+	core  *remote.Core
 }
 
 // Dial connects to the cluster opts names, as Open does, and detects its
@@ -54,11 +51,8 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		return nil, mapErr(ctx, "cql: detect provider", err)
 	}
 	return &Client{
-		session: session, provider: p, timeout: opts.Timeout, owned: true,
-		retry: retryPolicy{
-			base: 20 * time.Millisecond, cap: opts.MaxBackoff, attempts: opts.MaxAttempts,
-			sleep: backoff.Sleep, jitter: defaultJitter,
-		},
+		session: session, provider: p, owned: true,
+		core: remote.NewCore(opts.Common, reservedPrefix), retry: retryPolicy{opts.RetryPolicy(retryBase)},
 	}, nil
 }
 
@@ -66,7 +60,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 // (its retries are counted in the Store's metrics). It lives as long as
 // the Store; its Close ends the Client alone, leaving the session open.
 func (s *Store) Client() *Client {
-	return &Client{session: s.session, provider: s.provider, timeout: s.opts.Timeout, retry: s.retry}
+	return &Client{session: s.session, provider: s.provider, core: remote.NewCore(s.opts.Common, reservedPrefix), retry: s.retry}
 }
 
 // Session returns the driver session the Client runs on.
@@ -84,15 +78,12 @@ func (c *Client) Provider() Provider { return c.provider }
 // gocql.ErrNotFound becomes store.ErrNotFound. op names the operation in
 // the message.
 func (c *Client) Do(ctx context.Context, op string, idempotent bool, fn func(ctx context.Context) error) error {
-	if c.closed.Load() {
-		return store.ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
+	ctx, cancel, err := c.core.Begin(ctx)
+	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	err := c.retry.do(ctx, idempotent, fn)
+	err = c.retry.do(ctx, idempotent, fn)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return fmt.Errorf("%s: %w", op, store.ErrNotFound)
 	}
@@ -102,7 +93,7 @@ func (c *Client) Do(ctx context.Context, op string, idempotent bool, fn func(ctx
 // Close closes a session the Client dialled; a Store's Client leaves the
 // Store's session open. It is safe to call more than once.
 func (c *Client) Close() error {
-	if c.closed.Swap(true) || !c.owned {
+	if !c.core.Close() || !c.owned {
 		return nil
 	}
 	c.session.Close()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/kit"
+	"github.com/ebb-data/ebb/store/remote"
 )
 
 // DeleteIfExpired must never delete a row whose expiry was extended, and
@@ -65,7 +66,7 @@ func (s *Store) deleteIfExpired(ctx context.Context, sc *schema, rs []kit.Resolv
 			})
 		}
 	}
-	if err := runAll(ctx, tasks); err != nil {
+	if err := remote.RunAll(ctx, tasks); err != nil {
 		return nil, err
 	}
 	return out, nil

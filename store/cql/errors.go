@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strings"
-	"syscall"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/remote"
 )
 
 // errKind classifies a driver error for retries and mapping.
@@ -78,9 +76,7 @@ func classify(err error) errKind {
 		errors.Is(err, gocql.ErrSessionClosed):
 		return kindUnavailable
 	}
-	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+	if remote.Unreached(err) {
 		return kindUnavailable
 	}
 	return kindOther
@@ -115,12 +111,8 @@ func mapErr(ctx context.Context, op string, err error) error {
 		// The caller gave up: whatever failed after that is its doing.
 		return fmt.Errorf("%s: %w (%v)", op, ctx.Err(), err)
 	}
-	for _, s := range []error{store.ErrTableNotFound, store.ErrInvalid, store.ErrTooLarge,
-		store.ErrThrottled, store.ErrUnavailable, store.ErrNotFound, store.ErrCapacityLimit,
-		store.ErrTableExists, store.ErrClosed, store.ErrConflict} {
-		if errors.Is(err, s) {
-			return fmt.Errorf("%s: %w", op, err)
-		}
+	if remote.Mapped(err) {
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	switch classify(err) {
 	case kindOverloaded:
@@ -134,7 +126,7 @@ func mapErr(ctx context.Context, op string, err error) error {
 	case kindInvalid:
 		return fmt.Errorf("%s: %w: %w", op, store.ErrInvalid, err)
 	}
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+	if remote.Cancelled(ctx, err) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {

@@ -2,7 +2,6 @@ package cql
 
 import (
 	"fmt"
-	"log/slog"
 	"net"
 	"regexp"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/remote"
 )
 
 // Options configures a Store. The zero value of each field is documented;
@@ -46,33 +46,16 @@ type Options struct {
 	TLS        bool
 	CAFile     string
 	ServerName string
-	// Timeout bounds each data operation (Get, Query, Write, ...) including
-	// retries; past it the operation fails with store.ErrUnavailable. Zero
-	// means 10 s.
-	Timeout time.Duration
-	// TableTimeout bounds table operations that wait for the cluster
-	// (schema agreement, Keyspaces' asynchronous creates and drops). Zero
-	// means 5 minutes.
-	TableTimeout time.Duration
-	// MaxAttempts bounds the attempts of one request that the cluster
-	// refused as overloaded or timed out. Zero means 6.
-	MaxAttempts int
-	// MaxBackoff caps the exponential backoff between attempts. Zero means
-	// 1 s.
-	MaxBackoff time.Duration
-	// TTLMargin is added to every native TTL (USING TTL) this Store writes.
-	// The cluster removes expired cells on its own clock while ebb resolves
-	// expiry on Now, so the margin is what keeps a cell ebb still considers
-	// live from vanishing when ebb's clock runs behind the cluster's. Zero
-	// means DefaultTTLMargin.
-	TTLMargin time.Duration
-	// Now is the clock for read-resolved expiry, native TTLs (computed as
-	// expiry minus Now, since CQL TTLs are relative) and the capacity-switch
-	// history. Nil means time.Now.
-	Now func() time.Time
-	// Logger receives provider detection, schema waits and retries. Nil
-	// discards.
-	Logger *slog.Logger
+	// Common holds the options every remote backend has (see
+	// remote.Common). Here Timeout (10 s by default) bounds each data
+	// operation; TableTimeout (5 minutes) schema agreement and Keyspaces'
+	// asynchronous creates and drops; MaxAttempts (6) the attempts of a
+	// request the cluster refused as overloaded or that timed out;
+	// MaxBackoff (1 s) the backoff between them. TTLMargin
+	// (DefaultTTLMargin) is added to every native TTL (USING TTL) this
+	// Store writes; Now is also the clock native TTLs are computed on,
+	// since CQL TTLs are relative.
+	remote.Common
 	// Registerer, when set, receives the Store's request metrics.
 	Registerer prometheus.Registerer
 }
@@ -86,14 +69,9 @@ const DefaultTTLMargin = time.Minute
 // DefaultOptions returns the options ebb serve starts from; Hosts and
 // Keyspace are still to be set.
 func DefaultOptions() Options {
-	return Options{
-		Consistency:  gocql.LocalQuorum,
-		Timeout:      10 * time.Second,
-		TableTimeout: 5 * time.Minute,
-		MaxAttempts:  6,
-		MaxBackoff:   time.Second,
-		TTLMargin:    DefaultTTLMargin,
-	}
+	c := remote.DefaultCommon()
+	c.MaxAttempts, c.MaxBackoff, c.TTLMargin = 6, time.Second, DefaultTTLMargin
+	return Options{Common: c, Consistency: gocql.LocalQuorum}
 }
 
 // KeyspacePattern is what Options.Keyspace must match: CQL's rule for
@@ -121,11 +99,8 @@ func (o Options) Validate() error {
 	default:
 		return bad("consistency %v is not a read/write consistency level", o.Consistency)
 	}
-	if o.Timeout < 0 || o.TableTimeout < 0 || o.MaxBackoff < 0 || o.TTLMargin < 0 {
-		return bad("negative timeout, backoff or TTL margin")
-	}
-	if o.MaxAttempts < 0 || o.MaxAttempts > 100 {
-		return bad("max attempts %d outside 0..100", o.MaxAttempts)
+	if err := o.Common.Validate("cql"); err != nil {
+		return err
 	}
 	if o.Password != "" && o.Username == "" {
 		return bad("a password without a username")
@@ -139,29 +114,9 @@ func (o Options) Validate() error {
 // withDefaults fills zero values.
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
+	o.Common = o.Common.WithDefaults(d.Common)
 	if o.Consistency == 0 {
 		o.Consistency = d.Consistency
-	}
-	if o.Timeout == 0 {
-		o.Timeout = d.Timeout
-	}
-	if o.TableTimeout == 0 {
-		o.TableTimeout = d.TableTimeout
-	}
-	if o.MaxAttempts == 0 {
-		o.MaxAttempts = d.MaxAttempts
-	}
-	if o.MaxBackoff == 0 {
-		o.MaxBackoff = d.MaxBackoff
-	}
-	if o.TTLMargin == 0 {
-		o.TTLMargin = d.TTLMargin
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o
 }

@@ -317,7 +317,7 @@ func (s *Store) Stats(ctx context.Context, name string) (_ store.TableStats, err
 		return store.TableStats{}, err
 	}
 	if !exists {
-		s.forget(name)
+		s.tables.Forget(name)
 		return store.TableStats{}, fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
 	}
 	var st store.TableStats

@@ -9,26 +9,21 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
-	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/remote"
 )
 
 var _ store.Store = (*Store)(nil)
 
-const (
-	// maxRowBytes is what Capabilities reports: Keyspaces' 1 MiB row limit
-	// less room for the expiry columns this layout adds. Cassandra and
-	// ScyllaDB have no row limit of their own; the same bound keeps rows a
-	// size they handle well and an application portable.
-	maxRowBytes = 1<<20 - 8<<10
-	// parallelism bounds the requests one call has in flight.
-	parallelism = 8
-)
+// maxRowBytes is what Capabilities reports: Keyspaces' 1 MiB row limit
+// less room for the expiry columns this layout adds. Cassandra and
+// ScyllaDB have no row limit of their own; the same bound keeps rows a
+// size they handle well and an application portable.
+const maxRowBytes = 1<<20 - 8<<10
 
 // Store is a store.Store on a CQL cluster.
 type Store struct {
@@ -39,6 +34,7 @@ type Store struct {
 	caps     store.Capabilities
 	now      func() time.Time
 	log      *slog.Logger
+	core     *remote.Core
 	retry    retryPolicy
 	metrics  *metrics
 	// poll is the interval of waits for Keyspaces' table status.
@@ -47,10 +43,7 @@ type Store struct {
 	stamps *stamper
 	ttlCap int64
 
-	mu     sync.Mutex
-	tables map[string]*schema // spec cache, by name
-
-	closed atomic.Bool
+	tables *remote.Tables[*schema] // spec cache, by name
 }
 
 // Open connects to the cluster, detects the provider, creates the keyspace
@@ -86,30 +79,24 @@ func openSession(ctx context.Context, opts Options) (*gocql.Session, error) {
 // then on) and sets it up.
 func newStore(ctx context.Context, session *gocql.Session, opts Options) (*Store, error) {
 	m := newMetrics()
-	// The retried kinds are exported from the start, at zero, so that
-	// rates and alerts see the first retry.
-	for _, k := range []errKind{kindOverloaded, kindUnavailable, kindReadTimeout, kindWriteTimeout} {
-		m.retries.WithLabelValues(k.String())
-	}
+	retry := retryPolicy{opts.RetryPolicy(retryBase)}
+	retry.OnRetry = func(err error) { m.retries.WithLabelValues(classify(err).String()).Inc() }
 	s := &Store{
 		session: session,
 		opts:    opts,
 		ks:      opts.Keyspace,
 		now:     opts.Now,
 		log:     opts.Logger,
+		core:    remote.NewCore(opts.Common, reservedPrefix),
 		metrics: m,
-		retry: retryPolicy{
-			base: 20 * time.Millisecond, cap: opts.MaxBackoff, attempts: opts.MaxAttempts,
-			sleep: backoff.Sleep, jitter: defaultJitter,
-			onRetry: func(k errKind) { m.retries.WithLabelValues(k.String()).Inc() },
-		},
-		poll:   time.Second,
-		stamps: &stamper{wall: time.Now},
+		retry:   retry,
+		poll:    time.Second,
+		stamps:  &stamper{wall: time.Now},
 		// Write timestamps and the 2038 limit follow the cluster's wall
 		// clock, not the expiry clock.
 		ttlCap: ttlCap(time.Now()),
-		tables: map[string]*schema{},
 	}
+	s.tables = remote.NewTables(s.core, s.loadSchema, mapErr)
 	if opts.Registerer != nil {
 		if err := opts.Registerer.Register(m); err != nil {
 			session.Close()
@@ -263,7 +250,7 @@ func (s *Store) Capabilities() store.Capabilities { return s.caps }
 // Close marks the Store closed and closes its connections. It is safe to
 // call more than once.
 func (s *Store) Close() error {
-	if s.closed.Swap(true) {
+	if !s.core.Close() {
 		return nil
 	}
 	s.session.Close()
@@ -273,32 +260,19 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// begin checks the Store is open and bounds one data operation by the
-// configured timeout.
+// begin starts a data operation; beginTable a table operation, which
+// waits for the cluster (see remote.Core).
 func (s *Store) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	if s.closed.Load() {
-		return nil, nil, store.ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	return ctx, cancel, nil
+	return s.core.Begin(ctx)
 }
 
-// beginTable is begin for table operations, which wait for the cluster.
 func (s *Store) beginTable(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	if s.closed.Load() {
-		return nil, nil, store.ErrClosed
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.TableTimeout)
-	return ctx, cancel, nil
+	return s.core.BeginTable(ctx)
 }
 
 // observe counts and times one public operation; use as
 // defer s.observe("op", time.Now(), &err).
 func (s *Store) observe(op string, start time.Time, err *error) {
-	s.metrics.latency.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	outcome := "ok"
 	switch {
 	case *err == nil:
@@ -315,7 +289,7 @@ func (s *Store) observe(op string, start time.Time, err *error) {
 	default:
 		outcome = "error"
 	}
-	s.metrics.requests.WithLabelValues(op, outcome).Inc()
+	s.metrics.Observe(op, outcome, time.Since(start))
 }
 
 // stamper issues write timestamps (Unix µs from the wall clock) that

@@ -200,15 +200,15 @@ func TestSplitPhases(t *testing.T) {
 
 func TestSwitchAllowed(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	if h, ok := switchAllowed(nil, now); !ok || len(h) != 0 {
+	if h, ok := switchLimit.Allowed(nil, now); !ok || len(h) != 0 {
 		t.Fatalf("no history: %v %v", h, ok)
 	}
 	recent := now.Add(-23 * time.Hour).UnixMilli()
 	old := now.Add(-25 * time.Hour).UnixMilli()
-	if h, ok := switchAllowed([]int64{old, recent}, now); ok || !slices.Equal(h, []int64{recent}) {
+	if h, ok := switchLimit.Allowed([]int64{old, recent}, now); ok || !slices.Equal(h, []int64{recent}) {
 		t.Fatalf("a switch 23 h ago: history %v allowed %v; want [recent] false", h, ok)
 	}
-	if h, ok := switchAllowed([]int64{old}, now); !ok || len(h) != 0 {
+	if h, ok := switchLimit.Allowed([]int64{old}, now); !ok || len(h) != 0 {
 		t.Fatalf("a switch 25 h ago: history %v allowed %v; want forgotten and allowed", h, ok)
 	}
 }
@@ -295,12 +295,14 @@ func TestClassifyAndMap(t *testing.T) {
 func TestRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var slept []time.Duration
-		p := retryPolicy{base: 10 * time.Millisecond, cap: 40 * time.Millisecond, attempts: 4,
-			sleep: func(ctx context.Context, d time.Duration) error {
+		var retried []errKind
+		p := retryPolicy{backoff.Policy{Base: 10 * time.Millisecond, Max: 40 * time.Millisecond, Attempts: 4,
+			Sleep: func(ctx context.Context, d time.Duration) error {
 				slept = append(slept, d)
 				return backoff.Sleep(ctx, d)
 			},
-			jitter: func(n int64) int64 { return n - 1 }}
+			Jitter:  func(d time.Duration) time.Duration { return d }, // the top of the range
+			OnRetry: func(err error) { retried = append(retried, classify(err)) }}}
 		calls := 0
 		err := p.do(t.Context(), true, func(context.Context) error { calls++; return &gocql.RequestErrOverloaded{} })
 		if !errors.Is(err, store.ErrThrottled) || calls != 4 {
@@ -308,6 +310,9 @@ func TestRetry(t *testing.T) {
 		}
 		if !slices.Equal(slept, []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond}) {
 			t.Fatalf("backoff %v", slept)
+		}
+		if !slices.Equal(retried, []errKind{kindOverloaded, kindOverloaded, kindOverloaded}) {
+			t.Fatalf("retries counted %v, want three overloaded", retried)
 		}
 
 		calls = 0
@@ -336,10 +341,11 @@ func TestRetry(t *testing.T) {
 		// A deadline ends the retries, whatever is left of the attempts.
 		ctx, cancel := context.WithTimeout(t.Context(), 15*time.Millisecond)
 		defer cancel()
-		p.attempts = 100
+		p.Attempts = 100
 		calls = 0
 		err = p.do(ctx, true, func(context.Context) error { calls++; return &gocql.RequestErrOverloaded{} })
-		if !errors.Is(mapErr(ctx, "op", err), store.ErrUnavailable) || calls > 3 {
+		// The wait the deadline cut short is unavailability already.
+		if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) || calls > 3 {
 			t.Fatalf("deadline: %v after %d calls", err, calls)
 		}
 	})

@@ -7,9 +7,9 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
-	"github.com/ebb-data/ebb/internal/parallel"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/kit"
+	"github.com/ebb-data/ebb/store/remote"
 )
 
 // Writes. A batch is validated whole with kit.ResolveBatch, then every
@@ -33,14 +33,11 @@ import (
 
 // Write applies a batch; see store.Store.
 func (s *Store) Write(ctx context.Context, name string, batch []store.Mutation) (err error) {
-	ctx, cancel, err := s.begin(ctx)
-	if err != nil {
+	ctx, cancel, done, err := s.core.BeginWrite(ctx, len(batch))
+	if done || err != nil {
 		return err
 	}
 	defer cancel()
-	if len(batch) == 0 {
-		return nil
-	}
 	defer s.observe("write", timeNow(), &err)
 	sc, err := s.lookup(ctx, name)
 	if err != nil {
@@ -199,7 +196,7 @@ func (s *Store) send(ctx context.Context, parts []*partStmts, atomic bool) error
 			tasks = append(tasks, func(ctx context.Context) error { return s.exec(ctx, chunk) })
 		}
 	}
-	return runAll(ctx, tasks)
+	return remote.RunAll(ctx, tasks)
 }
 
 // exec sends statements of one partition: alone, or as one batch.
@@ -218,11 +215,6 @@ func (s *Store) exec(ctx context.Context, stmts []stmt) error {
 		}
 		return b.ExecContext(ctx)
 	})
-}
-
-// runAll runs tasks, at most parallelism at a time; see parallel.Run.
-func runAll(ctx context.Context, tasks []func(context.Context) error) error {
-	return parallel.Run(ctx, parallelism, tasks)
 }
 
 // DeletePartition deletes a partition of the table and of its companion

@@ -9,41 +9,24 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/ebb-data/ebb/internal/switchlimit"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/remote"
 )
 
 // DynamoDB lets a table switch from provisioned to on-demand capacity at
 // most four times in a rolling 24 hours; a fifth UpdateTable fails. ebb
 // checks its own record of switches first, so the limit surfaces as
-// store.ErrCapacityLimit before anything is sent.
-const (
-	maxOnDemandSwitches = 4
-	switchWindow        = 24 * time.Hour
-)
-
-// switchAllowed is the pure limit check: history holds the Unix ms times of
-// earlier provisioned -> on-demand switches. It returns the history within
-// the window (older entries are forgotten) and whether one more switch at
-// now stays within the limit.
-func switchAllowed(history []int64, now time.Time) ([]int64, bool) {
-	return switchlimit.Allowed(history, now, switchWindow, maxOnDemandSwitches)
-}
+// store.ErrCapacityLimit before anything is sent. The history the limit is
+// checked against holds the Unix ms times of earlier provisioned ->
+// on-demand switches.
+var switchLimit = remote.SwitchLimit{Max: 4, Window: 24 * time.Hour}
 
 // SetCapacity changes a table's billing mode, provisioned throughput and
 // warm throughput with UpdateTable and records the setting in the catalog;
 // see store.Store. Where the endpoint has no warm throughput (emulators,
 // Alternator) the warm figures are recorded only.
 func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) error {
-	switch {
-	case c.Mode != store.OnDemand && c.Mode != store.Provisioned:
-		return fmt.Errorf("%w: unknown capacity mode %d", store.ErrInvalid, c.Mode)
-	case c.Mode == store.Provisioned && (c.ReadUnits <= 0 || c.WriteUnits <= 0):
-		return fmt.Errorf("%w: provisioned capacity needs positive read and write units", store.ErrInvalid)
-	case c.WarmRead < 0 || c.WarmWrite < 0:
-		return fmt.Errorf("%w: negative warm throughput", store.ErrInvalid)
-	}
-	ctx, cancel, err := s.beginTable(ctx)
+	ctx, cancel, err := s.core.BeginCapacity(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -65,7 +48,7 @@ func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) 
 		current = store.OnDemand
 	}
 	now := s.now()
-	history, allowed := switchAllowed(e.switches, now)
+	history, allowed := switchLimit.Allowed(e.switches, now)
 	switching := current == store.Provisioned && c.Mode == store.OnDemand
 	if switching && !allowed {
 		return fmt.Errorf("%w: %s switched from provisioned to on-demand %d times in the last 24 h",

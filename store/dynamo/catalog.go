@@ -105,26 +105,19 @@ func (s *Store) readEntry(ctx context.Context, name string) (entry, map[string]t
 	return e, out.Item, err
 }
 
-// lookup returns a table's cached spec, reading the catalog on a miss.
+// lookup returns a table's cached spec and physical name, reading the
+// catalog on a miss (remote.Tables).
 func (s *Store) lookup(ctx context.Context, name string) (*table, error) {
-	s.mu.Lock()
-	t, ok := s.tables[name]
-	s.mu.Unlock()
-	if ok {
-		return t, nil
-	}
-	if !store.NamePattern.MatchString(name) {
-		return nil, fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
-	}
+	return s.tables.Lookup(ctx, name)
+}
+
+// loadTable is the cache's read of a catalog document.
+func (s *Store) loadTable(ctx context.Context, name string) (*table, error) {
 	e, _, err := s.readEntry(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	t = &table{spec: e.spec, physical: s.physicalName(name)}
-	s.mu.Lock()
-	s.tables[name] = t
-	s.mu.Unlock()
-	return t, nil
+	return &table{spec: e.spec, physical: s.physicalName(name)}, nil
 }
 
 // Spec returns a table's spec from the spec cache, reading the catalog on
@@ -142,20 +135,10 @@ func (s *Store) Spec(ctx context.Context, name string) (store.TableSpec, error) 
 	return t.spec, nil
 }
 
-// forget drops a table from the spec cache.
-func (s *Store) forget(name string) {
-	s.mu.Lock()
-	delete(s.tables, name)
-	s.mu.Unlock()
-}
-
 // tableErr maps an error from an operation on table t, evicting the cached
 // spec when the service says the table is gone.
 func (s *Store) tableErr(ctx context.Context, t *table, op string, err error) error {
-	if isNotFound(err) {
-		s.forget(t.spec.Name)
-	}
-	return mapErr(ctx, fmt.Sprintf("%s %s", op, t.spec.Name), err)
+	return s.tables.Err(ctx, t.spec.Name, op, err)
 }
 
 // CreateTable records the spec in the catalog, creates the DynamoDB table
@@ -181,9 +164,7 @@ func (s *Store) CreateTable(ctx context.Context, spec store.TableSpec) error {
 	if err := s.createPhysical(ctx, spec, physical); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.tables[spec.Name] = &table{spec: spec, physical: physical}
-	s.mu.Unlock()
+	s.tables.Put(spec.Name, &table{spec: spec, physical: physical})
 	return nil
 }
 
@@ -320,16 +301,13 @@ func lsiName(index string) string { return "ix." + index }
 // DropTable deletes the DynamoDB table, waits until it is gone and removes
 // its catalog entry; see store.Store.
 func (s *Store) DropTable(ctx context.Context, name string) error {
-	ctx, cancel, err := s.beginTable(ctx)
-	if err != nil {
+	ctx, cancel, done, err := s.core.BeginDrop(ctx, name)
+	if done || err != nil {
 		return err
 	}
 	defer cancel()
-	if !store.NamePattern.MatchString(name) {
-		return nil
-	}
 	physical := s.physicalName(name)
-	s.forget(name)
+	s.tables.Forget(name)
 	for {
 		_, err := s.client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(physical)})
 		if err == nil || isNotFound(err) {
@@ -354,7 +332,7 @@ func (s *Store) DropTable(ctx context.Context, name string) error {
 	if err != nil {
 		return mapErr(ctx, "drop "+name, err)
 	}
-	s.forget(name)
+	s.tables.Forget(name)
 	return nil
 }
 

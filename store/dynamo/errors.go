@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strings"
-	"syscall"
 
 	"github.com/aws/smithy-go"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/remote"
 )
 
 // apiCode returns the DynamoDB error code of err ("" when err is not a
@@ -81,12 +79,8 @@ func mapErr(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, s := range []error{store.ErrTableNotFound, store.ErrInvalid, store.ErrTooLarge,
-		store.ErrThrottled, store.ErrUnavailable, store.ErrNotFound, store.ErrCapacityLimit,
-		store.ErrTableExists, store.ErrClosed, store.ErrConflict} {
-		if errors.Is(err, s) {
-			return fmt.Errorf("%s: %w", op, err)
-		}
+	if remote.Mapped(err) {
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	code := apiCode(err)
 	switch {
@@ -107,13 +101,10 @@ func mapErr(ctx context.Context, op string, err error) error {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	// No service answer: a transport failure or a timeout.
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+	if remote.Cancelled(ctx, err) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		ctx.Err() != nil {
+	if errors.Is(err, context.DeadlineExceeded) || remote.Unreached(err) || ctx.Err() != nil {
 		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
 	}
 	// Anything else from the transport (a broken response, an exhausted

@@ -9,51 +9,35 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/remote"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics counts DynamoDB API calls by operation and outcome, so throttling
-// and outages show up on /metrics before users notice them. They live on
-// the Store (no globals) and are exported through Collector.
+// metrics count DynamoDB API calls by operation and outcome
+// (remote.Metrics), and the re-sends of unprocessed batch items, so
+// throttling and outages show up on /metrics before users notice them.
+// They live on the Store (no globals) and are exported through Collector.
 type metrics struct {
-	requests  *prometheus.CounterVec
-	latency   *prometheus.HistogramVec
+	*remote.Metrics
 	unprocess prometheus.Counter
 }
 
 func newMetrics() *metrics {
+	unprocess := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ebb_dynamodb_unprocessed_retries_total",
+		Help: "BatchWriteItem requests re-sent for items the service left unprocessed.",
+	})
 	return &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ebb_dynamodb_requests_total",
-			Help: "DynamoDB API calls (after the SDK's retries) by operation and outcome.",
-		}, []string{"op", "outcome"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "ebb_dynamodb_request_seconds",
-			Help:    "Duration of DynamoDB API calls, retries included.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9),
-		}, []string{"op"}),
-		unprocess: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "ebb_dynamodb_unprocessed_retries_total",
-			Help: "BatchWriteItem requests re-sent for items the service left unprocessed.",
-		}),
+		Metrics: remote.NewMetrics("dynamodb",
+			"DynamoDB API calls (after the SDK's retries) by operation and outcome.",
+			"Duration of DynamoDB API calls, retries included.", unprocess),
+		unprocess: unprocess,
 	}
 }
 
 // Collector returns a Prometheus collector for the Store's request
 // metrics. Register it on the registry of the caller's choosing.
 func (s *Store) Collector() prometheus.Collector { return s.metrics }
-
-func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	m.requests.Describe(ch)
-	m.latency.Describe(ch)
-	m.unprocess.Describe(ch)
-}
-
-func (m *metrics) Collect(ch chan<- prometheus.Metric) {
-	m.requests.Collect(ch)
-	m.latency.Collect(ch)
-	m.unprocess.Collect(ch)
-}
 
 // outcome classifies a call's result for the requests counter.
 func outcome(err error) string {
@@ -85,8 +69,7 @@ func (m *metrics) instrument(now func() time.Time) func(*dynamodb.Options) {
 		start := now()
 		out, md, err := next.HandleInitialize(ctx, in)
 		op := awsmiddleware.GetOperationName(ctx)
-		m.latency.WithLabelValues(op).Observe(now().Sub(start).Seconds())
-		m.requests.WithLabelValues(op, outcome(err)).Inc()
+		m.Observe(op, outcome(err), now().Sub(start))
 		return out, md, err
 	})
 	return func(o *dynamodb.Options) {

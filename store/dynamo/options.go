@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/logging"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/remote"
 )
 
 // Options configures a Store. The zero value of each field is documented;
@@ -37,29 +38,17 @@ type Options struct {
 	// again in Tables, so several ebb deployments (or tests) can share one
 	// account or emulator without seeing each other's tables.
 	TablePrefix string
-	// Now is the clock for read-resolved expiry, default TTLs and the
-	// capacity-switch history. Nil means time.Now.
-	Now func() time.Time
-	// Timeout bounds each data operation (Get, Query, Write, ...) including
-	// the SDK's retries; past it the operation fails with
-	// store.ErrUnavailable. Zero means 10 s.
-	Timeout time.Duration
-	// TableTimeout bounds table operations that wait for the service
-	// (CreateTable waiting for ACTIVE, DropTable waiting for the table to be
-	// gone, SetCapacity). Zero means 5 minutes.
-	TableTimeout time.Duration
-	// MaxAttempts bounds the attempts of one request (the SDK's retryer) and
-	// the rounds of re-sending BatchWriteItem's UnprocessedItems. Zero means 8.
-	MaxAttempts int
-	// MaxBackoff caps the exponential backoff between attempts. Zero means 2 s.
-	MaxBackoff time.Duration
-	// TTLMargin is how far past a row's last expiry its native TTL
-	// attribute lies. Native TTL deletes on the provider's clock while ebb
-	// resolves expiry on its own, so the margin is what keeps the backstop
-	// from deleting a row ebb still considers live when ebb's clock runs
-	// behind the provider's. Zero means DefaultTTLMargin (one hour; see
-	// docs/backends.md for the reasoning).
-	TTLMargin time.Duration
+	// Common holds the options every remote backend has (see
+	// remote.Common). Here Timeout (10 s by default) bounds each data
+	// operation including the SDK's retries; TableTimeout (5 minutes)
+	// CreateTable waiting for ACTIVE, DropTable waiting for the table to
+	// be gone, and SetCapacity; MaxAttempts (8) the attempts of one
+	// request (the SDK's retryer) and the rounds of re-sending
+	// BatchWriteItem's UnprocessedItems; MaxBackoff (2 s) the backoff
+	// between them. TTLMargin (DefaultTTLMargin, one hour; see
+	// docs/backends.md for the reasoning) is how far past a row's last
+	// expiry its native TTL attribute lies.
+	remote.Common
 	// NoNativeTTL leaves native TTL off on the tables this Store creates
 	// (and on its catalog), and Capabilities reports NativeTTL false. The
 	// TTL attribute is still written, so a Store opened later without this
@@ -68,8 +57,6 @@ type Options struct {
 	// with a clock far from the provider's set it; zero leaves the
 	// backstop on.
 	NoNativeTTL bool
-	// Logger receives probe results and retries. Nil discards.
-	Logger *slog.Logger
 	// Client, when set, is used as is (Endpoint, Region, MaxAttempts and
 	// credentials are then the caller's business).
 	Client *dynamodb.Client
@@ -86,13 +73,9 @@ const DefaultTTLMargin = time.Hour
 
 // DefaultOptions returns the options ebb serve starts from.
 func DefaultOptions() Options {
-	return Options{
-		Timeout:      10 * time.Second,
-		TableTimeout: 5 * time.Minute,
-		MaxAttempts:  8,
-		MaxBackoff:   2 * time.Second,
-		TTLMargin:    DefaultTTLMargin,
-	}
+	c := remote.DefaultCommon()
+	c.MaxAttempts, c.MaxBackoff, c.TTLMargin = 8, 2*time.Second, DefaultTTLMargin
+	return Options{Common: c}
 }
 
 // tablePrefixPattern is what DynamoDB allows in table names.
@@ -112,39 +95,12 @@ func (o Options) Validate() error {
 			return bad("endpoint %q is not an http(s) URL", o.Endpoint)
 		}
 	}
-	if o.Timeout < 0 || o.TableTimeout < 0 || o.MaxBackoff < 0 || o.TTLMargin < 0 {
-		return bad("negative timeout, backoff or TTL margin")
-	}
-	if o.MaxAttempts < 0 || o.MaxAttempts > 100 {
-		return bad("max attempts %d outside 0..100", o.MaxAttempts)
-	}
-	return nil
+	return o.Common.Validate("dynamo")
 }
 
 // withDefaults fills zero values.
 func (o Options) withDefaults() Options {
-	d := DefaultOptions()
-	if o.Timeout == 0 {
-		o.Timeout = d.Timeout
-	}
-	if o.TableTimeout == 0 {
-		o.TableTimeout = d.TableTimeout
-	}
-	if o.MaxAttempts == 0 {
-		o.MaxAttempts = d.MaxAttempts
-	}
-	if o.MaxBackoff == 0 {
-		o.MaxBackoff = d.MaxBackoff
-	}
-	if o.TTLMargin == 0 {
-		o.TTLMargin = d.TTLMargin
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Common = o.Common.WithDefaults(DefaultOptions().Common)
 	return o
 }
 
@@ -175,7 +131,7 @@ func newHTTPClient() *awshttp.BuildableClient {
 		}).
 		WithTransportOptions(func(tr *http.Transport) {
 			tr.Proxy = http.ProxyFromEnvironment
-			// Up to parallelism requests per Write, from many goroutines.
+			// Up to remote.Parallelism requests per Write, from many goroutines.
 			tr.MaxIdleConns = 100
 			tr.MaxIdleConnsPerHost = 100
 			tr.IdleConnTimeout = 90 * time.Second

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/kit"
+	"github.com/ebb-data/ebb/store/remote"
 )
 
 // Get reads one row with a strongly consistent GetItem; see store.Store.
@@ -276,7 +277,7 @@ func (s *Store) DeletePartition(ctx context.Context, name string, partition []an
 			})
 		}
 		if len(tasks) > 0 {
-			if err := runAll(ctx, tasks); err != nil {
+			if err := remote.RunAll(ctx, tasks); err != nil {
 				return s.tableErr(ctx, t, "delete partition in", err)
 			}
 		}

@@ -3,7 +3,6 @@ package dynamo
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -12,31 +11,17 @@ import (
 )
 
 // retryPolicy governs the work the SDK cannot retry by itself
-// (BatchWriteItem's UnprocessedItems, transaction conflicts): exponential
-// with full jitter, capped, over a bounded number of attempts.
+// (BatchWriteItem's UnprocessedItems, transaction conflicts): the
+// backoff.Policy of remote.Common.RetryPolicy, exponential with full
+// jitter, capped, over a bounded number of attempts.
 type retryPolicy struct {
-	base, cap time.Duration
-	attempts  int
-	// sleep waits for d or until ctx is done; tests replace it.
-	sleep func(ctx context.Context, d time.Duration) error
-	// jitter returns a value in [0, n); tests replace it.
-	jitter func(n int64) int64
-	// onRetry, if set, is called before each re-send.
+	backoff.Policy
+	// onRetry, if set, is called before each re-send of unprocessed items.
 	onRetry func()
 }
 
-// delay is the wait before retry number attempt (1-based): full jitter
-// over the capped exponential delay, so that clients throttled together
-// spread their re-sends over the whole of it.
-func (b retryPolicy) delay(attempt int) time.Duration {
-	d := backoff.Exponential(b.base, b.cap, attempt)
-	if d <= 0 {
-		return 0
-	}
-	return time.Duration(b.jitter(int64(d)) + 1)
-}
-
-func defaultJitter(n int64) int64 { return rand.Int64N(n) }
+// retryBase is the delay before the first retry.
+const retryBase = 25 * time.Millisecond
 
 // batchSender sends one BatchWriteItem request and returns what the service
 // left unprocessed.
@@ -46,26 +31,24 @@ type batchSender func(ctx context.Context, reqs map[string][]types.WriteRequest)
 // policy. When items are still unprocessed after the last attempt, it fails
 // with store.ErrThrottled: the service keeps refusing for lack of capacity.
 func (b retryPolicy) writeBatch(ctx context.Context, send batchSender, reqs map[string][]types.WriteRequest) error {
-	for attempt := 1; ; attempt++ {
+	return b.Retry(ctx, func(attempt int) (bool, error) {
+		if attempt > 1 && b.onRetry != nil {
+			b.onRetry()
+		}
 		left, err := send(ctx, reqs)
 		if err != nil {
-			return err
+			return false, err
 		}
 		n := countRequests(left)
 		if n == 0 {
-			return nil
+			return false, nil
 		}
-		if attempt >= b.attempts {
-			return fmt.Errorf("%w: %d writes still unprocessed after %d attempts", store.ErrThrottled, n, attempt)
-		}
-		if err := b.sleep(ctx, b.delay(attempt)); err != nil {
-			return err
-		}
-		if b.onRetry != nil {
-			b.onRetry()
+		if attempt >= b.Attempts {
+			return false, fmt.Errorf("%w: %d writes still unprocessed after %d attempts", store.ErrThrottled, n, attempt)
 		}
 		reqs = left
-	}
+		return true, nil
+	})
 }
 
 func countRequests(reqs map[string][]types.WriteRequest) int {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/remote"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -25,9 +24,6 @@ const (
 	maxTransactBytes = 4 << 20
 	// batchWriteItems is BatchWriteItem's request limit.
 	batchWriteItems = 25
-	// parallelism bounds the requests one Write or DeletePartition has in
-	// flight.
-	parallelism = 8
 )
 
 // Store is a store.Store on the DynamoDB API.
@@ -39,16 +35,14 @@ type Store struct {
 	log     *slog.Logger
 	caps    store.Capabilities
 	catalog string // physical name of the catalog table
+	core    *remote.Core
 	retry   retryPolicy
 	// poll is the interval of waits for table state changes.
 	poll time.Duration
 
 	metrics *metrics
 
-	mu     sync.Mutex
-	tables map[string]*table // spec cache, by logical name
-
-	closed atomic.Bool
+	tables *remote.Tables[*table] // spec cache, by logical name
 }
 
 // table is a cached catalog entry.
@@ -85,12 +79,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		now:     opts.Now,
 		log:     opts.Logger,
 		catalog: opts.TablePrefix + "ebb.catalog",
-		retry: retryPolicy{
-			base: 25 * time.Millisecond, cap: opts.MaxBackoff, attempts: opts.MaxAttempts,
-			sleep: backoff.Sleep, jitter: defaultJitter, onRetry: m.unprocess.Inc,
-		},
-		poll:   250 * time.Millisecond,
-		tables: map[string]*table{},
+		core:    remote.NewCore(opts.Common, ""),
+		retry:   retryPolicy{Policy: opts.RetryPolicy(retryBase), onRetry: m.unprocess.Inc},
+		poll:    250 * time.Millisecond,
 		caps: store.Capabilities{
 			Backend:               "dynamodb",
 			MaxRowBytes:           maxRowBytes,
@@ -98,6 +89,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			SharedAcrossProcesses: true,
 		},
 	}
+	s.tables = remote.NewTables(s.core, s.loadTable, mapErr)
 	if isLoopback(opts.Endpoint) {
 		s.poll = 20 * time.Millisecond
 	}
@@ -208,30 +200,20 @@ func (s *Store) Capabilities() store.Capabilities { return s.caps }
 // closes the idle connections again: raw calls through Client after Close
 // (a test's cleanup, say) leave some.
 func (s *Store) Close() error {
-	s.closed.Store(true)
+	s.core.Close()
 	if s.http != nil {
 		s.http.CloseIdleConnections()
 	}
 	return nil
 }
 
-// begin checks the Store is open and bounds one data operation by the
-// configured timeout.
+// begin starts a data operation and beginTable one on tables, which
+// waits for the service; remote.Core bounds each by its timeout.
 func (s *Store) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	if s.closed.Load() {
-		return nil, nil, store.ErrClosed
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	return ctx, cancel, nil
+	return s.core.Begin(ctx)
 }
-
-// beginTable is begin for table operations, which wait for the service.
 func (s *Store) beginTable(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	if s.closed.Load() {
-		return nil, nil, store.ErrClosed
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.TableTimeout)
-	return ctx, cancel, nil
+	return s.core.BeginTable(ctx)
 }
 
 // physicalName maps a table name to its DynamoDB name: the prefix, then the

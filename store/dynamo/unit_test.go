@@ -15,6 +15,7 @@ import (
 	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/kit"
+	"github.com/ebb-data/ebb/store/remote"
 )
 
 // These tests cover the pure parts of the backend: folding a batch into
@@ -196,11 +197,12 @@ func TestWriteBatchRetriesUnprocessed(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var sent []int
 			var slept []time.Duration
-			b := retryPolicy{
-				base: 10 * time.Millisecond, cap: 35 * time.Millisecond, attempts: c.attempts,
-				sleep:  func(ctx context.Context, d time.Duration) error { slept = append(slept, d); return nil },
-				jitter: func(n int64) int64 { return n - 1 }, // the top of the range
-			}
+			resent := 0
+			b := retryPolicy{Policy: backoff.Policy{
+				Base: 10 * time.Millisecond, Max: 35 * time.Millisecond, Attempts: c.attempts,
+				Sleep:  func(ctx context.Context, d time.Duration) error { slept = append(slept, d); return nil },
+				Jitter: func(d time.Duration) time.Duration { return d }, // the top of the range
+			}, onRetry: func() { resent++ }}
 			send := func(ctx context.Context, reqs map[string][]types.WriteRequest) (map[string][]types.WriteRequest, error) {
 				sent = append(sent, countRequests(reqs))
 				n := c.left[len(sent)-1]
@@ -223,8 +225,8 @@ func TestWriteBatchRetriesUnprocessed(t *testing.T) {
 					t.Fatalf("sleep %d = %v, want %v (all: %v)", i, d, want[min(i, 2)], slept)
 				}
 			}
-			if len(slept) != len(sent)-1 {
-				t.Fatalf("slept %d times for %d sends", len(slept), len(sent))
+			if len(slept) != len(sent)-1 || resent != len(sent)-1 {
+				t.Fatalf("slept %d times and counted %d re-sends for %d sends", len(slept), resent, len(sent))
 			}
 		})
 	}
@@ -232,8 +234,8 @@ func TestWriteBatchRetriesUnprocessed(t *testing.T) {
 
 func TestWriteBatchBackoffWaitsAndStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := retryPolicy{base: time.Second, cap: 8 * time.Second, attempts: 10, sleep: backoff.Sleep,
-			jitter: func(n int64) int64 { return n - 1 }}
+		b := retryPolicy{Policy: backoff.Policy{Base: time.Second, Max: 8 * time.Second, Attempts: 10,
+			Jitter: func(d time.Duration) time.Duration { return d }}}
 		calls := 0
 		send := func(ctx context.Context, reqs map[string][]types.WriteRequest) (map[string][]types.WriteRequest, error) {
 			calls++
@@ -273,7 +275,7 @@ func TestSwitchAllowed(t *testing.T) {
 		{h(25*time.Hour, 26*time.Hour, 27*time.Hour, 28*time.Hour, 29*time.Hour), true, 0},
 	}
 	for i, c := range cases {
-		kept, ok := switchAllowed(c.history, unitNow)
+		kept, ok := switchLimit.Allowed(c.history, unitNow)
 		if ok != c.ok || len(kept) != c.kept {
 			t.Errorf("case %d: allowed=%v kept=%d, want %v %d", i, ok, len(kept), c.ok, c.kept)
 		}
@@ -314,9 +316,9 @@ func TestOptionsValidate(t *testing.T) {
 	for _, o := range []Options{
 		{TablePrefix: "bad prefix"},
 		{Endpoint: "127.0.0.1:8000"},
-		{Timeout: -time.Second},
-		{MaxAttempts: 1000},
-		{TTLMargin: -time.Second},
+		{Common: remote.Common{Timeout: -time.Second}},
+		{Common: remote.Common{MaxAttempts: 1000}},
+		{Common: remote.Common{TTLMargin: -time.Second}},
 	} {
 		if err := o.Validate(); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("Validate(%+v) = %v, want ErrInvalid", o, err)

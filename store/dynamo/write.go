@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/ebb-data/ebb/internal/parallel"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/kit"
+	"github.com/ebb-data/ebb/store/remote"
 )
 
 // Write validates the whole batch, folds it per row (see fold.go) and sends
@@ -22,14 +22,11 @@ import (
 // BatchWriteItem chunks of 25 (whole-item puts and deletes) plus single
 // UpdateItem / conditional DeleteItem calls; see store.Store.
 func (s *Store) Write(ctx context.Context, name string, batch []store.Mutation) error {
-	ctx, cancel, err := s.begin(ctx)
-	if err != nil {
+	ctx, cancel, done, err := s.core.BeginWrite(ctx, len(batch))
+	if done || err != nil {
 		return err
 	}
 	defer cancel()
-	if len(batch) == 0 {
-		return nil
-	}
 	t, err := s.lookup(ctx, name)
 	if err != nil {
 		return err
@@ -84,7 +81,7 @@ func (s *Store) atomic(rs []kit.ResolvedMutation, phases []phase) bool {
 }
 
 // applyPhase sends one phase: puts and deletes in BatchWriteItem chunks,
-// the rest as single calls, with at most parallelism requests in flight.
+// the rest as single calls, with at most remote.Parallelism requests in flight.
 func (s *Store) applyPhase(ctx context.Context, t *table, ph phase) error {
 	var reqs []types.WriteRequest
 	var singles []*op
@@ -118,12 +115,7 @@ func (s *Store) applyPhase(ctx context.Context, t *table, ph phase) error {
 			return s.deleteIfExpired(ctx, t, o)
 		})
 	}
-	return runAll(ctx, tasks)
-}
-
-// runAll runs tasks, at most parallelism at a time; see parallel.Run.
-func runAll(ctx context.Context, tasks []func(context.Context) error) error {
-	return parallel.Run(ctx, parallelism, tasks)
+	return remote.RunAll(ctx, tasks)
 }
 
 // sendBatch is the batchSender for one table.
@@ -366,10 +358,10 @@ func (s *Store) transact(ctx context.Context, t *table, ph phase) error {
 		if dropped {
 			continue // not a conflict: resend at once
 		}
-		if attempt >= s.retry.attempts {
+		if attempt >= s.retry.Attempts {
 			return fmt.Errorf("%w: transaction cancelled %d times: %w", store.ErrThrottled, attempt, err)
 		}
-		if err := s.retry.sleep(ctx, s.retry.delay(attempt)); err != nil {
+		if err := s.retry.Wait(ctx, attempt); err != nil {
 			return err
 		}
 	}
