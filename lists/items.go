@@ -171,7 +171,7 @@ func ceilMilli(t time.Time) time.Time {
 // item with the same timestamp and value as an existing one replaces it.
 //
 // At most MaxItemsPerAdd items, each value at most MaxValueBytes. A refused
-// Add writes nothing and returns an *ItemError naming the item (wrapping
+// Add writes nothing and returns a *store.MutationError naming the item (wrapping
 // store.ErrInvalid or store.ErrTooLarge), or an error wrapping
 // ErrFeatureNotFound.
 //
@@ -188,10 +188,10 @@ func (s *Service) Add(ctx context.Context, id FeatureID, entityID string, items 
 	}
 	for i, it := range items {
 		if len(it.Value) > MaxValueBytes {
-			return AddResult{}, &ItemError{Index: i, Err: fmt.Errorf("%w: value is %d bytes, at most %d", store.ErrTooLarge, len(it.Value), MaxValueBytes)}
+			return AddResult{}, &store.MutationError{Noun: "item", Index: i, Err: fmt.Errorf("%w: value is %d bytes, at most %d", store.ErrTooLarge, len(it.Value), MaxValueBytes)}
 		}
 		if err := checkTimestamp(it.Timestamp); err != nil {
-			return AddResult{}, &ItemError{Index: i, Err: err}
+			return AddResult{}, &store.MutationError{Noun: "item", Index: i, Err: err}
 		}
 	}
 	var res AddResult

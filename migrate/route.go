@@ -41,10 +41,10 @@ func (s *Service) RoutePut(ctx context.Context, index string, events []timeserie
 	now := s.now()
 	for i, e := range events {
 		if err := timeseries.CheckEvent(e); err != nil {
-			return 0, true, &timeseries.EventError{Index: i, Err: err}
+			return 0, true, &store.MutationError{Noun: "event", Index: i, Err: err}
 		}
 		if !e.Timestamp.Truncate(time.Millisecond).Add(cfg.Retention).After(now) {
-			return 0, true, &timeseries.EventError{Index: i, Err: fmt.Errorf("%w: timestamp %s + retention %s <= now", timeseries.ErrExpired,
+			return 0, true, &store.MutationError{Noun: "event", Index: i, Err: fmt.Errorf("%w: timestamp %s + retention %s <= now", timeseries.ErrExpired,
 				e.Timestamp.UTC().Format(time.RFC3339Nano), durfmt.Format(cfg.Retention))}
 		}
 	}

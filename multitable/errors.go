@@ -3,6 +3,7 @@ package multitable
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -17,34 +18,25 @@ import (
 var (
 	// ErrNoTable: no logical table of that name exists (or it is being
 	// deleted). It wraps store.ErrNotFound.
-	ErrNoTable error = &sentinel{"multitable: no such table", store.ErrNotFound}
+	ErrNoTable error = store.Mark(errors.New("multitable: no such table"), store.ErrNotFound)
 	// ErrNoItem: the item does not exist or has expired. It wraps
 	// store.ErrNotFound.
-	ErrNoItem error = &sentinel{"multitable: no such item", store.ErrNotFound}
+	ErrNoItem error = store.Mark(errors.New("multitable: no such item"), store.ErrNotFound)
 	// ErrConflict: a logical table of that name exists with a different
 	// configuration. It wraps store.ErrConflict.
-	ErrConflict error = &sentinel{"multitable: table exists with a different configuration", store.ErrConflict}
+	ErrConflict error = store.Mark(errors.New("multitable: table exists with a different configuration"), store.ErrConflict)
 	// ErrDeleting: the table is being deleted (a delete failed part way);
 	// repeat the delete before creating it again. It wraps
 	// store.ErrConflict.
-	ErrDeleting error = &sentinel{"multitable: table is being deleted", store.ErrConflict}
+	ErrDeleting error = store.Mark(errors.New("multitable: table is being deleted"), store.ErrConflict)
 	// ErrInvalid: a bad table name, key, timestamp, TTL, attribute
 	// document, limit or page token. Nothing was written. It wraps
 	// store.ErrInvalid.
-	ErrInvalid error = &sentinel{"multitable: invalid argument", store.ErrInvalid}
+	ErrInvalid error = store.Mark(errors.New("multitable: invalid argument"), store.ErrInvalid)
 	// ErrTooLarge: the attribute document exceeds MaxAttributesBytes.
 	// Nothing was written. It wraps store.ErrTooLarge.
-	ErrTooLarge error = &sentinel{"multitable: too large", store.ErrTooLarge}
+	ErrTooLarge error = store.Mark(errors.New("multitable: too large"), store.ErrTooLarge)
 )
-
-// sentinel is an error of this package that is also a store sentinel.
-type sentinel struct {
-	msg  string
-	base error
-}
-
-func (e *sentinel) Error() string { return e.msg }
-func (e *sentinel) Unwrap() error { return e.base }
 
 // Limits.
 const (

@@ -43,7 +43,7 @@ const (
 // Timestamp, EventID), so retrying a failed Put is safe.
 //
 // The whole batch is checked before anything is written, and it is refused
-// whole, with an *EventError naming the first offending event, when any
+// whole, with a *store.MutationError naming the first offending event, when any
 // event is malformed (store.ErrInvalid, store.ErrTooLarge), already expired
 // (timestamp + retention <= now: ErrExpired) or falls in a shard that
 // does not exist (ErrNoShard). Events are then written with one store.Write
@@ -86,7 +86,7 @@ func (s *Service) PutShards(ctx context.Context, index string, events []Event) (
 		ts, err := checkEvent(cfg, e, now, maxRow)
 		if err != nil {
 			s.metrics.refused(index, refusalReason(err))
-			return 0, &EventError{Index: i, Err: err}
+			return 0, &store.MutationError{Noun: "event", Index: i, Err: err}
 		}
 		ms[i] = ts
 	}
@@ -133,7 +133,7 @@ func (s *Service) PutShards(ctx context.Context, index string, events []Event) (
 			}
 		}
 		s.metrics.refused(index, reasonNoShard)
-		return 0, &EventError{Index: i, Err: fmt.Errorf("%w: %s: timestamp %s needs shard %s",
+		return 0, &store.MutationError{Noun: "event", Index: i, Err: fmt.Errorf("%w: %s: timestamp %s needs shard %s",
 			ErrNoShard, index, events[i].Timestamp.UTC().Format(time.RFC3339Nano), cfg.shardTable(start))}
 	}
 
