@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/ebb-data/ebb/store"
-	"github.com/ebb-data/ebb/timeseries"
 )
 
 // Error codes of the API (API.md "Conventions"). Every error body carries
@@ -71,7 +70,6 @@ var codeSentinels = map[string]error{
 	CodeInvalidArgument:     store.ErrInvalid,
 	CodeNotFound:            store.ErrNotFound,
 	CodeConflict:            store.ErrConflict,
-	CodeExpired:             timeseries.ErrExpired,
 	CodeTooLarge:            store.ErrTooLarge,
 	CodeUnavailable:         store.ErrUnavailable,
 	CodeInsufficientStorage: store.ErrInsufficientStorage,
@@ -101,7 +99,6 @@ var storeMappings = []errorMapping{
 	// A capacity change the provider would refuse conflicts with the
 	// table's recent history; retrying at once cannot help.
 	{store.ErrCapacityLimit, http.StatusConflict, CodeConflict},
-	{timeseries.ErrExpired, http.StatusUnprocessableEntity, CodeExpired},
 	{store.ErrThrottled, http.StatusServiceUnavailable, CodeUnavailable},
 	{store.ErrUnavailable, http.StatusServiceUnavailable, CodeUnavailable},
 	// The disk is full: retrying helps only once expiry, a delete or a

@@ -18,7 +18,7 @@ import (
 // indexes") on svc.
 func Indexes(svc *timeseries.Service) Feature {
 	return func(s *Server) {
-		s.MapError(timeseries.ErrNoShard, http.StatusUnprocessableEntity, CodeNoShard)
+		mapIndexErrors(s)
 		h := indexHandlers{svc: svc, srv: s}
 		byName := ResourceFromPath(KindIndex, "name")
 		// Listing every index is a collection route: admin or *:* only.
@@ -31,6 +31,14 @@ func Indexes(svc *timeseries.Service) Feature {
 			"index_id", "from", "to", "order", "limit", "page_token")
 		s.Route("POST /v1/indexes/{name}/reconcile", byName, h.reconcile, "dry_run", "allow_clock_jump")
 	}
+}
+
+// mapIndexErrors maps the index feature's own refusals of an event, which
+// no store sentinel covers: both are about the event's time, not its
+// form. The migration routes write events too and map them as well.
+func mapIndexErrors(s *Server) {
+	s.MapError(timeseries.ErrNoShard, http.StatusUnprocessableEntity, CodeNoShard)
+	s.MapError(timeseries.ErrExpired, http.StatusUnprocessableEntity, CodeExpired)
 }
 
 type indexHandlers struct {

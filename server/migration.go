@@ -25,6 +25,7 @@ func Migrations(svc *migrate.Service) Feature {
 	return func(s *Server) {
 		h := migrationHandlers{svc: svc, s: s}
 		s.MapError(migrate.ErrLegacyCredentials, http.StatusBadGateway, CodeBadGateway)
+		mapIndexErrors(s)
 		byName := ResourceFromPath(KindIndex, "name")
 		s.Route("GET /v1/indexes/{name}/migration", byName, h.status)
 		s.Route("PUT /v1/indexes/{name}/migration", byName, h.start)
