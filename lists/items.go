@@ -11,6 +11,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/timefmt"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/keyenc"
 )
@@ -41,7 +42,7 @@ const (
 )
 
 // maxTimestamp is the last time Unix nanoseconds (int64) can hold.
-var maxTimestamp = time.Unix(0, math.MaxInt64).UTC()
+var maxTimestamp = timefmt.UnixNanos.Max
 
 // appendTS appends the 19-digit zero-padded decimal of ns (>= 0).
 func appendTS(dst []byte, ns int64) []byte {
@@ -144,9 +145,8 @@ func digits8(b []byte) (uint64, bool) {
 }
 
 func checkTimestamp(ts time.Time) error {
-	if ts.Before(time.Unix(0, 0)) || ts.After(maxTimestamp) {
-		return fmt.Errorf("%w: timestamp %s outside 1970-01-01..%s", store.ErrInvalid,
-			ts.UTC().Format(time.RFC3339Nano), maxTimestamp.Format(time.RFC3339Nano))
+	if err := timefmt.UnixNanos.Check(ts); err != nil {
+		return fmt.Errorf("%w: %v", store.ErrInvalid, err)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/internal/durfmt"
+	"github.com/ebb-data/ebb/internal/timefmt"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/timeseries"
 )
@@ -45,7 +46,7 @@ func (s *Service) RoutePut(ctx context.Context, index string, events []timeserie
 		}
 		if !e.Timestamp.Truncate(time.Millisecond).Add(cfg.Retention).After(now) {
 			return 0, true, &store.MutationError{Noun: "event", Index: i, Err: fmt.Errorf("%w: timestamp %s + retention %s <= now", timeseries.ErrExpired,
-				e.Timestamp.UTC().Format(time.RFC3339Nano), durfmt.Format(cfg.Retention))}
+				timefmt.Format(e.Timestamp), durfmt.Format(cfg.Retention))}
 		}
 	}
 	src, err := s.source(ctx, st)
@@ -154,7 +155,7 @@ func checkQuery(q timeseries.Query) error {
 	}
 	if !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To) {
 		return fmt.Errorf("%w: from %s is not before to %s", store.ErrInvalid,
-			q.From.UTC().Format(time.RFC3339Nano), q.To.UTC().Format(time.RFC3339Nano))
+			timefmt.Format(q.From), timefmt.Format(q.To))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ebb-data/ebb/internal/timefmt"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -55,12 +56,6 @@ const (
 // NamePattern is what a logical table name must match.
 var NamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
-// Earliest and latest item timestamps: the years RFC 3339 can write.
-var (
-	minTime = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
-)
-
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
@@ -91,8 +86,9 @@ func checkTimestamp(ts time.Time) error {
 	if ts.IsZero() {
 		return invalid("timestamp is required")
 	}
-	if ts.Before(minTime) || ts.After(maxTime) {
-		return invalid("timestamp %s is outside years 0000..9999", ts.UTC().Format(time.RFC3339Nano))
+	// Item timestamps span the years RFC 3339 can write.
+	if err := timefmt.Years.Check(ts); err != nil {
+		return invalid("%v", err)
 	}
 	return nil
 }

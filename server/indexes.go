@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/internal/durfmt"
+	"github.com/ebb-data/ebb/internal/timefmt"
 	"github.com/ebb-data/ebb/shardmgr"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/timeseries"
@@ -107,7 +108,7 @@ func indexView(idx timeseries.Index) indexJSON {
 	}
 	for _, sh := range idx.Shards {
 		out.Shards = append(out.Shards, shardJSON{
-			Table: sh.Table, Start: formatTime(sh.Start), End: formatTime(sh.End),
+			Table: sh.Table, Start: timefmt.Format(sh.Start), End: timefmt.Format(sh.End),
 			State: sh.State, Capacity: sh.Capacity.Mode.String(),
 		})
 	}
@@ -323,7 +324,7 @@ func (h indexHandlers) getEvents(w http.ResponseWriter, r *http.Request) error {
 		b = append(b, `,"event_id":`...)
 		b = appendJSONString(b, e.EventID)
 		b = append(b, `,"timestamp":"`...)
-		b = appendTime(b, e.Timestamp)
+		b = timefmt.Append(b, e.Timestamp)
 		b = append(b, `","payload":`...)
 		b = appendJSONBytes(b, e.Payload)
 		b = append(b, '}')
@@ -430,5 +431,3 @@ func (h indexHandlers) reconcile(w http.ResponseWriter, r *http.Request) error {
 	}
 	return WriteJSON(w, http.StatusOK, out)
 }
-
-func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/ebb-data/ebb/internal/durfmt"
+	"github.com/ebb-data/ebb/internal/timefmt"
 	"github.com/ebb-data/ebb/multitable"
 )
 
@@ -45,7 +45,7 @@ type sharedTableJSON struct {
 }
 
 func sharedTable(t multitable.Table) sharedTableJSON {
-	return sharedTableJSON{Name: t.Name, DefaultTTL: durfmt.Format(t.DefaultTTL), CreatedAt: sharedTime(t.CreatedAt)}
+	return sharedTableJSON{Name: t.Name, DefaultTTL: durfmt.Format(t.DefaultTTL), CreatedAt: timefmt.Format(t.CreatedAt)}
 }
 
 // sharedItemJSON is one item in the API; ExpiresAt is null when the item never
@@ -58,17 +58,13 @@ type sharedItemJSON struct {
 }
 
 func sharedItem(it multitable.Item) sharedItemJSON {
-	out := sharedItemJSON{Key: it.Key, Timestamp: sharedTime(it.Timestamp), Attributes: it.Attributes}
+	out := sharedItemJSON{Key: it.Key, Timestamp: timefmt.Format(it.Timestamp), Attributes: it.Attributes}
 	if !it.ExpiresAt.IsZero() {
-		s := sharedTime(it.ExpiresAt)
+		s := timefmt.Format(it.ExpiresAt)
 		out.ExpiresAt = &s
 	}
 	return out
 }
-
-// sharedTime writes a time as RFC 3339 in UTC with as many fractional
-// digits as it has (milliseconds at most for stored times).
-func sharedTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 func (h tablesHandler) listTables(w http.ResponseWriter, r *http.Request) error {
 	tables, err := h.reg.Tables(r.Context())
