@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"strings"
 	"syscall"
-	"time"
 )
 
 // DefaultServer is where a Client with no Config.Server looks: the address
@@ -97,10 +96,6 @@ func escapeSegment(s string) string {
 	}
 	return url.PathEscape(s)
 }
-
-// formatTime writes a time as the API reads it: RFC 3339 in UTC, with the
-// fraction it has.
-func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // do sends one request and decodes a 2xx JSON answer into out (nil: the
 // body is dropped). in, when not nil, is sent as the JSON body. It returns

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/ebb-data/ebb/internal/timefmt"
 )
 
 // IndexConfig is the configuration of a time-sharded index, the body of
@@ -336,10 +338,10 @@ func (c *Client) QueryEvents(ctx context.Context, index string, q EventQuery) (E
 	}
 	v := url.Values{"index_id": {q.IndexID}}
 	if !q.From.IsZero() {
-		v.Set("from", formatTime(q.From))
+		v.Set("from", timefmt.Format(q.From))
 	}
 	if !q.To.IsZero() {
-		v.Set("to", formatTime(q.To))
+		v.Set("to", timefmt.Format(q.To))
 	}
 	if q.Desc {
 		v.Set("order", "desc")

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/ebb-data/ebb/internal/timefmt"
 )
 
 // DefaultListVersion is the path segment of a list feature's default
@@ -185,7 +187,7 @@ func (c *Client) AddListItems(ctx context.Context, id ListFeatureID, entityID st
 		Items []wireItem `json:"items"`
 	}{Items: make([]wireItem, len(items))}
 	for i, it := range items {
-		body.Items[i] = wireItem{Value: base64.StdEncoding.EncodeToString(it.Value), Timestamp: formatTime(it.Timestamp)}
+		body.Items[i] = wireItem{Value: base64.StdEncoding.EncodeToString(it.Value), Timestamp: timefmt.Format(it.Timestamp)}
 	}
 	var res AddListItemsResult
 	_, err = c.do(ctx, http.MethodPost, p, nil, body, &res)
@@ -209,7 +211,7 @@ func (c *Client) ListItemsPage(ctx context.Context, id ListFeatureID, entityID s
 	}
 	v := url.Values{}
 	if !q.MinTimestamp.IsZero() {
-		v.Set("min_timestamp", formatTime(q.MinTimestamp))
+		v.Set("min_timestamp", timefmt.Format(q.MinTimestamp))
 	}
 	if q.Limit != 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/ebb-data/ebb/internal/timefmt"
 )
 
 // TableConfig is the configuration of a shared table, the body of
@@ -97,7 +99,7 @@ func (p PutTableItem) MarshalJSON() ([]byte, error) {
 		Timestamp  string    `json:"timestamp"`
 		Attributes any       `json:"attributes,omitempty"`
 		TTL        *duration `json:"ttl,omitempty"`
-	}{Timestamp: formatTime(p.Timestamp), Attributes: p.Attributes}
+	}{Timestamp: timefmt.Format(p.Timestamp), Attributes: p.Attributes}
 	if p.TTL != nil {
 		d := duration(*p.TTL)
 		w.TTL = &d
@@ -222,7 +224,7 @@ func (c *Client) QueryTableItems(ctx context.Context, table string, q TableItems
 	}
 	v := url.Values{}
 	if q.After != nil {
-		v.Set("after", formatTime(*q.After))
+		v.Set("after", timefmt.Format(*q.After))
 	}
 	if q.Limit != 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))

@@ -11,6 +11,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/timefmt"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/keyenc"
 )
@@ -41,7 +42,7 @@ const (
 )
 
 // maxTimestamp is the last time Unix nanoseconds (int64) can hold.
-var maxTimestamp = time.Unix(0, math.MaxInt64).UTC()
+var maxTimestamp = timefmt.UnixNanos.Max
 
 // appendTS appends the 19-digit zero-padded decimal of ns (>= 0).
 func appendTS(dst []byte, ns int64) []byte {
@@ -144,9 +145,8 @@ func digits8(b []byte) (uint64, bool) {
 }
 
 func checkTimestamp(ts time.Time) error {
-	if ts.Before(time.Unix(0, 0)) || ts.After(maxTimestamp) {
-		return fmt.Errorf("%w: timestamp %s outside 1970-01-01..%s", store.ErrInvalid,
-			ts.UTC().Format(time.RFC3339Nano), maxTimestamp.Format(time.RFC3339Nano))
+	if err := timefmt.UnixNanos.Check(ts); err != nil {
+		return fmt.Errorf("%w: %v", store.ErrInvalid, err)
 	}
 	return nil
 }
@@ -171,7 +171,7 @@ func ceilMilli(t time.Time) time.Time {
 // item with the same timestamp and value as an existing one replaces it.
 //
 // At most MaxItemsPerAdd items, each value at most MaxValueBytes. A refused
-// Add writes nothing and returns an *ItemError naming the item (wrapping
+// Add writes nothing and returns a *store.MutationError naming the item (wrapping
 // store.ErrInvalid or store.ErrTooLarge), or an error wrapping
 // ErrFeatureNotFound.
 //
@@ -188,10 +188,10 @@ func (s *Service) Add(ctx context.Context, id FeatureID, entityID string, items 
 	}
 	for i, it := range items {
 		if len(it.Value) > MaxValueBytes {
-			return AddResult{}, &ItemError{Index: i, Err: fmt.Errorf("%w: value is %d bytes, at most %d", store.ErrTooLarge, len(it.Value), MaxValueBytes)}
+			return AddResult{}, &store.MutationError{Noun: "item", Index: i, Err: fmt.Errorf("%w: value is %d bytes, at most %d", store.ErrTooLarge, len(it.Value), MaxValueBytes)}
 		}
 		if err := checkTimestamp(it.Timestamp); err != nil {
-			return AddResult{}, &ItemError{Index: i, Err: err}
+			return AddResult{}, &store.MutationError{Noun: "item", Index: i, Err: err}
 		}
 	}
 	var res AddResult

@@ -1,6 +1,7 @@
 package lists
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -29,30 +30,10 @@ const (
 // so callers may match either.
 var (
 	// ErrFeatureNotFound: no such list feature version.
-	ErrFeatureNotFound error = &sentinel{"lists: no such feature", store.ErrNotFound}
+	ErrFeatureNotFound error = store.Mark(errors.New("lists: no such feature"), store.ErrNotFound)
 	// ErrFeatureConflict: the feature version exists with another TTL.
-	ErrFeatureConflict error = &sentinel{"lists: feature exists with a different TTL", store.ErrConflict}
+	ErrFeatureConflict error = store.Mark(errors.New("lists: feature exists with a different TTL"), store.ErrConflict)
 )
-
-// sentinel is an error of this package that is also a store sentinel for
-// errors.Is, without repeating the store's message.
-type sentinel struct {
-	msg  string
-	base error
-}
-
-func (e *sentinel) Error() string { return e.msg }
-func (e *sentinel) Unwrap() error { return e.base }
-
-// ItemError names the item of an Add that was refused; it wraps
-// store.ErrInvalid or store.ErrTooLarge.
-type ItemError struct {
-	Index int
-	Err   error
-}
-
-func (e *ItemError) Error() string { return fmt.Sprintf("item %d: %v", e.Index, e.Err) }
-func (e *ItemError) Unwrap() error { return e.Err }
 
 // Options configures New. The zero value is valid.
 type Options struct {

@@ -296,7 +296,7 @@ func testBadInput(t *testing.T, e *env) {
 	big := bytes.Repeat([]byte{'x'}, lists.MaxValueBytes)
 	mustAdd(t, e, feat, "big", lists.Item{Value: big, Timestamp: t0})
 
-	var ie *lists.ItemError
+	var ie *store.MutationError
 	_, err := e.svc.Add(ctx, feat, "alice", []lists.Item{item("ok", t0), {Value: append(big, 'x'), Timestamp: t0}})
 	if !errors.Is(err, store.ErrTooLarge) || !errors.As(err, &ie) || ie.Index != 1 {
 		t.Errorf("oversize value: %v, want ErrTooLarge naming item 1", err)

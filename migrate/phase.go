@@ -53,7 +53,7 @@ func ParsePhase(s string) (Phase, error) {
 // ErrPhaseRefused is a phase change the rules refuse; TransitionError
 // says why and whether forcing it is allowed. It also matches
 // store.ErrConflict (HTTP 409).
-var ErrPhaseRefused = errors.New("migrate: phase change refused")
+var ErrPhaseRefused = store.Mark(errors.New("migrate: phase change refused"), store.ErrConflict)
 
 // TransitionError is a refused phase change.
 type TransitionError struct {
@@ -65,10 +65,9 @@ func (e *TransitionError) Error() string {
 	return fmt.Sprintf("migrate: %s -> %s refused: %s (force overrides)", e.From, e.To, e.Reason)
 }
 
-// Is matches ErrPhaseRefused and store.ErrConflict.
-func (e *TransitionError) Is(target error) bool {
-	return target == ErrPhaseRefused || target == store.ErrConflict
-}
+// Unwrap makes a TransitionError match ErrPhaseRefused, and so
+// store.ErrConflict.
+func (e *TransitionError) Unwrap() error { return ErrPhaseRefused }
 
 // Facts are what the phase rules look at: pure inputs, so that the rules
 // are tested with any clock.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/internal/durfmt"
+	"github.com/ebb-data/ebb/internal/timefmt"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/timeseries"
 )
@@ -41,11 +42,11 @@ func (s *Service) RoutePut(ctx context.Context, index string, events []timeserie
 	now := s.now()
 	for i, e := range events {
 		if err := timeseries.CheckEvent(e); err != nil {
-			return 0, true, &timeseries.EventError{Index: i, Err: err}
+			return 0, true, &store.MutationError{Noun: "event", Index: i, Err: err}
 		}
 		if !e.Timestamp.Truncate(time.Millisecond).Add(cfg.Retention).After(now) {
-			return 0, true, &timeseries.EventError{Index: i, Err: fmt.Errorf("%w: timestamp %s + retention %s <= now", timeseries.ErrExpired,
-				e.Timestamp.UTC().Format(time.RFC3339Nano), durfmt.Format(cfg.Retention))}
+			return 0, true, &store.MutationError{Noun: "event", Index: i, Err: fmt.Errorf("%w: timestamp %s + retention %s <= now", timeseries.ErrExpired,
+				timefmt.Format(e.Timestamp), durfmt.Format(cfg.Retention))}
 		}
 	}
 	src, err := s.source(ctx, st)
@@ -154,7 +155,7 @@ func checkQuery(q timeseries.Query) error {
 	}
 	if !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To) {
 		return fmt.Errorf("%w: from %s is not before to %s", store.ErrInvalid,
-			q.From.UTC().Format(time.RFC3339Nano), q.To.UTC().Format(time.RFC3339Nano))
+			timefmt.Format(q.From), timefmt.Format(q.To))
 	}
 	return nil
 }

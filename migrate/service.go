@@ -38,13 +38,11 @@ const DefaultMismatchSample = 100
 
 // ErrNotMigrating is an index without a migration. It also matches
 // store.ErrNotFound.
-var ErrNotMigrating = errors.New("migrate: index is not migrating")
+var ErrNotMigrating = store.Mark(errors.New("migrate: index is not migrating"), store.ErrNotFound)
 
-type notMigrating string
-
-func (e notMigrating) Error() string { return fmt.Sprintf("index %q has no migration", string(e)) }
-func (e notMigrating) Is(target error) bool {
-	return target == ErrNotMigrating || target == store.ErrNotFound
+// notMigrating is ErrNotMigrating for one index, saying which.
+func notMigrating(index string) error {
+	return store.Mark(fmt.Errorf("index %q has no migration", index), ErrNotMigrating)
 }
 
 // Opener opens the legacy source a config names.

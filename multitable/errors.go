@@ -3,12 +3,14 @@ package multitable
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/ebb-data/ebb/internal/timefmt"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -17,34 +19,25 @@ import (
 var (
 	// ErrNoTable: no logical table of that name exists (or it is being
 	// deleted). It wraps store.ErrNotFound.
-	ErrNoTable error = &sentinel{"multitable: no such table", store.ErrNotFound}
+	ErrNoTable error = store.Mark(errors.New("multitable: no such table"), store.ErrNotFound)
 	// ErrNoItem: the item does not exist or has expired. It wraps
 	// store.ErrNotFound.
-	ErrNoItem error = &sentinel{"multitable: no such item", store.ErrNotFound}
+	ErrNoItem error = store.Mark(errors.New("multitable: no such item"), store.ErrNotFound)
 	// ErrConflict: a logical table of that name exists with a different
 	// configuration. It wraps store.ErrConflict.
-	ErrConflict error = &sentinel{"multitable: table exists with a different configuration", store.ErrConflict}
+	ErrConflict error = store.Mark(errors.New("multitable: table exists with a different configuration"), store.ErrConflict)
 	// ErrDeleting: the table is being deleted (a delete failed part way);
 	// repeat the delete before creating it again. It wraps
 	// store.ErrConflict.
-	ErrDeleting error = &sentinel{"multitable: table is being deleted", store.ErrConflict}
+	ErrDeleting error = store.Mark(errors.New("multitable: table is being deleted"), store.ErrConflict)
 	// ErrInvalid: a bad table name, key, timestamp, TTL, attribute
 	// document, limit or page token. Nothing was written. It wraps
 	// store.ErrInvalid.
-	ErrInvalid error = &sentinel{"multitable: invalid argument", store.ErrInvalid}
+	ErrInvalid error = store.Mark(errors.New("multitable: invalid argument"), store.ErrInvalid)
 	// ErrTooLarge: the attribute document exceeds MaxAttributesBytes.
 	// Nothing was written. It wraps store.ErrTooLarge.
-	ErrTooLarge error = &sentinel{"multitable: too large", store.ErrTooLarge}
+	ErrTooLarge error = store.Mark(errors.New("multitable: too large"), store.ErrTooLarge)
 )
-
-// sentinel is an error of this package that is also a store sentinel.
-type sentinel struct {
-	msg  string
-	base error
-}
-
-func (e *sentinel) Error() string { return e.msg }
-func (e *sentinel) Unwrap() error { return e.base }
 
 // Limits.
 const (
@@ -62,12 +55,6 @@ const (
 
 // NamePattern is what a logical table name must match.
 var NamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
-
-// Earliest and latest item timestamps: the years RFC 3339 can write.
-var (
-	minTime = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
-)
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
@@ -99,8 +86,9 @@ func checkTimestamp(ts time.Time) error {
 	if ts.IsZero() {
 		return invalid("timestamp is required")
 	}
-	if ts.Before(minTime) || ts.After(maxTime) {
-		return invalid("timestamp %s is outside years 0000..9999", ts.UTC().Format(time.RFC3339Nano))
+	// Item timestamps span the years RFC 3339 can write.
+	if err := timefmt.Years.Check(ts); err != nil {
+		return invalid("%v", err)
 	}
 	return nil
 }

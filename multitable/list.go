@@ -21,6 +21,12 @@ type ListQuery struct {
 	// PageToken resumes after the last item of a previous page of the same
 	// table; empty starts at the beginning.
 	PageToken string
+	// MaxBytes, when positive, ends the page early, with a next page
+	// token, once the keys and attribute documents of its items add up to
+	// at least MaxBytes. A page always holds at least one item when one
+	// is in range, so it may exceed MaxBytes by at most one item. Zero
+	// bounds the page by Limit alone.
+	MaxBytes int
 }
 
 // ListPage is a page of items ordered by (timestamp, key bytewise).
@@ -84,12 +90,58 @@ func stopOK(err error) error {
 	return err
 }
 
-// List returns a page of a table's items in (timestamp, key) order. It
+// maxItemBytes is the most data one item holds, as ListQuery.MaxBytes
+// counts it: its attribute document and its key.
+const maxItemBytes = MaxAttributesBytes + MaxKeyBytes
+
+// List returns a page of a table's items in (timestamp, key) order, of
+// lq.Limit items or, when set, lq.MaxBytes.
+//
+// A listing materializes its page, so a page bounded by MaxBytes is read
+// in chunks, each of as many items as the bytes left under the bound could
+// hold at their largest, plus one: however large the items, no chunk takes
+// the page more than one item past the bound. Each chunk resumes from the
+// previous one's token, so the page's token is the listing's own.
+func (g *Registry) List(ctx context.Context, table string, lq ListQuery) (ListPage, error) {
+	page, err := g.list(ctx, table, lq)
+	if err != nil {
+		return ListPage{}, err
+	}
+	g.metrics.ops.WithLabelValues("list").Inc()
+	return page, nil
+}
+
+func (g *Registry) list(ctx context.Context, table string, lq ListQuery) (ListPage, error) {
+	if lq.MaxBytes <= 0 {
+		return g.listChunk(ctx, table, lq)
+	}
+	out := ListPage{Items: []Item{}}
+	left, size := lq.Limit, 0
+	for {
+		lq.Limit = min(left, (lq.MaxBytes-size)/maxItemBytes+1)
+		page, err := g.listChunk(ctx, table, lq)
+		if err != nil {
+			return ListPage{}, err
+		}
+		out.Items = append(out.Items, page.Items...)
+		for _, it := range page.Items {
+			size += len(it.Key) + len(it.Attributes)
+		}
+		left -= len(page.Items)
+		out.NextPageToken = page.NextPageToken
+		if page.NextPageToken == "" || len(page.Items) == 0 || left <= 0 || size >= lq.MaxBytes {
+			return out, nil
+		}
+		lq.PageToken = page.NextPageToken
+	}
+}
+
+// listChunk returns a page of lq.Limit items, ignoring lq.MaxBytes. It
 // reads the bucket directory from the first bucket that can hold a match,
 // then entries bucket by bucket, and verifies each entry against its item,
 // stopping as soon as the page, plus one item to know whether another page
 // follows, is complete.
-func (g *Registry) List(ctx context.Context, table string, lq ListQuery) (ListPage, error) {
+func (g *Registry) listChunk(ctx context.Context, table string, lq ListQuery) (ListPage, error) {
 	if err := CheckName(table); err != nil {
 		return ListPage{}, err
 	}
@@ -145,7 +197,6 @@ func (g *Registry) List(ctx context.Context, table string, lq ListQuery) (ListPa
 	if err != nil {
 		return ListPage{}, err
 	}
-	g.metrics.ops.WithLabelValues("list").Inc()
 	out := ListPage{Items: l.items}
 	if len(out.Items) > lq.Limit {
 		out.Items = out.Items[:lq.Limit]

@@ -157,6 +157,47 @@ func testSparseListingCost(t *testing.T, b backend) {
 	}
 }
 
+// testListMaxBytes: a page bounded by MaxBytes ends at the first item
+// that takes its keys and attributes to the bound, with a token, and
+// following the tokens returns every item exactly once, in order.
+func testListMaxBytes(t *testing.T, b backend) {
+	e := newEnv(t, b)
+	e.create("big", 0)
+	const n, size = 7, 100 << 10
+	var want []string
+	for i := range n {
+		key := fmt.Sprint("k", i)
+		e.put("big", key, at(time.Duration(i)*time.Minute), `{"v":"`+strings.Repeat("x", size)+`"}`, nil)
+		want = append(want, key)
+	}
+	var got []string
+	lq := ListQuery{Limit: 1000, MaxBytes: 2*size + 100}
+	for pages := 1; ; pages++ {
+		page, err := e.reg.List(e.ctx, "big", lq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page.NextPageToken != "" && len(page.Items) != 3 {
+			t.Fatalf("page %d holds %d items of %d bytes under a bound of %d, want 3", pages, len(page.Items), size, lq.MaxBytes)
+		}
+		got = append(got, keys(page.Items)...)
+		if page.NextPageToken == "" {
+			break
+		}
+		if pages > n {
+			t.Fatalf("more than %d pages", n)
+		}
+		lq.PageToken = page.NextPageToken
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("bounded pages = %q, want %q", got, want)
+	}
+	page, err := e.reg.List(e.ctx, "big", ListQuery{Limit: 1000})
+	if err != nil || len(page.Items) != n || page.NextPageToken != "" {
+		t.Fatalf("unbounded page: %d items, token %q, err %v", len(page.Items), page.NextPageToken, err)
+	}
+}
+
 // testOtherTenantsCost shows that listing a small table costs the same
 // whatever other tables hold.
 func testOtherTenantsCost(t *testing.T, b backend) {

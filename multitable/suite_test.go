@@ -31,6 +31,7 @@ var suite = []struct {
 	{"MoveTimestamp", testMoveTimestamp},
 	{"Isolation", testIsolation},
 	{"SparseListingCost", testSparseListingCost},
+	{"ListMaxBytes", testListMaxBytes},
 	{"OtherTenantsCost", testOtherTenantsCost},
 	{"RetireEmptyBuckets", testRetireEmptyBuckets},
 	{"RaceMoveVsSameTimestamp", testRaceMoveVsSameTimestamp},

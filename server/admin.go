@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/ebb-data/ebb"
+	"github.com/ebb-data/ebb/internal/timefmt"
 	"github.com/ebb-data/ebb/multitable"
 	"github.com/ebb-data/ebb/store"
 )
@@ -105,7 +105,7 @@ func (s *Server) adminCluster(w http.ResponseWriter, _ *http.Request) error {
 	for _, r := range roles {
 		l := leaseJSON{Role: r.Role, Holder: r.Holder, Epoch: r.Epoch, HeldHere: r.Held}
 		if !r.Expires.IsZero() {
-			l.Expires = r.Expires.UTC().Format(time.RFC3339Nano)
+			l.Expires = timefmt.Format(r.Expires)
 		}
 		out = append(out, l)
 	}

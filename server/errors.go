@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/ebb-data/ebb/store"
-	"github.com/ebb-data/ebb/timeseries"
 )
 
 // Error codes of the API (API.md "Conventions"). Every error body carries
@@ -71,7 +70,6 @@ var codeSentinels = map[string]error{
 	CodeInvalidArgument:     store.ErrInvalid,
 	CodeNotFound:            store.ErrNotFound,
 	CodeConflict:            store.ErrConflict,
-	CodeExpired:             timeseries.ErrExpired,
 	CodeTooLarge:            store.ErrTooLarge,
 	CodeUnavailable:         store.ErrUnavailable,
 	CodeInsufficientStorage: store.ErrInsufficientStorage,
@@ -101,7 +99,6 @@ var storeMappings = []errorMapping{
 	// A capacity change the provider would refuse conflicts with the
 	// table's recent history; retrying at once cannot help.
 	{store.ErrCapacityLimit, http.StatusConflict, CodeConflict},
-	{timeseries.ErrExpired, http.StatusUnprocessableEntity, CodeExpired},
 	{store.ErrThrottled, http.StatusServiceUnavailable, CodeUnavailable},
 	{store.ErrUnavailable, http.StatusServiceUnavailable, CodeUnavailable},
 	// The disk is full: retrying helps only once expiry, a delete or a
@@ -145,42 +142,71 @@ func (s *Server) classify(err error) (status int, code, msg string, known bool) 
 	for _, list := range [][]errorMapping{s.mappings, storeMappings} {
 		for _, m := range list {
 			if errors.Is(err, m.target) {
-				return m.status, m.code, userMessage(err.Error()), true
+				return m.status, m.code, clientMessage(err), true
 			}
 		}
 	}
 	return http.StatusInternalServerError, CodeInternal, "internal error", false
 }
 
-// sentinelTexts are the texts of sentinel errors that only repeat the
-// error's code, and packageNames the Go package names errors start
-// with: neither means anything to a user of the API, so userMessage takes
-// them out.
-var (
-	sentinelTexts = []string{
-		"store: not found", "store: invalid argument", "store: conflicts with existing configuration",
-		"store: too large", "store: unavailable", "store: throttled", "store: table not found",
-		"store: table exists with a different spec", "store: capacity change limit reached", "store: closed",
-		"store: insufficient storage", "store: storage fault",
-	}
-	packageNames = map[string]bool{"timeseries": true, "multitable": true, "lists": true, "shardmgr": true, "expiry": true, "store": true, "ebb": true, "server": true,
-		"migrate": true, "dynamolegacy": true, "cqllegacy": true}
-)
+// packageNames are the names of the module's Go packages, with which
+// errors start by house style ("migrate: save x: ..."): they mean nothing
+// to a user of the API, so clientMessage drops them.
+// TestPackageNamesComplete keeps the list in step with the module.
+var packageNames = map[string]bool{
+	"ebb": true, "client": true, "cost": true, "expiry": true, "lists": true, "meter": true, "migrate": true,
+	"cqllegacy": true, "dynamolegacy": true, "multitable": true, "server": true, "shardmgr": true,
+	"store": true, "cql": true, "dynamo": true, "keyenc": true, "kit": true, "pebble": true, "timeseries": true, "ui": true,
+}
 
-// userMessage says what an error says in the API's own words: without
-// the sentinel texts its code already conveys and without Go package
-// names. "timeseries: index not found: store: not found: \"nope\"" becomes
-// "index not found: \"nope\"".
-func userMessage(msg string) string {
-	stripped := msg
-	for _, t := range sentinelTexts {
-		stripped = strings.ReplaceAll(stripped, t, "")
-	}
-	if out := withoutPackages(stripped); out != "" {
+// clientMessage says what err says in the API's own words: without the
+// store sentinels its code already conveys, found by identity in err's
+// chain rather than by their texts, and without Go package names.
+// "timeseries: index not found: store: not found: \"nope\"" would become
+// "index not found: \"nope\"". A store sentinel alone says its own text,
+// without the package.
+func clientMessage(err error) string {
+	if out := withoutPackages(detail(err)); out != "" {
 		return out
 	}
-	// Nothing but a sentinel: its own text, without the package.
-	return withoutPackages(msg)
+	return withoutPackages(err.Error())
+}
+
+// detail returns err's text with the texts of the store sentinels in its
+// chain left out: each wrapped error's text, found in its wrapper's, is
+// replaced by its own detail.
+func detail(err error) string {
+	if isStoreSentinel(err) {
+		return ""
+	}
+	text := err.Error()
+	var inner []error
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		inner = []error{u.Unwrap()}
+	case interface{ Unwrap() []error }:
+		inner = u.Unwrap()
+	}
+	for _, e := range inner {
+		if e == nil {
+			continue
+		}
+		if t := e.Error(); t != "" && strings.Contains(text, t) {
+			text = strings.Replace(text, t, detail(e), 1)
+		}
+	}
+	return text
+}
+
+// isStoreSentinel reports whether err is itself (not wraps) one of the
+// store sentinels the API answers with a code.
+func isStoreSentinel(err error) bool {
+	for _, m := range storeMappings {
+		if err == m.target && m.target != context.Canceled && m.target != context.DeadlineExceeded {
+			return true
+		}
+	}
+	return false
 }
 
 // withoutPackages drops the ": "-separated parts of msg that are Go

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/internal/durfmt"
+	"github.com/ebb-data/ebb/internal/timefmt"
 	"github.com/ebb-data/ebb/shardmgr"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/timeseries"
@@ -18,7 +19,7 @@ import (
 // indexes") on svc.
 func Indexes(svc *timeseries.Service) Feature {
 	return func(s *Server) {
-		s.MapError(timeseries.ErrNoShard, http.StatusUnprocessableEntity, CodeNoShard)
+		mapIndexErrors(s)
 		h := indexHandlers{svc: svc, srv: s}
 		byName := ResourceFromPath(KindIndex, "name")
 		// Listing every index is a collection route: admin or *:* only.
@@ -31,6 +32,14 @@ func Indexes(svc *timeseries.Service) Feature {
 			"index_id", "from", "to", "order", "limit", "page_token")
 		s.Route("POST /v1/indexes/{name}/reconcile", byName, h.reconcile, "dry_run", "allow_clock_jump")
 	}
+}
+
+// mapIndexErrors maps the index feature's own refusals of an event, which
+// no store sentinel covers: both are about the event's time, not its
+// form. The migration routes write events too and map them as well.
+func mapIndexErrors(s *Server) {
+	s.MapError(timeseries.ErrNoShard, http.StatusUnprocessableEntity, CodeNoShard)
+	s.MapError(timeseries.ErrExpired, http.StatusUnprocessableEntity, CodeExpired)
 }
 
 type indexHandlers struct {
@@ -99,7 +108,7 @@ func indexView(idx timeseries.Index) indexJSON {
 	}
 	for _, sh := range idx.Shards {
 		out.Shards = append(out.Shards, shardJSON{
-			Table: sh.Table, Start: formatTime(sh.Start), End: formatTime(sh.End),
+			Table: sh.Table, Start: timefmt.Format(sh.Start), End: timefmt.Format(sh.End),
 			State: sh.State, Capacity: sh.Capacity.Mode.String(),
 		})
 	}
@@ -315,7 +324,7 @@ func (h indexHandlers) getEvents(w http.ResponseWriter, r *http.Request) error {
 		b = append(b, `,"event_id":`...)
 		b = appendJSONString(b, e.EventID)
 		b = append(b, `,"timestamp":"`...)
-		b = appendTime(b, e.Timestamp)
+		b = timefmt.Append(b, e.Timestamp)
 		b = append(b, `","payload":`...)
 		b = appendJSONBytes(b, e.Payload)
 		b = append(b, '}')
@@ -422,5 +431,3 @@ func (h indexHandlers) reconcile(w http.ResponseWriter, r *http.Request) error {
 	}
 	return WriteJSON(w, http.StatusOK, out)
 }
-
-func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -107,12 +107,6 @@ func appendJSONBytes(dst, b []byte) []byte {
 	return append(dst, '"')
 }
 
-// appendTime appends t as formatTime writes it (UTC, RFC 3339 with the
-// nanoseconds, trailing zeros dropped), without allocating.
-func appendTime(dst []byte, t time.Time) []byte {
-	return t.UTC().AppendFormat(dst, time.RFC3339Nano)
-}
-
 // MessagePack is the compact encoding a client may ask for with
 // "Accept: application/msgpack" on the hot reads (list items, index
 // events); JSON stays the default and the documented contract. Binary

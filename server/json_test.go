@@ -37,34 +37,6 @@ func TestAppendJSONStringMatchesMarshal(t *testing.T) {
 	})
 }
 
-func TestAppendTimeMatchesFormat(t *testing.T) {
-	for _, tm := range []time.Time{
-		time.Unix(0, 0), time.Unix(0, 1), time.Unix(1, 0).Add(100 * time.Millisecond),
-		time.Date(2026, 11, 22, 10, 0, 0, 123_000_000, time.UTC),
-		time.Date(2026, 11, 22, 10, 0, 0, 123_456_780, time.FixedZone("x", 3600)),
-		time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
-		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Date(-1, 1, 1, 0, 0, 0, 5, time.UTC),
-		time.Unix(0, 1<<63-1),
-	} {
-		if got, want := string(appendTime(nil, tm)), formatTime(tm); got != want {
-			t.Errorf("appendTime(%v) = %s, want %s", tm, got, want)
-		}
-	}
-	rapid.Check(t, func(t *rapid.T) {
-		ns := rapid.Int64().Draw(t, "ns")
-		trim := rapid.IntRange(0, 9).Draw(t, "trim")
-		for range trim {
-			ns -= ns % 10
-			ns /= 10
-		}
-		tm := time.Unix(0, ns)
-		if got, want := string(appendTime(nil, tm)), formatTime(tm); got != want {
-			t.Fatalf("appendTime(%v) = %s, want %s", tm, got, want)
-		}
-	})
-}
-
 func TestAppendJSONBytesMatchesMarshal(t *testing.T) {
 	for _, b := range [][]byte{nil, {}, {0}, []byte("story-0000000042"), {0xff, 0xfe, 0xfd, 0xfc}} {
 		want, _ := json.Marshal(b)

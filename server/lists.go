@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/internal/durfmt"
+	"github.com/ebb-data/ebb/internal/timefmt"
 	"github.com/ebb-data/ebb/lists"
 )
 
@@ -71,7 +72,7 @@ type listFeatureJSON struct {
 func listFeatureView(f lists.Feature) listFeatureJSON {
 	return listFeatureJSON{
 		EntityType: f.EntityType, Feature: f.Name, Version: f.Version,
-		TTL: durfmt.Format(f.TTL), CreatedAt: f.Created.UTC().Format(time.RFC3339Nano), Table: f.Table,
+		TTL: durfmt.Format(f.TTL), CreatedAt: timefmt.Format(f.Created), Table: f.Table,
 	}
 }
 
@@ -211,7 +212,7 @@ func (h listHandlers) getItems(w http.ResponseWriter, r *http.Request) error {
 		b = append(b, `{"value":`...)
 		b = appendJSONBytes(b, it.Value)
 		b = append(b, `,"timestamp":"`...)
-		b = appendTime(b, it.Timestamp)
+		b = timefmt.Append(b, it.Timestamp)
 		b = append(b, `"}`...)
 		return nil
 	})

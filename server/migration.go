@@ -4,9 +4,9 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/ebb-data/ebb/internal/durfmt"
+	"github.com/ebb-data/ebb/internal/timefmt"
 	"github.com/ebb-data/ebb/migrate"
 	"github.com/ebb-data/ebb/timeseries"
 )
@@ -25,6 +25,7 @@ func Migrations(svc *migrate.Service) Feature {
 	return func(s *Server) {
 		h := migrationHandlers{svc: svc, s: s}
 		s.MapError(migrate.ErrLegacyCredentials, http.StatusBadGateway, CodeBadGateway)
+		mapIndexErrors(s)
 		byName := ResourceFromPath(KindIndex, "name")
 		s.Route("GET /v1/indexes/{name}/migration", byName, h.status)
 		s.Route("PUT /v1/indexes/{name}/migration", byName, h.start)
@@ -120,13 +121,6 @@ type backfillJSON struct {
 	LastCopyStarted  string  `json:"last_copy_started_at,omitempty"`
 }
 
-func optTime(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return formatTime(t)
-}
-
 func legacyView(c migrate.LegacyConfig) legacyJSON {
 	out := legacyJSON{Kind: c.Kind, Table: c.Table, Endpoint: c.Endpoint, Region: c.Region, Mapping: c.Mapping}
 	if c.TTL != 0 {
@@ -138,23 +132,23 @@ func legacyView(c migrate.LegacyConfig) legacyJSON {
 func migrationView(st migrate.Status) migrationJSON {
 	out := migrationJSON{
 		Index: st.Index, Phase: string(st.Phase), Legacy: legacyView(st.Legacy), WriteLegacy: st.WriteLegacy,
-		SamplePercent: st.SamplePercent, StartedAt: formatTime(st.StartedAt), PhaseSince: formatTime(st.PhaseSince),
-		CutoverAt: optTime(st.CutoverAt), History: []changeJSON{}, Counters: st.Counters,
+		SamplePercent: st.SamplePercent, StartedAt: timefmt.Format(st.StartedAt), PhaseSince: timefmt.Format(st.PhaseSince),
+		CutoverAt: timefmt.FormatOptional(st.CutoverAt), History: []changeJSON{}, Counters: st.Counters,
 		BackfillRunning: st.BackfillRunning, CutoverReady: st.CutoverReady, CutoverBlockedBy: st.CutoverBlockedBy,
-		LegacyLiveRows: st.LegacyLiveRows, LegacyNewest: optTime(st.LegacyNewestExpiry), LegacyDeletable: st.LegacyDeletable,
+		LegacyLiveRows: st.LegacyLiveRows, LegacyNewest: timefmt.FormatOptional(st.LegacyNewestExpiry), LegacyDeletable: st.LegacyDeletable,
 	}
 	for _, c := range st.History {
-		out.History = append(out.History, changeJSON{From: string(c.From), To: string(c.To), At: formatTime(c.At), Forced: c.Forced})
+		out.History = append(out.History, changeJSON{From: string(c.From), To: string(c.To), At: timefmt.Format(c.At), Forced: c.Forced})
 	}
 	if cp := st.Backfill; cp != nil {
 		b := &backfillJSON{
-			Pass: cp.Pass, DryRun: cp.DryRun, Done: cp.Done, StartedAt: formatTime(cp.StartedAt), UpdatedAt: formatTime(cp.UpdatedAt),
-			FinishedAt: optTime(cp.FinishedAt), Scanned: cp.Scanned, Copied: cp.Copied, SkippedExpired: cp.SkippedExpired,
+			Pass: cp.Pass, DryRun: cp.DryRun, Done: cp.Done, StartedAt: timefmt.Format(cp.StartedAt), UpdatedAt: timefmt.Format(cp.UpdatedAt),
+			FinishedAt: timefmt.FormatOptional(cp.FinishedAt), Scanned: cp.Scanned, Copied: cp.Copied, SkippedExpired: cp.SkippedExpired,
 			SkippedRetention: cp.SkippedRetention, SkippedNoShard: cp.SkippedNoShard, Units: cp.Units,
 			TotalEstimate: cp.TotalEstimate, RowsPerSecond: cp.RowsPerSecond, ETA: durfmt.Format(cp.ETA), Error: cp.Error,
 		}
 		if cp.LastCopy != nil {
-			b.LastCopyStarted = formatTime(cp.LastCopy.StartedAt)
+			b.LastCopyStarted = timefmt.Format(cp.LastCopy.StartedAt)
 		}
 		out.Backfill = b
 	}

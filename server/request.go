@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/timefmt"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -314,7 +315,7 @@ func ParseQueryTime(name, s string) (time.Time, error) {
 		return t, nil
 	}
 	if strings.Contains(s, " ") {
-		if _, perr := time.Parse(time.RFC3339, strings.ReplaceAll(s, " ", "+")); perr == nil {
+		if _, perr := timefmt.Parse(strings.ReplaceAll(s, " ", "+")); perr == nil {
 			return time.Time{}, Errorf(http.StatusBadRequest, CodeInvalidArgument,
 				"%s %q: a '+' in a query string stands for a space; send the offset's '+' as %%2B (%s)",
 				name, s, strings.ReplaceAll(url.QueryEscape(strings.ReplaceAll(s, " ", "+")), "%3A", ":"))
@@ -330,12 +331,11 @@ func ParseTime(s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, Errorf(http.StatusBadRequest, CodeInvalidArgument, "missing time; want RFC 3339, e.g. 2026-11-22T10:00:00.123Z")
 	}
-	// time.RFC3339 accepts a fractional second when parsing.
-	t, err := time.Parse(time.RFC3339, s)
+	t, err := timefmt.Parse(s)
 	if err != nil {
 		return time.Time{}, Errorf(http.StatusBadRequest, CodeInvalidArgument, "time %q: want RFC 3339, e.g. 2026-11-22T10:00:00.123Z", s)
 	}
-	return t.UTC(), nil
+	return t, nil
 }
 
 // ParseDuration parses a Go duration string ("168h", "90s", "0s"). Negative

@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/ebb-data/ebb/internal/durfmt"
+	"github.com/ebb-data/ebb/internal/timefmt"
 	"github.com/ebb-data/ebb/multitable"
 )
 
@@ -45,7 +45,7 @@ type sharedTableJSON struct {
 }
 
 func sharedTable(t multitable.Table) sharedTableJSON {
-	return sharedTableJSON{Name: t.Name, DefaultTTL: durfmt.Format(t.DefaultTTL), CreatedAt: sharedTime(t.CreatedAt)}
+	return sharedTableJSON{Name: t.Name, DefaultTTL: durfmt.Format(t.DefaultTTL), CreatedAt: timefmt.Format(t.CreatedAt)}
 }
 
 // sharedItemJSON is one item in the API; ExpiresAt is null when the item never
@@ -58,17 +58,13 @@ type sharedItemJSON struct {
 }
 
 func sharedItem(it multitable.Item) sharedItemJSON {
-	out := sharedItemJSON{Key: it.Key, Timestamp: sharedTime(it.Timestamp), Attributes: it.Attributes}
+	out := sharedItemJSON{Key: it.Key, Timestamp: timefmt.Format(it.Timestamp), Attributes: it.Attributes}
 	if !it.ExpiresAt.IsZero() {
-		s := sharedTime(it.ExpiresAt)
+		s := timefmt.Format(it.ExpiresAt)
 		out.ExpiresAt = &s
 	}
 	return out
 }
-
-// sharedTime writes a time as RFC 3339 in UTC with as many fractional
-// digits as it has (milliseconds at most for stored times).
-func sharedTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 func (h tablesHandler) listTables(w http.ResponseWriter, r *http.Request) error {
 	tables, err := h.reg.Tables(r.Context())
@@ -189,7 +185,8 @@ func (h tablesHandler) listItems(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer resp.done()
-	page, err := listBounded(r.Context(), h.reg, r.PathValue("table"), lq, resp.maxData)
+	lq.MaxBytes = resp.maxData
+	page, err := h.reg.List(r.Context(), r.PathValue("table"), lq)
 	if err != nil {
 		return err
 	}
@@ -207,39 +204,6 @@ func (h tablesHandler) listItems(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("server: encode response: %w", err)
 	}
 	return resp.write(w, http.StatusOK, contentTypeJSON, body.Bytes())
-}
-
-// maxSharedItemBytes is the most data one shared-table item holds: its
-// attribute document and its key.
-const maxSharedItemBytes = multitable.MaxAttributesBytes + multitable.MaxKeyBytes
-
-// listBounded reads a page of lq.Limit items, ending it early once the
-// items reach maxBytes (at most MaxPageBytes). A listing materializes its page, so the page
-// is read in chunks, each of as many items as the bytes left under the
-// bound could hold at their largest, plus one: however large the items,
-// no chunk takes the page more than one item past the bound. Each chunk
-// resumes from the previous one's token, so the page's token is the
-// listing's own.
-func listBounded(ctx context.Context, reg *multitable.Registry, table string, lq multitable.ListQuery, maxBytes int) (multitable.ListPage, error) {
-	out := multitable.ListPage{Items: []multitable.Item{}}
-	left, size := lq.Limit, 0
-	for {
-		lq.Limit = min(left, (maxBytes-size)/maxSharedItemBytes+1)
-		page, err := reg.List(ctx, table, lq)
-		if err != nil {
-			return multitable.ListPage{}, err
-		}
-		out.Items = append(out.Items, page.Items...)
-		for _, it := range page.Items {
-			size += len(it.Key) + len(it.Attributes)
-		}
-		left -= len(page.Items)
-		out.NextPageToken = page.NextPageToken
-		if page.NextPageToken == "" || len(page.Items) == 0 || left <= 0 || size >= maxBytes {
-			return out, nil
-		}
-		lq.PageToken = page.NextPageToken
-	}
 }
 
 // sharedTableUsageJSON is one logical table in GET /v1/admin/tables.

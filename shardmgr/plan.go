@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/internal/durfmt"
+	"github.com/ebb-data/ebb/internal/timefmt"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -167,7 +168,7 @@ func NewPlan(cfg Config, now time.Time, observed []Shard, last LastRun) Plan {
 		}
 		a := Action{
 			Op: OpDrop, Table: existing[s].Table, Start: start, End: end,
-			Reason: fmt.Sprintf("expired: end %s + retention %s <= now", fmtTime(end), durfmt.Format(cfg.Retention)),
+			Reason: fmt.Sprintf("expired: end %s + retention %s <= now", timefmt.Format(end), durfmt.Format(cfg.Retention)),
 		}
 		if cfg.DropKeepsSnapshot {
 			a.Reason += "; the cluster keeps an auto_snapshot of the dropped table (auto_snapshot: true by default), so no disk is freed until `nodetool clearsnapshot` runs or auto_snapshot is off"
@@ -177,7 +178,7 @@ func NewPlan(cfg Config, now time.Time, observed []Shard, last LastRun) Plan {
 			plan.ClockJump = true
 			a.Deferred = true
 			a.Reason = fmt.Sprintf("deferred: clock moved forward %s since the last run at %s (guard %s); confirm with allow_clock_jump",
-				durfmt.Format(now.Sub(last.At)), fmtTime(last.At), durfmt.Format(cfg.Guards.MaxClockJump))
+				durfmt.Format(now.Sub(last.At)), timefmt.Format(last.At), durfmt.Format(cfg.Guards.MaxClockJump))
 		case len(drops)-countDeferred(drops) >= cfg.Guards.MaxDropsPerRun:
 			a.Deferred = true
 			a.Reason = fmt.Sprintf("deferred: at most %d drops per run (%s)", cfg.Guards.MaxDropsPerRun, a.Reason)
@@ -234,7 +235,7 @@ func createReason(s, hot time.Time, tb, retention time.Duration) string {
 		n := int(s.Sub(hot) / tb)
 		return fmt.Sprintf("runway: starts in %d bucket%s", n, plural(n))
 	}
-	return fmt.Sprintf("inside retention until %s", fmtTime(s.Add(tb).Add(retention)))
+	return fmt.Sprintf("inside retention until %s", timefmt.Format(s.Add(tb).Add(retention)))
 }
 
 // capacityActions returns the capacity change sh needs, if any.
@@ -250,7 +251,7 @@ func capacityActions(cfg Config, now, hot time.Time, sh Shard, start time.Time) 
 			if n, next := switchesInWindow(sh.History, now, p.SwitchWindow); n >= p.SwitchLimit {
 				a.Deferred = true
 				a.Reason = fmt.Sprintf("deferred: %d switches to on-demand in the last %s (limit %d), next allowed at %s (%s)",
-					n, durfmt.Format(p.SwitchWindow), p.SwitchLimit, fmtTime(next), reason)
+					n, durfmt.Format(p.SwitchWindow), p.SwitchLimit, timefmt.Format(next), reason)
 			}
 		}
 		return []Action{a}
@@ -276,7 +277,7 @@ func capacityActions(cfg Config, now, hot time.Time, sh Shard, start time.Time) 
 			return set(OpPrewarm, want, fmt.Sprintf("next shard: pre-warm provisioned at peak for %s, then on-demand", durfmt.Format(p.PrewarmHold)))
 		}
 		if cur.Mode == store.Provisioned && !now.Before(sh.History.PrewarmedAt.Add(p.PrewarmHold)) {
-			return set(OpSetCapacity, onDemand, fmt.Sprintf("next shard: pre-warmed at %s, back to on-demand", fmtTime(sh.History.PrewarmedAt)))
+			return set(OpSetCapacity, onDemand, fmt.Sprintf("next shard: pre-warmed at %s, back to on-demand", timefmt.Format(sh.History.PrewarmedAt)))
 		}
 		return nil
 	}
@@ -360,8 +361,6 @@ func FormatCapacity(c store.Capacity) string {
 	}
 	return "on_demand"
 }
-
-func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 func plural(n int) string {
 	if n == 1 {

@@ -11,13 +11,26 @@ import (
 // mutation, and the query limit check. Backends resolve batches and encode
 // keys with package kit.
 
-// MutationError names the mutation of a batch that was refused.
+// MutationError names the element of a batch that was refused: a
+// mutation of a Write, and also an item of a list Add or an event of an
+// index write, which the HTTP layer answers the same way. Nothing of the
+// batch was written.
 type MutationError struct {
+	// Noun names what the batch holds, in the message ("item 3: ...");
+	// empty means "mutation".
+	Noun  string
 	Index int
 	Err   error
 }
 
-func (e *MutationError) Error() string { return fmt.Sprintf("mutation %d: %v", e.Index, e.Err) }
+func (e *MutationError) Error() string {
+	noun := e.Noun
+	if noun == "" {
+		noun = "mutation"
+	}
+	return fmt.Sprintf("%s %d: %v", noun, e.Index, e.Err)
+}
+
 func (e *MutationError) Unwrap() error { return e.Err }
 
 // DecodeTuple decodes len(cols) values from the front of b.

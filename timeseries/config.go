@@ -18,8 +18,9 @@ var (
 	// it is beyond the runway or because the manager has been down longer
 	// than the runway. Nothing was written.
 	ErrNoShard = errors.New("timeseries: no shard for that time")
-	// ErrIndexNotFound: no index of that name. Also wraps store.ErrNotFound.
-	ErrIndexNotFound = errors.New("timeseries: index not found")
+	// ErrIndexNotFound: no index of that name. Also matches
+	// store.ErrNotFound.
+	ErrIndexNotFound = store.Mark(errors.New("timeseries: index not found"), store.ErrNotFound)
 	// ErrExpired: an event's timestamp is already past its index's
 	// retention (timestamp + retention <= now). Nothing was written.
 	ErrExpired = errors.New("timeseries: already expired")
@@ -198,16 +199,6 @@ type ShardInfo struct {
 	State    string
 	Capacity store.Capacity
 }
-
-// EventError names the event of a batch that was refused; nothing of the
-// batch was written.
-type EventError struct {
-	Index int
-	Err   error
-}
-
-func (e *EventError) Error() string { return fmt.Sprintf("event %d: %v", e.Index, e.Err) }
-func (e *EventError) Unwrap() error { return e.Err }
 
 // reservedName reports index names whose shard prefix ("name_") would
 // cover ebb's own tables. Shards are only ever "name_<seconds>", which

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/timefmt"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -64,8 +65,8 @@ func CheckEvent(e Event) error {
 	if err := checkID("event_id", e.EventID); err != nil {
 		return err
 	}
-	if e.Timestamp.Before(time.Unix(0, 0)) || !e.Timestamp.Before(maxTime) {
-		return fmt.Errorf("%w: timestamp %s outside 1970..9999", store.ErrInvalid, e.Timestamp.UTC().Format(time.RFC3339Nano))
+	if err := timefmt.UnixYears.Check(e.Timestamp); err != nil {
+		return fmt.Errorf("%w: %v", store.ErrInvalid, err)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ebb-data/ebb/internal/timefmt"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -85,7 +86,7 @@ func (s *Service) QueryShards(ctx context.Context, index string, q Query) (Page,
 	}
 	if !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To) {
 		return Page{}, fmt.Errorf("%w: from %s is not before to %s", store.ErrInvalid,
-			q.From.UTC().Format(time.RFC3339Nano), q.To.UTC().Format(time.RFC3339Nano))
+			timefmt.Format(q.From), timefmt.Format(q.To))
 	}
 	var pos *position
 	if len(q.PageToken) > 0 {

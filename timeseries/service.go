@@ -606,14 +606,8 @@ func checkName(name string) error {
 	return nil
 }
 
-func notFound(name string) error { return indexNotFound(name) }
-
-// indexNotFound is ErrIndexNotFound (and store.ErrNotFound) for one index,
+// notFound is ErrIndexNotFound (and so store.ErrNotFound) for one index,
 // saying which.
-type indexNotFound string
-
-func (e indexNotFound) Error() string { return fmt.Sprintf("index %q not found", string(e)) }
-
-func (e indexNotFound) Is(target error) bool {
-	return target == ErrIndexNotFound || target == store.ErrNotFound
+func notFound(name string) error {
+	return store.Mark(fmt.Errorf("index %q not found", name), ErrIndexNotFound)
 }

@@ -307,7 +307,7 @@ func TestBadBatchWritesNothing(t *testing.T) {
 			"too large":         {Event{IndexID: "a", EventID: "e", Timestamp: t0, Payload: make([]byte, st.Capabilities().MaxRowBytes)}, store.ErrTooLarge},
 		} {
 			_, err := svc.Put(ctx, "ev", []Event{good, good, c.bad})
-			var ee *EventError
+			var ee *store.MutationError
 			if !errors.Is(err, c.want) || !errors.As(err, &ee) || ee.Index != 2 {
 				t.Errorf("%s: %v, want %v naming event 2", name, err, c.want)
 			}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ebb-data/ebb/internal/durfmt"
+	"github.com/ebb-data/ebb/internal/timefmt"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -43,7 +44,7 @@ const (
 // Timestamp, EventID), so retrying a failed Put is safe.
 //
 // The whole batch is checked before anything is written, and it is refused
-// whole, with an *EventError naming the first offending event, when any
+// whole, with a *store.MutationError naming the first offending event, when any
 // event is malformed (store.ErrInvalid, store.ErrTooLarge), already expired
 // (timestamp + retention <= now: ErrExpired) or falls in a shard that
 // does not exist (ErrNoShard). Events are then written with one store.Write
@@ -86,7 +87,7 @@ func (s *Service) PutShards(ctx context.Context, index string, events []Event) (
 		ts, err := checkEvent(cfg, e, now, maxRow)
 		if err != nil {
 			s.metrics.refused(index, refusalReason(err))
-			return 0, &EventError{Index: i, Err: err}
+			return 0, &store.MutationError{Noun: "event", Index: i, Err: err}
 		}
 		ms[i] = ts
 	}
@@ -133,8 +134,8 @@ func (s *Service) PutShards(ctx context.Context, index string, events []Event) (
 			}
 		}
 		s.metrics.refused(index, reasonNoShard)
-		return 0, &EventError{Index: i, Err: fmt.Errorf("%w: %s: timestamp %s needs shard %s",
-			ErrNoShard, index, events[i].Timestamp.UTC().Format(time.RFC3339Nano), cfg.shardTable(start))}
+		return 0, &store.MutationError{Noun: "event", Index: i, Err: fmt.Errorf("%w: %s: timestamp %s needs shard %s",
+			ErrNoShard, index, timefmt.Format(events[i].Timestamp), cfg.shardTable(start))}
 	}
 
 	muts := buf.build(cfg, events, order)
@@ -179,13 +180,13 @@ func checkEvent(cfg Config, e *Event, now time.Time, maxRow int) (int64, error) 
 		return 0, err
 	}
 	ts := e.Timestamp
-	if ts.Before(time.Unix(0, 0)) || !ts.Before(maxTime) {
-		return 0, fmt.Errorf("%w: timestamp %s outside 1970..9999", store.ErrInvalid, ts.UTC().Format(time.RFC3339Nano))
+	if err := timefmt.UnixYears.Check(ts); err != nil {
+		return 0, fmt.Errorf("%w: %v", store.ErrInvalid, err)
 	}
 	tsMs := ts.UnixMilli()
 	if !time.UnixMilli(tsMs).Add(cfg.Retention).After(now) {
 		return 0, fmt.Errorf("%w: timestamp %s + retention %s <= now %s", ErrExpired,
-			time.UnixMilli(tsMs).UTC().Format(time.RFC3339Nano), durfmt.Format(cfg.Retention), now.UTC().Format(time.RFC3339Nano))
+			timefmt.Format(time.UnixMilli(tsMs)), durfmt.Format(cfg.Retention), timefmt.Format(now))
 	}
 	// The same size the store computes (kit.ResolveBatch), checked here
 	// so that an oversize event refuses the batch before any shard is

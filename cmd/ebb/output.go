@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+
+	"github.com/ebb-data/ebb/internal/timefmt"
 )
 
 // output is a command's --output flag: a table (or text) for people, or
@@ -113,7 +115,7 @@ func readInput(cmd *cobra.Command, path string) ([]byte, error) {
 }
 
 // formatTime prints a time as the API does.
-func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+func formatTime(t time.Time) string { return timefmt.Format(t) }
 
 // collectAll drains a page iterator of the client into one slice, never
 // nil, so that --all prints [] rather than null for nothing.
