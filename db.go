@@ -110,7 +110,7 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 		return nil, fmt.Errorf("ebb: indexes: %w", err)
 	}
 	if db.migrations, err = migrate.New(ctx, db.exp, db.indexes, migrate.Options{
-		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, CacheTTL: o.CacheTTL, Open: db.openLegacy,
+		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, CacheTTL: o.CacheTTL, Open: o.LegacyOpener,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: migrations: %w", err)
 	}

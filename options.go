@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ebb-data/ebb/internal/lease"
+	"github.com/ebb-data/ebb/migrate"
 	"github.com/ebb-data/ebb/store"
 	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 )
@@ -23,6 +24,14 @@ type Options struct {
 	// Dir is the embedded store's data directory, used when Store is nil.
 	// It is created if missing and locked against other processes.
 	Dir string
+	// LegacyOpener opens the legacy sources of index migrations that live
+	// outside ebb's store: DynamoDB and CQL tables. Whoever chose the
+	// backend supplies it, as legacyopen.New (package
+	// migrate/legacyopen) does with the backend's own client, so that
+	// this package links no remote backend. Nil refuses such migrations
+	// with migrate.ErrNoOpener; a migration from an ebb table
+	// (migrate.KindTable, the index's own NAME_legacy) needs none.
+	LegacyOpener migrate.Opener
 
 	// Now is the clock for expiry, retention and the background loops. Nil
 	// means time.Now. Expiry is resolved on the Store's own clock, so a

@@ -49,6 +49,12 @@ func (e notMigrating) Is(target error) bool {
 // Opener opens the legacy source a config names.
 type Opener func(ctx context.Context, cfg LegacyConfig) (Source, error)
 
+// ErrNoOpener is a migration from a legacy source of a kind other than
+// KindTable on a Service given no Options.Open: this process was built
+// or configured without the opener of DynamoDB and CQL tables
+// (package migrate/legacyopen). It also matches store.ErrInvalid.
+var ErrNoOpener = errors.New("migrate: no opener of legacy sources outside ebb is configured")
+
 // Options configures a Service.
 type Options struct {
 	// Now is the clock; nil means time.Now.
@@ -62,7 +68,7 @@ type Options struct {
 	// means DefaultCacheTTL.
 	CacheTTL time.Duration
 	// Open opens legacy sources of kinds other than KindTable (which the
-	// Service opens on its own store); nil refuses them.
+	// Service opens on its own store); nil refuses them with ErrNoOpener.
 	Open Opener
 	// MismatchSample bounds the mismatching keys kept per index for
 	// inspection; zero means DefaultMismatchSample.
@@ -500,7 +506,7 @@ func (s *Service) openSource(ctx context.Context, index string, cfg LegacyConfig
 	case s.open != nil:
 		src, err = s.open(ctx, cfg)
 	default:
-		err = fmt.Errorf("%w: legacy sources of kind %q are not available here", store.ErrInvalid, cfg.Kind)
+		err = fmt.Errorf("%w: %w: legacy sources of kind %q are not available here", store.ErrInvalid, ErrNoOpener, cfg.Kind)
 	}
 	if err != nil {
 		return nil, err

@@ -164,7 +164,7 @@ var (
 		"store: insufficient storage", "store: storage fault",
 	}
 	packageNames = map[string]bool{"timeseries": true, "multitable": true, "lists": true, "shardmgr": true, "expiry": true, "store": true, "ebb": true, "server": true,
-		"migrate": true, "dynamolegacy": true, "cqllegacy": true}
+		"migrate": true, "dynamolegacy": true, "cqllegacy": true, "legacyopen": true}
 )
 
 // userMessage says what an error says in the API's own words: without

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ebb-data/ebb"
 	"github.com/ebb-data/ebb/internal/testbackend"
+	"github.com/ebb-data/ebb/migrate/legacyopen"
 	"github.com/ebb-data/ebb/server"
 )
 
@@ -40,7 +41,8 @@ tokens:
 // migrationAuthYAML, with the indexes ia, ib and ic created.
 func migrationServer(t *testing.T) string {
 	t.Helper()
-	db, err := ebb.Open(t.Context(), ebb.Options{Store: testbackend.Pebble(t, nil), NoBackground: true})
+	db, err := ebb.Open(t.Context(), ebb.Options{Store: testbackend.Pebble(t, nil), NoBackground: true,
+		LegacyOpener: legacyopen.New(legacyopen.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}
