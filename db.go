@@ -92,7 +92,7 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 	// carrying an expiry are indexed and swept.
 	if db.exp, err = expiry.Wrap(ctx, base, expiry.Options{
 		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, SweepInterval: o.SweepInterval,
-		SpecTTL: o.CacheTTL,
+		CacheTTL: o.CacheTTL,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: expiry: %w", err)
 	}
@@ -115,12 +115,12 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 		return nil, fmt.Errorf("ebb: migrations: %w", err)
 	}
 	if db.tables, err = multitable.New(ctx, db.exp, multitable.Options{
-		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, RecordTTL: min(o.CacheTTL, time.Second),
+		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, CacheTTL: o.CacheTTL,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: shared tables: %w", err)
 	}
 	if db.lists, err = lists.New(ctx, db.exp, lists.Options{
-		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, FeatureCacheTTL: o.CacheTTL,
+		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, CacheTTL: o.CacheTTL,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: lists: %w", err)
 	}

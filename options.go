@@ -59,8 +59,10 @@ type Options struct {
 	// Default host:pid.
 	ReplicaID string
 	// CacheTTL bounds how stale this process's view of configuration made
-	// through other replicas may be: index configs and shard lists, list
-	// features, shared tables, table specs. Default 2 s.
+	// through other replicas may be: index configs and shard lists,
+	// migration phases, list features, shared tables, table specs. Every
+	// feature takes this one value. Default store.DefaultCacheTTL (2 s),
+	// whose comment says why.
 	CacheTTL time.Duration
 	// MinFreeBytes is the embedded store's free-space floor, used when
 	// Store is nil: while its data directory's file system has fewer
@@ -97,7 +99,7 @@ func DefaultOptions() Options {
 		SweepInterval:     time.Second,
 		LeaseDuration:     lease.DefaultDuration,
 		ReplicaID:         defaultReplicaID(),
-		CacheTTL:          2 * time.Second,
+		CacheTTL:          store.DefaultCacheTTL,
 	}
 }
 

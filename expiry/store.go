@@ -49,7 +49,7 @@ func Wrap(ctx context.Context, inner store.Store, opts Options) (*Store, error) 
 		inner:   inner,
 		opts:    opts,
 		layout:  l,
-		specs:   newSpecCache(inner, opts.Now, opts.SpecTTL),
+		specs:   newSpecCache(inner, opts.Now, opts.CacheTTL),
 		m:       m,
 		maxRow:  caps.MaxRowBytes,
 		resolve: kit.ResolveBatch,

@@ -63,26 +63,27 @@ type Options struct {
 	Logger *slog.Logger
 	// Registerer receives the metrics. Nil registers nothing.
 	Registerer prometheus.Registerer
-	// FeatureCacheTTL is how long a feature read from the meta table is
-	// trusted before it is read again, so that a version another process
-	// deleted and re-created with another TTL is noticed. A table found
-	// gone is noticed at once regardless. Zero means DefaultFeatureCacheTTL.
-	FeatureCacheTTL time.Duration
+	// CacheTTL is how long a feature read from the meta table is trusted
+	// before it is read again, so that a version another process deleted
+	// and re-created with another TTL is noticed. A table found gone is
+	// noticed at once regardless. Zero means DefaultCacheTTL.
+	CacheTTL time.Duration
 }
 
-// DefaultFeatureCacheTTL is the default Options.FeatureCacheTTL.
-const DefaultFeatureCacheTTL = 10 * time.Second
+// DefaultCacheTTL is the default Options.CacheTTL: store.DefaultCacheTTL,
+// ebb's one bound on acting on configuration another replica changed.
+const DefaultCacheTTL = store.DefaultCacheTTL
 
 // DefaultOptions returns the options New applies to zero fields (Now
 // excepted).
 func DefaultOptions() Options {
-	return Options{FeatureCacheTTL: DefaultFeatureCacheTTL}
+	return Options{CacheTTL: DefaultCacheTTL}
 }
 
 // Validate checks the options; errors wrap store.ErrInvalid.
 func (o Options) Validate() error {
-	if o.FeatureCacheTTL < 0 {
-		return fmt.Errorf("%w: lists: negative FeatureCacheTTL", store.ErrInvalid)
+	if o.CacheTTL < 0 {
+		return fmt.Errorf("%w: lists: negative CacheTTL", store.ErrInvalid)
 	}
 	return nil
 }
@@ -94,8 +95,8 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.FeatureCacheTTL == 0 {
-		o.FeatureCacheTTL = DefaultFeatureCacheTTL
+	if o.CacheTTL == 0 {
+		o.CacheTTL = DefaultCacheTTL
 	}
 	return o
 }

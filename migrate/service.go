@@ -28,8 +28,9 @@ const (
 
 // DefaultCacheTTL is how long a Service trusts its cached migration
 // states when Options.CacheTTL is zero: a phase changed through another
-// replica takes effect here within it.
-const DefaultCacheTTL = 2 * time.Second
+// replica takes effect here within it. It is store.DefaultCacheTTL, ebb's
+// one bound on acting on configuration another replica changed.
+const DefaultCacheTTL = store.DefaultCacheTTL
 
 // DefaultMismatchSample is how many mismatching keys a Service keeps per
 // index when Options.MismatchSample is zero.

@@ -22,8 +22,9 @@ import (
 const metaKind = "index"
 
 // DefaultCacheTTL is how long the Service trusts its cached index configs
-// and shard lists when Options.CacheTTL is zero.
-const DefaultCacheTTL = 5 * time.Second
+// and shard lists when Options.CacheTTL is zero: store.DefaultCacheTTL,
+// ebb's one bound on acting on configuration another replica changed.
+const DefaultCacheTTL = store.DefaultCacheTTL
 
 // Options configures a Service.
 type Options struct {
