@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/expiry"
+	"github.com/ebb-data/ebb/internal/promreg"
 	"github.com/ebb-data/ebb/lists"
 	"github.com/ebb-data/ebb/meter"
 	"github.com/ebb-data/ebb/migrate"
@@ -34,6 +35,9 @@ type DB struct {
 	lists      *lists.Service
 	tables     *multitable.Registry
 	roles      []*role
+	// metrics keeps what Open registered on Options.Registerer, for
+	// Close to unregister; nil without a Registerer.
+	metrics *promreg.Tracker
 	// managerRan is set once this replica's shard manager has completed a
 	// pass, for Ready.
 	managerRan atomic.Bool
@@ -58,23 +62,29 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 		return nil, err
 	}
 	o := opts.withDefaults()
-	db = &DB{o: o, raw: o.Store}
+	var tracker *promreg.Tracker
+	if o.Registerer != nil {
+		// Every component registers through the tracker, so that Close
+		// unregisters all of it.
+		tracker = promreg.Track(o.Registerer)
+		o.Registerer = tracker
+	}
+	db = &DB{o: o, raw: o.Store, metrics: tracker}
 	if db.raw == nil {
 		st, err := ebbpebble.Open(o.Dir, ebbpebble.Options{Logger: o.Logger, Now: o.Now, MinFreeBytes: o.MinFreeBytes})
 		if err != nil {
 			return nil, fmt.Errorf("ebb: open %s: %w", o.Dir, err)
 		}
 		db.raw = st
-		if o.Registerer != nil {
-			if err := o.Registerer.Register(st.Collector()); err != nil {
-				_ = st.Close()
-				return nil, fmt.Errorf("ebb: register pebble metrics: %w", err)
-			}
+		if err := promreg.Register(o.Registerer, st.Collector()); err != nil {
+			_ = st.Close()
+			return nil, fmt.Errorf("ebb: register pebble metrics: %w", err)
 		}
 	}
 	defer func() {
 		if err != nil {
 			_ = db.closeStores()
+			db.unregisterMetrics()
 			db = nil
 		}
 	}()
@@ -234,9 +244,18 @@ func (db *DB) Close() error {
 			}
 		}
 		errs = append(errs, db.closeStores())
+		db.unregisterMetrics()
 		db.closeErr = errors.Join(errs...)
 	})
 	return db.closeErr
+}
+
+// unregisterMetrics unregisters every collector Open registered, so that
+// the registry may serve a DB opened again.
+func (db *DB) unregisterMetrics() {
+	if db.metrics != nil {
+		db.metrics.UnregisterAll()
+	}
 }
 
 // closeStores closes the decorator and the backend. A decorator may or

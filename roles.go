@@ -11,6 +11,7 @@ import (
 
 	"github.com/ebb-data/ebb/internal/lease"
 	"github.com/ebb-data/ebb/internal/loop"
+	"github.com/ebb-data/ebb/internal/promreg"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -51,12 +52,8 @@ func newRoleMetrics(reg prometheus.Registerer) (*roleMetrics, error) {
 			Help: "The role's lease epoch (fencing token) as last seen by this replica.",
 		}, []string{"role"}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.held, m.epoch} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("ebb: register lease metrics: %w", err)
-			}
-		}
+	if err := promreg.Register(reg, m.held, m.epoch); err != nil {
+		return nil, fmt.Errorf("ebb: register lease metrics: %w", err)
 	}
 	return m, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ebb-data/ebb/internal/promreg"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -128,18 +129,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "List items deleted by value: the items of an entity's list that held the value removed.",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	cs := []prometheus.Collector{m.written, m.skipped, m.read, m.removed}
-	for i, c := range cs {
-		if err := reg.Register(c); err != nil {
-			// Leave the registry as it was, so that a caller may retry.
-			for _, done := range cs[:i] {
-				reg.Unregister(done)
-			}
-			return nil, fmt.Errorf("lists: register metrics: %w", err)
-		}
+	if err := promreg.Register(reg, m.written, m.skipped, m.read, m.removed); err != nil {
+		return nil, fmt.Errorf("lists: register metrics: %w", err)
 	}
 	return m, nil
 }
