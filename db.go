@@ -34,7 +34,9 @@ type DB struct {
 	migrations *migrate.Service
 	lists      *lists.Service
 	tables     *multitable.Registry
-	roles      []*role
+	// roles are the background roles by name (RoleShardManager,
+	// RoleSweeper).
+	roles map[string]*role
 	// metrics keeps what Open registered on Options.Registerer, for
 	// Close to unregister; nil without a Registerer.
 	metrics *promreg.Tracker
@@ -106,6 +108,10 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: expiry: %w", err)
 	}
+	leases, err := db.newLeases()
+	if err != nil {
+		return nil, fmt.Errorf("ebb: leases: %w", err)
+	}
 	if db.indexes, err = timeseries.New(ctx, db.exp, timeseries.Options{
 		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer,
 		ReconcileInterval: o.ReconcileInterval, CacheTTL: o.CacheTTL,
@@ -116,6 +122,8 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 		VisitBudget:    shardmgr.DefaultVisitBudget,
 		MaxTotalShards: shardmgr.MaxTotalShards,
 		MaxPartitions:  o.MaxReadPartitions,
+		// Every action the manager applies is fenced by its lease.
+		Fence: leases[RoleShardManager].Fence,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: indexes: %w", err)
 	}
@@ -134,7 +142,7 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: lists: %w", err)
 	}
-	if err := db.startRoles(); err != nil {
+	if err := db.startRoles(leases); err != nil {
 		return nil, err
 	}
 	return db, nil
@@ -211,10 +219,7 @@ func (db *DB) Ready(ctx context.Context) error {
 	if db.managerRan.Load() || db.o.NoBackground {
 		return nil
 	}
-	for _, r := range db.roles {
-		if r.name != RoleShardManager {
-			continue
-		}
+	if r, ok := db.roles[RoleShardManager]; ok {
 		if st := r.lease.Status(); st.Record.Holder != "" && st.Record.Holder != db.o.ReplicaID && st.Record.Expires.After(db.o.Now()) {
 			return nil // another replica runs it
 		}
@@ -238,7 +243,11 @@ func (db *DB) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		var errs []error
-		for _, r := range db.roles {
+		for _, name := range roleNames {
+			r, ok := db.roles[name]
+			if !ok {
+				continue
+			}
 			if err := r.lease.Release(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("release %s lease: %w", r.name, err))
 			}

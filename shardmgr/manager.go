@@ -129,14 +129,6 @@ func (m *Manager) NextRun() time.Duration {
 	return next
 }
 
-// SetFence sets Options.Fence, for callers that create the fence after the
-// Manager (the lease lives beside it). Call it before the first run.
-func (m *Manager) SetFence(f func(context.Context) error) {
-	m.runMu.Lock()
-	defer m.runMu.Unlock()
-	m.opts.Fence = f
-}
-
 // RunOnce reconciles every index once. Indexes are independent: one that
 // fails does not stop the others; the errors are joined.
 func (m *Manager) RunOnce(ctx context.Context) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/ebb-data/ebb/migrate/legacyopen"
 	"github.com/ebb-data/ebb/server"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/cql"
 )
 
 // serveConfig is `ebb serve`'s flags (API.md "Server"). The flags of the
@@ -91,7 +92,7 @@ Flags given on the command line override the file; a relative path in it
 	f.StringVar(&cfg.dynamoPrefix, "dynamodb-table-prefix", "", "prefix of every DynamoDB table ebb creates, so that several deployments share one account")
 	f.StringSliceVar(&cfg.cqlHosts, "cql-hosts", nil, "CQL contact points, comma-separated (H1,H2)")
 	f.StringVar(&cfg.cqlKeyspace, "cql-keyspace", "ebb", "CQL keyspace")
-	f.StringVar(&cfg.cqlConsistency, "cql-consistency", "LOCAL_QUORUM", "CQL consistency level of reads and writes (conditional writes use LOCAL_SERIAL)")
+	f.StringVar(&cfg.cqlConsistency, "cql-consistency", cql.DefaultOptions().Consistency.String(), "CQL consistency level of reads and writes (conditional writes use LOCAL_SERIAL)")
 	f.StringVar(&cfg.cqlUsername, "cql-username", "", "CQL user (password from $EBB_CQL_PASSWORD); Keyspaces service-specific credentials work the same way")
 	f.BoolVar(&cfg.cqlTLS, "cql-tls", false, "connect to the CQL cluster with TLS (Keyspaces requires it, on port 9142)")
 	f.StringVar(&cfg.cqlCAFile, "cql-ca-file", "", "PEM file of CA certificates for the CQL cluster's TLS (implies --cql-tls)")
