@@ -40,7 +40,8 @@ type Options struct {
 	// Logger receives the background loops' logs. Nil discards.
 	Logger *slog.Logger
 	// Registerer receives every metric of the DB and its features. Nil
-	// registers nothing.
+	// registers nothing. Close unregisters them all, so that a DB may be
+	// opened again on the same registry.
 	Registerer prometheus.Registerer
 
 	// ReconcileInterval is how often the shard manager reconciles every
