@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/expiry"
+	"github.com/ebb-data/ebb/internal/promreg"
 	"github.com/ebb-data/ebb/lists"
 	"github.com/ebb-data/ebb/meter"
 	"github.com/ebb-data/ebb/migrate"
@@ -34,7 +35,12 @@ type DB struct {
 	migrations *migrate.Service
 	lists      *lists.Service
 	tables     *multitable.Registry
-	roles      []*role
+	// roles are the background roles by name (RoleShardManager,
+	// RoleSweeper).
+	roles map[string]*role
+	// metrics keeps what Open registered on Options.Registerer, for
+	// Close to unregister; nil without a Registerer.
+	metrics *promreg.Tracker
 	// managerRan is set once this replica's shard manager has completed a
 	// pass, for Ready.
 	managerRan atomic.Bool
@@ -59,18 +65,23 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 		return nil, err
 	}
 	o := opts.withDefaults()
-	db = &DB{o: o, st: o.Store}
+	var tracker *promreg.Tracker
+	if o.Registerer != nil {
+		// Every component registers through the tracker, so that Close
+		// unregisters all of it.
+		tracker = promreg.Track(o.Registerer)
+		o.Registerer = tracker
+	}
+	db = &DB{o: o, st: o.Store, metrics: tracker}
 	if db.st == nil {
 		st, err := ebbpebble.Open(o.Dir, ebbpebble.Options{Logger: o.Logger, Now: o.Now, MinFreeBytes: o.MinFreeBytes})
 		if err != nil {
 			return nil, fmt.Errorf("ebb: open %s: %w", o.Dir, err)
 		}
 		db.st = st
-		if o.Registerer != nil {
-			if err := o.Registerer.Register(st.Collector()); err != nil {
-				_ = st.Close()
-				return nil, fmt.Errorf("ebb: register pebble metrics: %w", err)
-			}
+		if err := promreg.Register(o.Registerer, st.Collector()); err != nil {
+			_ = st.Close()
+			return nil, fmt.Errorf("ebb: register pebble metrics: %w", err)
 		}
 	}
 	// A failed Open returns a nil DB, so the deferred close keeps its own
@@ -79,6 +90,7 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 	defer func() {
 		if err != nil {
 			_ = opened.closeStores()
+			opened.unregisterMetrics()
 			db = nil
 		}
 	}()
@@ -86,7 +98,7 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 	// Metering sits next to the backend, so that it counts what the
 	// provider would bill, the expiry index's own writes included.
 	if !o.NoMetering {
-		m, err := meter.Wrap(db.st, meter.Options{Now: o.Now, Registerer: o.Registerer, SpecTTL: o.CacheTTL})
+		m, err := meter.Wrap(db.st, meter.Options{Now: o.Now, Registerer: o.Registerer, CacheTTL: o.CacheTTL})
 		if err != nil {
 			return nil, fmt.Errorf("ebb: %w", err)
 		}
@@ -96,12 +108,16 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 	// carrying an expiry are indexed and swept.
 	exp, err := expiry.Wrap(ctx, db.st, expiry.Options{
 		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, SweepInterval: o.SweepInterval,
-		SpecTTL: o.CacheTTL,
+		CacheTTL: o.CacheTTL,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ebb: expiry: %w", err)
 	}
 	db.st = exp
+	leases, err := db.newLeases()
+	if err != nil {
+		return nil, fmt.Errorf("ebb: leases: %w", err)
+	}
 	if db.indexes, err = timeseries.New(ctx, db.st, timeseries.Options{
 		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer,
 		ReconcileInterval: o.ReconcileInterval, CacheTTL: o.CacheTTL,
@@ -112,25 +128,27 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 		VisitBudget:    shardmgr.DefaultVisitBudget,
 		MaxTotalShards: shardmgr.MaxTotalShards,
 		MaxPartitions:  o.MaxReadPartitions,
+		// Every action the manager applies is fenced by its lease.
+		Fence: leases[RoleShardManager].Fence,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: indexes: %w", err)
 	}
 	if db.migrations, err = migrate.New(ctx, db.st, db.indexes, migrate.Options{
-		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, CacheTTL: o.CacheTTL, Open: db.openLegacy,
+		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, CacheTTL: o.CacheTTL, Open: o.LegacyOpener,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: migrations: %w", err)
 	}
 	if db.tables, err = multitable.New(ctx, db.st, multitable.Options{
-		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, RecordTTL: min(o.CacheTTL, time.Second),
+		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, CacheTTL: o.CacheTTL,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: shared tables: %w", err)
 	}
 	if db.lists, err = lists.New(ctx, db.st, lists.Options{
-		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, FeatureCacheTTL: o.CacheTTL,
+		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, CacheTTL: o.CacheTTL,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: lists: %w", err)
 	}
-	if err := db.startRoles(); err != nil {
+	if err := db.startRoles(leases); err != nil {
 		return nil, err
 	}
 	return db, nil
@@ -207,10 +225,7 @@ func (db *DB) Ready(ctx context.Context) error {
 	if db.managerRan.Load() || db.o.NoBackground {
 		return nil
 	}
-	for _, r := range db.roles {
-		if r.name != RoleShardManager {
-			continue
-		}
+	if r, ok := db.roles[RoleShardManager]; ok {
 		if st := r.lease.Status(); st.Record.Holder != "" && st.Record.Holder != db.o.ReplicaID && st.Record.Expires.After(db.o.Now()) {
 			return nil // another replica runs it
 		}
@@ -234,15 +249,28 @@ func (db *DB) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		var errs []error
-		for _, r := range db.roles {
+		for _, name := range roleNames {
+			r, ok := db.roles[name]
+			if !ok {
+				continue
+			}
 			if err := r.lease.Release(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("release %s lease: %w", r.name, err))
 			}
 		}
 		errs = append(errs, db.closeStores())
+		db.unregisterMetrics()
 		db.closeErr = errors.Join(errs...)
 	})
 	return db.closeErr
+}
+
+// unregisterMetrics unregisters every collector Open registered, so that
+// the registry may serve a DB opened again.
+func (db *DB) unregisterMetrics() {
+	if db.metrics != nil {
+		db.metrics.UnregisterAll()
+	}
 }
 
 // closeStores closes the chain: each decorator closes the store it wraps,

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ebb-data/ebb/internal/lease"
+	"github.com/ebb-data/ebb/migrate"
 	"github.com/ebb-data/ebb/store"
 	ebbpebble "github.com/ebb-data/ebb/store/pebble"
 )
@@ -23,6 +24,14 @@ type Options struct {
 	// Dir is the embedded store's data directory, used when Store is nil.
 	// It is created if missing and locked against other processes.
 	Dir string
+	// LegacyOpener opens the legacy sources of index migrations that live
+	// outside ebb's store: DynamoDB and CQL tables. Whoever chose the
+	// backend supplies it, as legacyopen.New (package
+	// migrate/legacyopen) does with the backend's own client, so that
+	// this package links no remote backend. Nil refuses such migrations
+	// with migrate.ErrNoOpener; a migration from an ebb table
+	// (migrate.KindTable, the index's own NAME_legacy) needs none.
+	LegacyOpener migrate.Opener
 
 	// Now is the clock for expiry, retention and the background loops. Nil
 	// means time.Now. Expiry is resolved on the Store's own clock, so a
@@ -31,7 +40,8 @@ type Options struct {
 	// Logger receives the background loops' logs. Nil discards.
 	Logger *slog.Logger
 	// Registerer receives every metric of the DB and its features. Nil
-	// registers nothing.
+	// registers nothing. Close unregisters them all, so that a DB may be
+	// opened again on the same registry.
 	Registerer prometheus.Registerer
 
 	// ReconcileInterval is how often the shard manager reconciles every
@@ -50,8 +60,10 @@ type Options struct {
 	// Default host:pid.
 	ReplicaID string
 	// CacheTTL bounds how stale this process's view of configuration made
-	// through other replicas may be: index configs and shard lists, list
-	// features, shared tables, table specs. Default 2 s.
+	// through other replicas may be: index configs and shard lists,
+	// migration phases, list features, shared tables, table specs. Every
+	// feature takes this one value. Default store.DefaultCacheTTL (2 s),
+	// whose comment says why.
 	CacheTTL time.Duration
 	// MinFreeBytes is the embedded store's free-space floor, used when
 	// Store is nil: while its data directory's file system has fewer
@@ -88,7 +100,7 @@ func DefaultOptions() Options {
 		SweepInterval:     time.Second,
 		LeaseDuration:     lease.DefaultDuration,
 		ReplicaID:         defaultReplicaID(),
-		CacheTTL:          2 * time.Second,
+		CacheTTL:          store.DefaultCacheTTL,
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/ebb-data/ebb/expiry"
 	"github.com/ebb-data/ebb/internal/lease"
 	"github.com/ebb-data/ebb/internal/loop"
+	"github.com/ebb-data/ebb/internal/promreg"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -20,6 +21,9 @@ const (
 	RoleShardManager = "shard-manager"
 	RoleSweeper      = "sweeper"
 )
+
+// roleNames is every role, in the order the cluster view lists them.
+var roleNames = []string{RoleShardManager, RoleSweeper}
 
 // role is one background job that exactly one replica runs at a time: it
 // keeps a lease and, while holding it, runs pass every interval.
@@ -52,43 +56,43 @@ func newRoleMetrics(reg prometheus.Registerer) (*roleMetrics, error) {
 			Help: "The role's lease epoch (fencing token) as last seen by this replica.",
 		}, []string{"role"}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.held, m.epoch} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("ebb: register lease metrics: %w", err)
-			}
-		}
+	if err := promreg.Register(reg, m.held, m.epoch); err != nil {
+		return nil, fmt.Errorf("ebb: register lease metrics: %w", err)
 	}
 	return m, nil
 }
 
-// startRoles creates the shard-manager and sweeper roles and, unless
-// NoBackground, starts them.
-func (db *DB) startRoles() error {
+// newLeases creates every role's lease, keyed by role name. They come
+// before the features, so that the shard manager is built with its
+// lease's fence.
+func (db *DB) newLeases() (map[string]*lease.Lease, error) {
 	o := db.o
-	m, err := newRoleMetrics(o.Registerer)
-	if err != nil {
-		return err
-	}
 	exclusive := !db.st.Capabilities().SharedAcrossProcesses
 	// Leases renew below the expiry decorator, through the meter when there
 	// is one, so that their writes count as the catalog's cost.
 	exp, _ := store.As[*expiry.Store](db.st)
 	leaseStore := exp.Unwrap()
-	mk := func(name string, interval time.Duration, next func() time.Duration, pass func(context.Context) error) error {
+	leases := make(map[string]*lease.Lease, len(roleNames))
+	for _, name := range roleNames {
 		l, err := lease.New(lease.Options{
 			Store: leaseStore, Role: name, Holder: o.ReplicaID, Duration: o.LeaseDuration,
 			Exclusive: exclusive, Now: o.Now,
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		db.roles = append(db.roles, &role{
-			name: name, lease: l, interval: interval, next: next, pass: pass,
-			log: o.Logger.With("role", name), held: m.held.WithLabelValues(name), epoch: m.epoch.WithLabelValues(name),
-			trigger: make(chan struct{}, 1),
-		})
-		return nil
+		leases[name] = l
+	}
+	return leases, nil
+}
+
+// startRoles creates the shard-manager and sweeper roles on their leases
+// and, unless NoBackground, starts them.
+func (db *DB) startRoles(leases map[string]*lease.Lease) error {
+	o := db.o
+	m, err := newRoleMetrics(o.Registerer)
+	if err != nil {
+		return err
 	}
 	mgr := db.indexes.Manager()
 	managerPass := func(ctx context.Context) error {
@@ -98,20 +102,24 @@ func (db *DB) startRoles() error {
 		}
 		return err
 	}
-	if err := mk(RoleShardManager, o.ReconcileInterval, mgr.NextRun, managerPass); err != nil {
-		return err
+	db.roles = make(map[string]*role, len(roleNames))
+	mk := func(name string, interval time.Duration, next func() time.Duration, pass func(context.Context) error) {
+		db.roles[name] = &role{
+			name: name, lease: leases[name], interval: interval, next: next, pass: pass,
+			log: o.Logger.With("role", name), held: m.held.WithLabelValues(name), epoch: m.epoch.WithLabelValues(name),
+			trigger: make(chan struct{}, 1),
+		}
 	}
-	if err := mk(RoleSweeper, o.SweepInterval, nil, exp.Sweeper().Pass); err != nil {
-		return err
-	}
-	// Every action the manager applies is fenced by its lease.
-	db.indexes.Manager().SetFence(db.roles[0].lease.Fence)
+	mk(RoleShardManager, o.ReconcileInterval, mgr.NextRun, managerPass)
+	exp, _ := store.As[*expiry.Store](db.st)
+	mk(RoleSweeper, o.SweepInterval, nil, exp.Sweeper().Pass)
 	if o.NoBackground {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	db.cancel = cancel
-	for _, r := range db.roles {
+	for _, name := range roleNames {
+		r := db.roles[name]
 		db.wg.Go(func() { r.run(ctx) })
 	}
 	return nil
@@ -217,7 +225,11 @@ type ReplicaStatus struct {
 // Cluster reports each background role's lease: who holds it, at which
 // epoch, until when.
 func (db *DB) Cluster() (replica string, roles []ReplicaStatus) {
-	for _, r := range db.roles {
+	for _, name := range roleNames {
+		r, ok := db.roles[name]
+		if !ok {
+			continue
+		}
 		st := r.lease.Status()
 		roles = append(roles, ReplicaStatus{Role: r.name, Held: st.Held, Holder: st.Record.Holder, Epoch: st.Record.Epoch, Expires: st.Record.Expires})
 	}

@@ -51,10 +51,10 @@ type Options struct {
 	// Exclude, if set, reports tables whose writes are not indexed (for
 	// example time-sharded index shards, which expire by drop).
 	Exclude func(table string) bool
-	// SpecTTL is how long a table's cached spec is trusted before it is
+	// CacheTTL is how long a table's cached spec is trusted before it is
 	// read again (another process may drop and re-create the table).
-	// Default 1 minute.
-	SpecTTL time.Duration
+	// Default store.DefaultCacheTTL.
+	CacheTTL time.Duration
 }
 
 // DefaultOptions returns the defaults that Wrap applies to zero fields
@@ -67,7 +67,7 @@ func DefaultOptions() Options {
 		Grace:         time.Second,
 		SweepInterval: time.Second,
 		Parallelism:   4,
-		SpecTTL:       time.Minute,
+		CacheTTL:      store.DefaultCacheTTL,
 	}
 }
 
@@ -103,8 +103,8 @@ func (o Options) Validate() error {
 	if o.Parallelism < 0 {
 		bad("negative parallelism %d", o.Parallelism)
 	}
-	if o.SpecTTL < 0 {
-		bad("negative spec TTL %s", o.SpecTTL)
+	if o.CacheTTL < 0 {
+		bad("negative cache TTL %s", o.CacheTTL)
 	}
 	return errors.Join(errs...)
 }
@@ -128,8 +128,8 @@ func (o Options) withDefaults(deleteBatch int) Options {
 	if o.Parallelism == 0 {
 		o.Parallelism = d.Parallelism
 	}
-	if o.SpecTTL == 0 {
-		o.SpecTTL = d.SpecTTL
+	if o.CacheTTL == 0 {
+		o.CacheTTL = d.CacheTTL
 	}
 	if o.BatchSize == 0 {
 		o.BatchSize = deleteBatch

@@ -55,7 +55,7 @@ func Wrap(ctx context.Context, inner store.Store, opts Options) (*Store, error) 
 		inner:   inner,
 		opts:    opts,
 		layout:  l,
-		specs:   kit.NewSpecCache(inner, opts.SpecTTL, opts.Now, func(spec *store.TableSpec) *store.TableSpec { return spec }),
+		specs:   kit.NewSpecCache(inner, opts.CacheTTL, opts.Now, func(spec *store.TableSpec) *store.TableSpec { return spec }),
 		m:       m,
 		maxRow:  caps.MaxRowBytes,
 		resolve: kit.ResolveBatch,

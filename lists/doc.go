@@ -50,7 +50,7 @@
 // # Concurrency
 //
 // A Service is safe for concurrent use. It caches feature lookups; a cached
-// feature is re-read from the meta table after Options.FeatureCacheTTL, and
+// feature is re-read from the meta table after Options.CacheTTL, and
 // at once when its table turns out to be gone (another process deleted the
 // version).
 package lists

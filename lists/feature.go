@@ -115,7 +115,7 @@ func New(ctx context.Context, st store.Store, opts Options) (*Service, error) {
 		caps:     st.Capabilities(),
 		now:      opts.Now,
 		log:      opts.Logger,
-		cacheTTL: opts.FeatureCacheTTL,
+		cacheTTL: opts.CacheTTL,
 		m:        m,
 		cache:    map[FeatureID]cachedFeature{},
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ebb-data/ebb/internal/promreg"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -44,26 +45,27 @@ type Options struct {
 	Logger *slog.Logger
 	// Registerer receives the metrics. Nil registers nothing.
 	Registerer prometheus.Registerer
-	// FeatureCacheTTL is how long a feature read from the meta table is
-	// trusted before it is read again, so that a version another process
-	// deleted and re-created with another TTL is noticed. A table found
-	// gone is noticed at once regardless. Zero means DefaultFeatureCacheTTL.
-	FeatureCacheTTL time.Duration
+	// CacheTTL is how long a feature read from the meta table is trusted
+	// before it is read again, so that a version another process deleted
+	// and re-created with another TTL is noticed. A table found gone is
+	// noticed at once regardless. Zero means DefaultCacheTTL.
+	CacheTTL time.Duration
 }
 
-// DefaultFeatureCacheTTL is the default Options.FeatureCacheTTL.
-const DefaultFeatureCacheTTL = 10 * time.Second
+// DefaultCacheTTL is the default Options.CacheTTL: store.DefaultCacheTTL,
+// ebb's one bound on acting on configuration another replica changed.
+const DefaultCacheTTL = store.DefaultCacheTTL
 
 // DefaultOptions returns the options New applies to zero fields (Now
 // excepted).
 func DefaultOptions() Options {
-	return Options{FeatureCacheTTL: DefaultFeatureCacheTTL}
+	return Options{CacheTTL: DefaultCacheTTL}
 }
 
 // Validate checks the options; errors wrap store.ErrInvalid.
 func (o Options) Validate() error {
-	if o.FeatureCacheTTL < 0 {
-		return fmt.Errorf("%w: lists: negative FeatureCacheTTL", store.ErrInvalid)
+	if o.CacheTTL < 0 {
+		return fmt.Errorf("%w: lists: negative CacheTTL", store.ErrInvalid)
 	}
 	return nil
 }
@@ -75,8 +77,8 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.FeatureCacheTTL == 0 {
-		o.FeatureCacheTTL = DefaultFeatureCacheTTL
+	if o.CacheTTL == 0 {
+		o.CacheTTL = DefaultCacheTTL
 	}
 	return o
 }
@@ -108,18 +110,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "List items deleted by value: the items of an entity's list that held the value removed.",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	cs := []prometheus.Collector{m.written, m.skipped, m.read, m.removed}
-	for i, c := range cs {
-		if err := reg.Register(c); err != nil {
-			// Leave the registry as it was, so that a caller may retry.
-			for _, done := range cs[:i] {
-				reg.Unregister(done)
-			}
-			return nil, fmt.Errorf("lists: register metrics: %w", err)
-		}
+	if err := promreg.Register(reg, m.written, m.skipped, m.read, m.removed); err != nil {
+		return nil, fmt.Errorf("lists: register metrics: %w", err)
 	}
 	return m, nil
 }

@@ -551,7 +551,7 @@ func testOtherProcess(t *testing.T, e *env) {
 	if _, _, err := other.CreateFeature(ctx, feat, 2*day); err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Advance(lists.DefaultFeatureCacheTTL)
+	e.clock.Advance(lists.DefaultCacheTTL)
 	f, err := e.svc.Feature(ctx, feat)
 	if err != nil || f.TTL != 2*day {
 		t.Fatalf("feature seen after re-create elsewhere: %+v %v", f, err)

@@ -23,14 +23,11 @@ type Options struct {
 	// Registerer receives ebb_request_units_total and
 	// ebb_metered_requests_total. Nil registers nothing.
 	Registerer prometheus.Registerer
-	// SpecTTL is how long what the meter read of a table's spec is trusted
+	// CacheTTL is how long what the meter read of a table's spec is trusted
 	// before it is read again, for a table created or dropped by another
-	// process. Zero means DefaultSpecTTL.
-	SpecTTL time.Duration
+	// process. Zero means store.DefaultCacheTTL.
+	CacheTTL time.Duration
 }
-
-// DefaultSpecTTL is Options.SpecTTL's default.
-const DefaultSpecTTL = time.Minute
 
 // Store is a store.Store that counts what every operation would bill on
 // each provider model (see the package comment) and otherwise passes every
@@ -66,11 +63,11 @@ func Wrap(inner store.Store, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.SpecTTL <= 0 {
-		opts.SpecTTL = DefaultSpecTTL
+	if opts.CacheTTL <= 0 {
+		opts.CacheTTL = store.DefaultCacheTTL
 	}
 	s := &Store{inner: inner, now: opts.Now, since: opts.Now().Round(0), c: &counters{}}
-	s.tables = kit.NewSpecCache(inner, opts.SpecTTL, opts.Now, func(spec *store.TableSpec) *tableMeta {
+	s.tables = kit.NewSpecCache(inner, opts.CacheTTL, opts.Now, func(spec *store.TableSpec) *tableMeta {
 		return newTableMeta(spec.Name, spec, s.c)
 	})
 	none := newTableMeta("", nil, s.c)
@@ -104,7 +101,7 @@ func (s *Store) meta(ctx context.Context, table string) *tableMeta {
 }
 
 // lookup is meta past the last table: the spec cache, which reads the
-// wrapped store's spec when it has none or its copy is older than SpecTTL.
+// wrapped store's spec when it has none or its copy is older than CacheTTL.
 // The last table looked up is reused until this meter creates or drops a
 // table: a table used without a break keeps the spec it was first read
 // with, which only estimates sizes.

@@ -2,6 +2,8 @@ package migrate
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ebb-data/ebb/internal/promreg"
 )
 
 // metrics are the migration series, labelled by index name for indexes
@@ -54,17 +56,7 @@ func (m *metrics) collectors() []prometheus.Collector {
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	var done []prometheus.Collector
-	for _, c := range m.collectors() {
-		if err := r.Register(c); err != nil {
-			for _, d := range done {
-				r.Unregister(d)
-			}
-			return err
-		}
-		done = append(done, c)
-	}
-	return nil
+	return promreg.Register(r, m.collectors()...)
 }
 
 func (m *metrics) setPhase(index string, p Phase) {

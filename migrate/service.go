@@ -29,8 +29,9 @@ const (
 
 // DefaultCacheTTL is how long a Service trusts its cached migration
 // states when Options.CacheTTL is zero: a phase changed through another
-// replica takes effect here within it.
-const DefaultCacheTTL = 2 * time.Second
+// replica takes effect here within it. It is store.DefaultCacheTTL, ebb's
+// one bound on acting on configuration another replica changed.
+const DefaultCacheTTL = store.DefaultCacheTTL
 
 // DefaultMismatchSample is how many mismatching keys a Service keeps per
 // index when Options.MismatchSample is zero.
@@ -48,6 +49,12 @@ func notMigrating(index string) error {
 // Opener opens the legacy source a config names.
 type Opener func(ctx context.Context, cfg LegacyConfig) (Source, error)
 
+// ErrNoOpener is a migration from a legacy source of a kind other than
+// KindTable on a Service given no Options.Open: this process was built
+// or configured without the opener of DynamoDB and CQL tables
+// (package migrate/legacyopen). It also matches store.ErrInvalid.
+var ErrNoOpener = errors.New("migrate: no opener of legacy sources outside ebb is configured")
+
 // Options configures a Service.
 type Options struct {
 	// Now is the clock; nil means time.Now.
@@ -61,7 +68,7 @@ type Options struct {
 	// means DefaultCacheTTL.
 	CacheTTL time.Duration
 	// Open opens legacy sources of kinds other than KindTable (which the
-	// Service opens on its own store); nil refuses them.
+	// Service opens on its own store); nil refuses them with ErrNoOpener.
 	Open Opener
 	// MismatchSample bounds the mismatching keys kept per index for
 	// inspection; zero means DefaultMismatchSample.
@@ -488,7 +495,7 @@ func (s *Service) openSource(ctx context.Context, index string, cfg LegacyConfig
 	case s.open != nil:
 		src, err = s.open(ctx, cfg)
 	default:
-		err = fmt.Errorf("%w: legacy sources of kind %q are not available here", store.ErrInvalid, cfg.Kind)
+		err = fmt.Errorf("%w: %w: legacy sources of kind %q are not available here", store.ErrInvalid, ErrNoOpener, cfg.Kind)
 	}
 	if err != nil {
 		return nil, err

@@ -2,6 +2,8 @@ package multitable
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ebb-data/ebb/internal/promreg"
 )
 
 // metrics are a Registry's counters.
@@ -44,18 +46,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, kind := range []string{"bucket", "stale_entry"} {
 		m.repairs.WithLabelValues(kind)
 	}
-	if reg == nil {
-		return m, nil
-	}
-	var registered []prometheus.Collector
-	for _, c := range []prometheus.Collector{m.ops, m.repairs, m.stale, m.retired, m.conflicts} {
-		if err := reg.Register(c); err != nil {
-			for _, r := range registered {
-				reg.Unregister(r)
-			}
-			return nil, err
-		}
-		registered = append(registered, c)
+	if err := promreg.Register(reg, m.ops, m.repairs, m.stale, m.retired, m.conflicts); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -34,11 +34,12 @@ type Options struct {
 	// 1s..8760h. Default 1h. Narrower buckets keep partitions small under
 	// heavy writes; wider ones mean fewer bucket rows for sparse tables.
 	BucketWidth time.Duration
-	// RecordTTL is how long a table's configuration, once read, is trusted
+	// CacheTTL is how long a table's configuration, once read, is trusted
 	// before it is read again: another process's delete of a table is seen
-	// within it. Default 1s; negative reads it on every operation. This
-	// process's own creates and deletes are seen at once.
-	RecordTTL time.Duration
+	// within it. Default store.DefaultCacheTTL (2 s); negative reads it on
+	// every operation. This process's own creates and deletes are seen at
+	// once.
+	CacheTTL time.Duration
 	// ReadParallelism is how many item rows a listing reads at once when it
 	// verifies a page's entries; 1 reads them one by one. Default: 1 on the
 	// embedded backend, whose reads are in-process and CPU-bound (parallel
@@ -50,7 +51,7 @@ type Options struct {
 // DefaultOptions returns the defaults Open applies to zero fields, for a
 // remote backend (see ReadParallelism).
 func DefaultOptions() Options {
-	return Options{BucketWidth: time.Hour, ReadParallelism: 8, RecordTTL: time.Second}
+	return Options{BucketWidth: time.Hour, ReadParallelism: 8, CacheTTL: store.DefaultCacheTTL}
 }
 
 // Validate checks the options after defaults are applied; errors wrap
@@ -80,8 +81,8 @@ func (o Options) withDefaults() Options {
 	if o.ReadParallelism == 0 {
 		o.ReadParallelism = d.ReadParallelism
 	}
-	if o.RecordTTL == 0 {
-		o.RecordTTL = d.RecordTTL
+	if o.CacheTTL == 0 {
+		o.CacheTTL = d.CacheTTL
 	}
 	return o
 }
@@ -133,7 +134,7 @@ func New(ctx context.Context, st store.Store, opts Options) (*Registry, error) {
 	return &Registry{
 		st: st, meta: meta, opts: opts, log: opts.Logger, now: opts.Now,
 		metrics: m, buckets: newBucketCache(bucketCacheSize),
-		records: newRecordCache(opts.RecordTTL, opts.Now),
+		records: newRecordCache(opts.CacheTTL, opts.Now),
 		guarded: st.Capabilities().GuardedBatch,
 	}, nil
 }

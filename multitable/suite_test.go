@@ -178,7 +178,7 @@ func testDeleteTableInterrupted(t *testing.T, b backend) {
 }
 
 // testOtherProcessDeletes shows what a Registry sees of another process's
-// table changes: a create at once, a delete within Options.RecordTTL.
+// table changes: a create at once, a delete within Options.CacheTTL.
 func testOtherProcessDeletes(t *testing.T, b backend) {
 	e := newEnv(t, b)
 	other, err := New(e.ctx, e.cnt, Options{Now: e.clock.Now})
@@ -192,12 +192,12 @@ func testOtherProcessDeletes(t *testing.T, b backend) {
 	if err := other.DeleteTable(e.ctx, "t"); err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Advance(time.Second)
+	e.clock.Advance(DefaultOptions().CacheTTL)
 	if _, err := e.reg.Get(e.ctx, "t", "k"); !errors.Is(err, ErrNoTable) {
-		t.Fatalf("get a second after another process deleted the table: %v", err)
+		t.Fatalf("get a CacheTTL after another process deleted the table: %v", err)
 	}
 	if _, err := e.reg.Put(e.ctx, "t", PutItem{Key: "k", Timestamp: at(0)}); !errors.Is(err, ErrNoTable) {
-		t.Fatalf("put a second after another process deleted the table: %v", err)
+		t.Fatalf("put a CacheTTL after another process deleted the table: %v", err)
 	}
 }
 

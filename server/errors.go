@@ -157,6 +157,7 @@ var packageNames = map[string]bool{
 	"ebb": true, "client": true, "cost": true, "expiry": true, "lists": true, "meter": true, "migrate": true,
 	"cqllegacy": true, "dynamolegacy": true, "multitable": true, "server": true, "shardmgr": true,
 	"store": true, "cql": true, "dynamo": true, "keyenc": true, "kit": true, "pebble": true, "timeseries": true, "ui": true,
+	"legacyopen": true, "remote": true,
 }
 
 // clientMessage says what err says in the API's own words: without the

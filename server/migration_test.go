@@ -17,6 +17,8 @@ import (
 
 	"github.com/ebb-data/ebb"
 	"github.com/ebb-data/ebb/internal/testbackend"
+	"github.com/ebb-data/ebb/migrate"
+	"github.com/ebb-data/ebb/migrate/legacyopen"
 	"github.com/ebb-data/ebb/server"
 )
 
@@ -37,10 +39,18 @@ tokens:
 `
 
 // migrationServer serves a DB on the embedded backend with
-// migrationAuthYAML, with the indexes ia, ib and ic created.
+// migrationAuthYAML, with the indexes ia, ib and ic created, and the
+// opener of DynamoDB and CQL legacy tables that ebb serve has.
 func migrationServer(t *testing.T) string {
 	t.Helper()
-	db, err := ebb.Open(t.Context(), ebb.Options{Store: testbackend.Pebble(t, nil), NoBackground: true})
+	return migrationServerWith(t, legacyopen.New(legacyopen.Options{}))
+}
+
+// migrationServerWith is migrationServer with the given legacy opener;
+// nil offers no DynamoDB or CQL legacy tables.
+func migrationServerWith(t *testing.T, opener migrate.Opener) string {
+	t.Helper()
+	db, err := ebb.Open(t.Context(), ebb.Options{Store: testbackend.Pebble(t, nil), NoBackground: true, LegacyOpener: opener})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,6 +246,33 @@ func TestMigrationRemoteLegacyNeedsAdmin(t *testing.T) {
 	}
 	if accepted.Load() == 0 {
 		t.Fatalf("the admin's migrations never reached %s", addr)
+	}
+}
+
+// TestMigrationWithoutLegacyOpener: a server whose DB has no opener of
+// DynamoDB and CQL legacy tables refuses a migration off one as an
+// invalid argument, before connecting anywhere, and still migrates an
+// index off its own legacy table.
+func TestMigrationWithoutLegacyOpener(t *testing.T) {
+	noAWSFromOutside(t, true)
+	addr, accepted := countingListener(t)
+	url := migrationServerWith(t, nil)
+	for name, legacy := range map[string]string{
+		"dynamodb": `{"kind":"dynamodb","table":"events_v1","endpoint":"http://` + addr + `","region":"us-east-1",` +
+			`"mapping":{"index_id":"pk","sort_key":"sk","sort_key_format":"timestamp_event_id","payload":"body","ttl":"expires"}}`,
+		"cql": `{"kind":"cql","table":"shop.events_v1","endpoint":"` + addr + `",` +
+			`"mapping":{"index_id":"account","sort_key":"ts","event_id":"event_id","payload":"body"}}`,
+	} {
+		r := startMigration(t, url, "ia", "admin-token", legacy)
+		if r.status != 400 || r.errorCode(t) != server.CodeInvalidArgument || !strings.Contains(string(r.body), "opener") {
+			t.Errorf("%s without an opener: %d %s, want 400 invalid_argument naming the missing opener", name, r.status, r.body)
+		}
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Fatalf("the server connected %d times without an opener", n)
+	}
+	if r := startMigration(t, url, "ia", "admin-token", `{"kind":"table","table":"ia_legacy"}`); r.status != 201 {
+		t.Fatalf("the index's own legacy table without an opener: %d %s, want 201", r.status, r.body)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ebb-data/ebb"
+	"github.com/ebb-data/ebb/internal/promreg"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -499,16 +500,7 @@ func (m *metrics) collectors() []prometheus.Collector {
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	cs := m.collectors()
-	for i, c := range cs {
-		if err := r.Register(c); err != nil {
-			for _, done := range cs[:i] {
-				r.Unregister(done)
-			}
-			return err
-		}
-	}
-	return nil
+	return promreg.Register(r, m.collectors()...)
 }
 
 func (m *metrics) unregister(r prometheus.Registerer) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ebb-data/ebb/internal/promreg"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -126,14 +127,6 @@ func (m *Manager) NextRun() time.Duration {
 		next = half
 	}
 	return next
-}
-
-// SetFence sets Options.Fence, for callers that create the fence after the
-// Manager (the lease lives beside it). Call it before the first run.
-func (m *Manager) SetFence(f func(context.Context) error) {
-	m.runMu.Lock()
-	defer m.runMu.Unlock()
-	m.opts.Fence = f
 }
 
 // RunOnce reconciles every index once. Indexes are independent: one that
@@ -403,14 +396,5 @@ func (m *metrics) register(r prometheus.Registerer) error {
 	for _, op := range []Op{OpCreate, OpDrop, OpSetCapacity, OpPrewarm} {
 		m.actions.WithLabelValues(string(op))
 	}
-	cs := []prometheus.Collector{m.runway, m.runwayEnd, m.tableBucket, m.lastSuccess, m.actions, m.failures, m.fenced, m.runwayShort, m.runwayShortIndexes, m.passSeconds}
-	for i, c := range cs {
-		if err := r.Register(c); err != nil {
-			for _, done := range cs[:i] {
-				r.Unregister(done)
-			}
-			return err
-		}
-	}
-	return nil
+	return promreg.Register(r, m.runway, m.runwayEnd, m.tableBucket, m.lastSuccess, m.actions, m.failures, m.fenced, m.runwayShort, m.runwayShortIndexes, m.passSeconds)
 }

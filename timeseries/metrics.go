@@ -1,6 +1,10 @@
 package timeseries
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ebb-data/ebb/internal/promreg"
+)
 
 // metrics are the write-path counters. Series are labelled by index name
 // only for indexes that exist, so a client cannot grow them at will.
@@ -23,14 +27,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	if err := r.Register(m.eventsWritten); err != nil {
-		return err
-	}
-	if err := r.Register(m.writeRefused); err != nil {
-		r.Unregister(m.eventsWritten)
-		return err
-	}
-	return nil
+	return promreg.Register(r, m.eventsWritten, m.writeRefused)
 }
 
 func (m *metrics) written(index string, n int) {

@@ -22,8 +22,9 @@ import (
 const metaKind = "index"
 
 // DefaultCacheTTL is how long the Service trusts its cached index configs
-// and shard lists when Options.CacheTTL is zero.
-const DefaultCacheTTL = 5 * time.Second
+// and shard lists when Options.CacheTTL is zero: store.DefaultCacheTTL,
+// ebb's one bound on acting on configuration another replica changed.
+const DefaultCacheTTL = store.DefaultCacheTTL
 
 // Options configures a Service.
 type Options struct {
@@ -61,6 +62,10 @@ type Options struct {
 	// that misses the cache always refreshes it. Zero means
 	// DefaultCacheTTL.
 	CacheTTL time.Duration
+	// Fence is the shard manager's fence (shardmgr.Options.Fence): its
+	// lease's, where several processes share the backend, so that a
+	// paused former holder acts on nothing. Nil fences nothing.
+	Fence func(context.Context) error
 	// MaxPartitions bounds the partitions one Query visits (the read
 	// budget): past it, Query answers with the events found so far, maybe
 	// none, and a page token that resumes at the next partition. Zero
@@ -187,6 +192,7 @@ func New(ctx context.Context, st store.Store, opts Options) (*Service, error) {
 		Logger:     s.log,
 		Registerer: opts.Registerer,
 		Changed:    s.invalidateShards,
+		Fence:      opts.Fence,
 	})
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ebb-data/ebb"
+	"github.com/ebb-data/ebb/migrate/legacyopen"
 	"github.com/ebb-data/ebb/server"
 	"github.com/ebb-data/ebb/store/cql/cqltest"
 )
@@ -69,7 +70,7 @@ func TestMigrateCQL(t *testing.T) {
 	}
 
 	reg := prometheus.NewRegistry()
-	db, err := ebb.Open(ctx, ebb.Options{Store: st, Registerer: reg})
+	db, err := ebb.Open(ctx, ebb.Options{Store: st, Registerer: reg, LegacyOpener: legacyopen.New(legacyopen.Options{Backend: st})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,12 +14,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ebb-data/ebb"
+	"github.com/ebb-data/ebb/migrate/legacyopen"
 	"github.com/ebb-data/ebb/server"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/cql"
 )
 
-// serveConfig is `ebb serve`'s flags (API.md "Server").
+// serveConfig is `ebb serve`'s flags (API.md "Server"). The flags of the
+// DB bind to db, which starts as ebb.DefaultOptions(), so that a default
+// is written once, in package ebb.
 type serveConfig struct {
+	db                ebb.Options
 	addr              string
 	hotAddr           string
 	data              string
@@ -35,10 +40,6 @@ type serveConfig struct {
 	cqlCreateKeyspace bool
 	cqlReplication    string
 	dynamoPrefix      string
-	leaseDuration     time.Duration
-	replicaID         string
-	reconcileInterval time.Duration
-	sweepInterval     time.Duration
 	authFile          string
 	logLevel          string
 	shutdownTimeout   time.Duration
@@ -49,7 +50,10 @@ type serveConfig struct {
 }
 
 func newServeCmd(*client) *cobra.Command {
-	var cfg serveConfig
+	cfg := serveConfig{db: ebb.DefaultOptions()}
+	// The replica's name defaults per process (host:pid), which ebb.Open
+	// fills in; a flag default would show this process's name in --help.
+	cfg.db.ReplicaID = ""
 	var configFile string
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -88,16 +92,16 @@ Flags given on the command line override the file; a relative path in it
 	f.StringVar(&cfg.dynamoPrefix, "dynamodb-table-prefix", "", "prefix of every DynamoDB table ebb creates, so that several deployments share one account")
 	f.StringSliceVar(&cfg.cqlHosts, "cql-hosts", nil, "CQL contact points, comma-separated (H1,H2)")
 	f.StringVar(&cfg.cqlKeyspace, "cql-keyspace", "ebb", "CQL keyspace")
-	f.StringVar(&cfg.cqlConsistency, "cql-consistency", "LOCAL_QUORUM", "CQL consistency level of reads and writes (conditional writes use LOCAL_SERIAL)")
+	f.StringVar(&cfg.cqlConsistency, "cql-consistency", cql.DefaultOptions().Consistency.String(), "CQL consistency level of reads and writes (conditional writes use LOCAL_SERIAL)")
 	f.StringVar(&cfg.cqlUsername, "cql-username", "", "CQL user (password from $EBB_CQL_PASSWORD); Keyspaces service-specific credentials work the same way")
 	f.BoolVar(&cfg.cqlTLS, "cql-tls", false, "connect to the CQL cluster with TLS (Keyspaces requires it, on port 9142)")
 	f.StringVar(&cfg.cqlCAFile, "cql-ca-file", "", "PEM file of CA certificates for the CQL cluster's TLS (implies --cql-tls)")
 	f.BoolVar(&cfg.cqlCreateKeyspace, "cql-create-keyspace", false, "create the CQL keyspace when missing, with --cql-replication")
 	f.StringVar(&cfg.cqlReplication, "cql-replication", "", "replication map for --cql-create-keyspace, e.g. {'class':'NetworkTopologyStrategy','dc1':3} (default: SingleRegionStrategy on Keyspaces, SimpleStrategy RF 1 elsewhere)")
-	f.DurationVar(&cfg.reconcileInterval, "reconcile-interval", 30*time.Second, "how often the shard manager reconciles every index")
-	f.DurationVar(&cfg.sweepInterval, "sweep-interval", time.Second, "how often the expiry sweeper deletes expired rows")
-	f.DurationVar(&cfg.leaseDuration, "lease-duration", 15*time.Second, "lease of the shard manager and sweeper roles among replicas sharing a backend; another replica takes over within two of them")
-	f.StringVar(&cfg.replicaID, "replica-id", "", "this replica's name in leases and /v1/admin/cluster (default host:pid)")
+	f.DurationVar(&cfg.db.ReconcileInterval, "reconcile-interval", cfg.db.ReconcileInterval, "how often the shard manager reconciles every index")
+	f.DurationVar(&cfg.db.SweepInterval, "sweep-interval", cfg.db.SweepInterval, "how often the expiry sweeper deletes expired rows")
+	f.DurationVar(&cfg.db.LeaseDuration, "lease-duration", cfg.db.LeaseDuration, "lease of the shard manager and sweeper roles among replicas sharing a backend; another replica takes over within two of them")
+	f.StringVar(&cfg.db.ReplicaID, "replica-id", "", "this replica's name in leases and /v1/admin/cluster (default host:pid)")
 	f.StringVar(&cfg.authFile, "auth-file", "", "YAML file of bearer tokens and their scopes; required to listen on a non-loopback address")
 	f.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
@@ -119,7 +123,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	if err != nil {
 		return err
 	}
-	if cfg.reconcileInterval <= 0 || cfg.sweepInterval <= 0 || cfg.shutdownTimeout <= 0 {
+	if cfg.db.ReconcileInterval <= 0 || cfg.db.SweepInterval <= 0 || cfg.shutdownTimeout <= 0 {
 		return errors.New("--reconcile-interval, --sweep-interval and --shutdown-timeout must be positive")
 	}
 	if cfg.limits.Reads <= 0 || cfg.limits.Writes <= 0 || cfg.limits.Admin <= 0 || cfg.limits.ResponseBytes <= 0 {
@@ -177,8 +181,11 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 		return err
 	}
 	opts.Logger, opts.Registerer = log, reg
-	opts.ReconcileInterval, opts.SweepInterval = cfg.reconcileInterval, cfg.sweepInterval
-	opts.LeaseDuration, opts.ReplicaID = cfg.leaseDuration, cfg.replicaID
+	// Migrations off DynamoDB and CQL tables reach them through the
+	// backend's own client where they live beside ebb's tables.
+	opts.LegacyOpener = legacyopen.New(legacyopen.Options{Backend: opts.Store, Logger: log})
+	opts.ReconcileInterval, opts.SweepInterval = cfg.db.ReconcileInterval, cfg.db.SweepInterval
+	opts.LeaseDuration, opts.ReplicaID, opts.CacheTTL = cfg.db.LeaseDuration, cfg.db.ReplicaID, cfg.db.CacheTTL
 	opts.MinFreeBytes = cfg.minFreeBytes
 	if cfg.minFreeBytes == 0 {
 		opts.MinFreeBytes = -1 // off; zero in ebb.Options takes the default
