@@ -26,7 +26,10 @@ type suiteConfig struct {
 	catchUp  Options
 }
 
-// runSuite runs the expiry tests that every backend must pass.
+// runSuite runs the expiry tests that every backend must pass. Each test
+// has a Store of its own, so they run in parallel: on a remote backend
+// they wait on round trips, which then overlap (the CQL variant took 58 s
+// one at a time, 30 s in parallel).
 func runSuite(t *testing.T, f storetest.Factory, cfg suiteConfig) {
 	tests := []struct {
 		name string
@@ -48,7 +51,10 @@ func runSuite(t *testing.T, f storetest.Factory, cfg suiteConfig) {
 		{"Metrics", testMetrics},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f, cfg) })
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, f, cfg)
+		})
 	}
 }
 
