@@ -18,5 +18,6 @@ func TestCQL(t *testing.T) {
 		massRows: 2000,
 		downtime: 10 * time.Minute,
 		catchUp:  Options{Window: 5 * time.Second, Shards: 4},
+		parallel: true,
 	})
 }

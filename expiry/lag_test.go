@@ -6,42 +6,49 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/store"
 )
 
-// TestLag10kRowsPerSecond measures, in real time on the embedded backend,
-// the physical-delete lag of rows expiring at 10,000 per second while they
-// are being written, with the sweeper loop at its default 1 s interval: the
-// p99 must be at most two intervals. It also reports the backend
-// operations that expiry costs per expired row. Under the race detector,
-// whose instrumentation of Pebble cuts its throughput several fold (and
-// which shares the machine with other packages' tests), the rate is 500 per
-// second; the 10,000 figure is checked by every run without it.
-func TestLag10kRowsPerSecond(t *testing.T) {
+// TestLagSchedule runs the sweeper loop at its default 1 s interval on the
+// embedded backend while rows expiring at 10,000 per second are written,
+// inside a testing/synctest bubble: the clock is fake and moves only when
+// the writer, the loop and Pebble all wait, so the check is of the
+// schedule and of the concurrent writes and deletes (under the race
+// detector too), never of how fast the machine is. Every row must be
+// physically deleted, with a p99 lag of at most two intervals behind its
+// expiry. The same run in real time is BenchmarkLag, whose 10,000 rows/s
+// case `make perf` holds to the same two intervals. Under the race
+// detector, whose instrumentation of Pebble's conditional deletes costs
+// ~30x, the rate is 500 per second.
+func TestLagSchedule(t *testing.T) {
 	rate := 10_000.0 // rows written, and so expiring, per second
 	if raceEnabled {
 		rate = 500
 	}
-	r := measureLag(t, rate, 5)
-	t.Logf("%d rows expiring at %.0f/s, sweep interval %s: delete lag p50 %s, p99 %s, max %s",
-		r.rows, r.achieved, r.interval, r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.max.Round(time.Millisecond))
-	t.Logf("backend operations for expiry: %.4f calls and %.2f mutations per expired row (%s for %d rows in %d application batches)",
-		r.calls, r.muts, r.ops, r.rows, r.batches)
-	if r.achieved < 0.9*rate {
-		t.Fatalf("the writer reached only %.0f rows/s, want %.0f", r.achieved, rate)
-	}
-	if r.p99 > 2*r.interval {
-		t.Fatalf("p99 delete lag %s, want at most 2 x %s", r.p99, r.interval)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		r := measureLag(t, rate, 5)
+		t.Logf("%d rows expiring at %.0f/s, sweep interval %s: delete lag p50 %s, p99 %s, max %s",
+			r.rows, r.achieved, r.interval, r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.max.Round(time.Millisecond))
+		t.Logf("backend operations for expiry: %.4f calls and %.2f mutations per expired row (%s for %d rows in %d application batches)",
+			r.calls, r.muts, r.ops, r.rows, r.batches)
+		if want := int(rate * lagDuration.Seconds()); r.rows != want {
+			t.Fatalf("the writer wrote %d rows, want %d", r.rows, want)
+		}
+		if r.p99 > 2*r.interval {
+			t.Fatalf("p99 delete lag %s, want at most 2 x %s", r.p99, r.interval)
+		}
+	})
 }
 
-// BenchmarkLag is TestLag10kRowsPerSecond's measurement at 1,000, 10,000
-// and 50,000 rows expiring per second: how the physical-delete lag grows
-// with the expiry rate, beside its yardstick, the sweep interval (1 s).
-// Each sub-benchmark is one real-time run of a few seconds, whatever b.N:
+// BenchmarkLag is TestLagSchedule's measurement in real time, at 1,000,
+// 10,000 and 50,000 rows expiring per second: how the physical-delete lag
+// grows with the expiry rate, beside its yardstick, the sweep interval
+// (1 s). Each sub-benchmark is one real-time run of a few seconds,
+// whatever b.N:
 //
 //	go test -run '^$' -bench Lag -benchtime 1x ./expiry/
 //
@@ -50,7 +57,10 @@ func TestLag10kRowsPerSecond(t *testing.T) {
 // (rows deleted per second from the first expiry to the last delete).
 // Where the sweeper falls behind, it is given up to a minute after the
 // last expiry to catch up, so that the lag is measured rather than the
-// run failed.
+// run failed. Up to 10,000 rows per second, the rate docs/performance.md
+// promises, the run fails when the writer fell short of 90% of the rate
+// or the p99 lag exceeded two intervals: `make perf` runs that case, on a
+// quiet machine, outside `make test`.
 func BenchmarkLag(b *testing.B) {
 	for _, rate := range []float64{1_000, 10_000, 50_000} {
 		b.Run(fmt.Sprintf("rows-per-second-%.0f", rate), func(b *testing.B) {
@@ -64,9 +74,21 @@ func BenchmarkLag(b *testing.B) {
 			b.ReportMetric(r.p99.Seconds()/r.interval.Seconds(), "p99/interval")
 			b.ReportMetric(r.achieved, "written-rows/s")
 			b.ReportMetric(r.swept, "deleted-rows/s")
+			if rate > 10_000 {
+				return
+			}
+			if r.achieved < 0.9*rate {
+				b.Errorf("the writer reached only %.0f rows/s, want %.0f", r.achieved, rate)
+			}
+			if r.p99 > 2*r.interval {
+				b.Errorf("p99 delete lag %s, want at most 2 x %s", r.p99, r.interval)
+			}
 		})
 	}
 }
+
+// lagDuration is how long measureLag writes.
+const lagDuration = 3 * time.Second
 
 // lagResult is one measureLag run.
 type lagResult struct {
@@ -92,7 +114,7 @@ func measureLag(tb testing.TB, rate float64, patience int) lagResult {
 	tb.Helper()
 	const (
 		interval  = time.Second
-		duration  = 3 * time.Second
+		duration  = lagDuration
 		ttl       = 1500 * time.Millisecond
 		batchRows = 100
 		parts     = 50

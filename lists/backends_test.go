@@ -37,3 +37,5 @@ func TestPebble(t *testing.T) { runSuite(t, testbackend.Pebble) }
 func TestDynamo(t *testing.T) { runSuite(t, testbackend.Dynamo) }
 
 func TestDynamoDBLocal(t *testing.T) { runSuite(t, testbackend.DynamoDBLocal) }
+
+func TestCQL(t *testing.T) { runSuite(t, testbackend.CQL) }

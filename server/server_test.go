@@ -29,11 +29,37 @@ import (
 // fasthttp's (the hot listener's server): the process-wide clock that
 // refreshes its Date header every second, started once and never
 // stopped, and a stopped server's idle-worker cleaner, which returns at
-// its next wake-up, up to 10 s later.
+// its next wake-up, up to 10 s later. With EBB_TEST_LISTENER=both (make
+// check) the tests run twice in the one process, as listeners describes.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
+	goleak.VerifyTestMain(listeners{m},
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"))
+}
+
+// listeners runs the package's tests on the listener testListenerVar
+// names: "hot" the hot listener, "both" net/http and then the hot
+// listener, in one process (one build and link of the race-instrumented
+// binary, and one test process that `go test ./...` schedules beside the
+// other packages instead of after them), anything else net/http.
+type listeners struct{ m *testing.M }
+
+func (l listeners) Run() int {
+	if os.Getenv(testListenerVar) != "both" {
+		return l.m.Run()
+	}
+	code := 0
+	for _, listener := range []string{"main", "hot"} {
+		fmt.Printf("server tests on the %s listener (%s=%s)\n", listener, testListenerVar, listener)
+		if err := os.Setenv(testListenerVar, listener); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		if c := l.m.Run(); c != 0 {
+			code = c
+		}
+	}
+	return code
 }
 
 // adminFor serves the admin routes from st through an ebb.DB without
@@ -78,7 +104,7 @@ func startMain(t *testing.T, opts server.Options) *httptest.Server {
 
 // start builds a Server over a fresh store with opts and serves it: over
 // net/http, or, with EBB_TEST_LISTENER=hot (make check runs the package
-// both ways), over the hot listener, whose URL then replaces the
+// both ways, with EBB_TEST_LISTENER=both), over the hot listener, whose URL then replaces the
 // httptest server's.
 func start(t *testing.T, opts server.Options) (*httptest.Server, server.Options) {
 	t.Helper()

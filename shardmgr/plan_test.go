@@ -1,22 +1,23 @@
 package shardmgr
 
 import (
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/datadriven"
+
 	"github.com/ebb-data/ebb/store"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite testdata/plan/*.txt with the plans computed now")
-
-// TestPlanData runs the planner on every testdata/plan/*.txt file: the
-// lines above "----" give the inputs, the text below it the expected plan.
+// TestPlanData runs the planner on every testdata/plan/*.txt file, read by
+// github.com/cockroachdb/datadriven: each case is the command "plan", the
+// input lines below it, "----", and the expected plan. Run with -rewrite
+// (datadriven's flag) to accept the plans computed now, and review the
+// diff. The input lines are
 //
 //	config index=events table_bucket=168h retention=1008h runway=2 [hot=R/W] [peak=R/W] [warm] [max_drops=N] [max_clock_jump=D] [switch_limit=N] [prewarm_hold=D]
 //	now 2024-06-27T12:00:00Z
@@ -29,25 +30,13 @@ func TestPlanData(t *testing.T) {
 	}
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			raw, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			input, want, ok := strings.Cut(string(raw), "----\n")
-			if !ok && !*rewrite {
-				t.Fatalf("%s: no ---- separator", file)
-			}
-			cfg, now, observed, last := parseCase(t, input)
-			got := NewPlan(cfg, now, observed, last).String()
-			if *rewrite {
-				if err := os.WriteFile(file, []byte(input+"----\n"+got), 0o644); err != nil {
-					t.Fatal(err)
+			datadriven.RunTest(t, file, func(t *testing.T, td *datadriven.TestData) string {
+				if td.Cmd != "plan" {
+					t.Fatalf("%s: unknown command %q, want plan", td.Pos, td.Cmd)
 				}
-				return
-			}
-			if got != want {
-				t.Errorf("plan differs (run with -rewrite to accept)\n--- got\n%s--- want\n%s", got, want)
-			}
+				cfg, now, observed, last := parseCase(t, td.Input)
+				return NewPlan(cfg, now, observed, last).String()
+			})
 		})
 	}
 }

@@ -72,16 +72,22 @@ func DynamoDBLocal(t testing.TB, now func() time.Time) store.Store {
 	return dynamotest.DynamoDBLocal.New(t, now)
 }
 
+// CQL opens the CQL backend at EBB_CQL_HOSTS (scripts/with-cassandra.sh
+// starts Apache Cassandra and sets it), in a keyspace of its own. Like
+// Dynamo, it skips the test unless cql is selected, and fails it when cql
+// is selected but no hosts are configured.
+func CQL(t testing.TB, now func() time.Time) store.Store {
+	t.Helper()
+	return cqltest.New(t, now)
+}
+
 // All returns every backend, selected or not, in the order subtests run.
 func All() []Named {
 	return []Named{
 		{Name: "pebble", Backend: testselect.Pebble, Open: Pebble},
 		{Name: "dynamodb", Backend: testselect.Dynalite, Open: Dynamo},
 		{Name: "dynamodb-local", Backend: testselect.DynamoDBLocal, Open: DynamoDBLocal},
-		// CQL at EBB_CQL_HOSTS (scripts/with-cassandra.sh starts Apache
-		// Cassandra and sets it), a keyspace per Store; fails without it
-		// when selected.
-		{Name: "cql", Backend: testselect.CQL, Open: func(t testing.TB, now func() time.Time) store.Store { return cqltest.New(t, now) }},
+		{Name: "cql", Backend: testselect.CQL, Open: CQL},
 	}
 }
 

@@ -1,30 +1,28 @@
 package cql
 
 import (
-	"bufio"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/datadriven"
+
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/kit"
 )
 
-// The statement builders are tested against golden files in testdata/, in
-// the format of pebble's data-driven tests: each case is a command line,
-// "----", and the expected output up to a blank line. Run
+// The statement builders are tested against golden files in testdata/,
+// read by github.com/cockroachdb/datadriven as Pebble's tests read theirs:
+// each case is a command with key=value arguments, "----", and the
+// expected output up to a blank line. Run
 //
 //	go test ./store/cql/ -run TestGolden -rewrite
 //
-// to regenerate the expected outputs after a deliberate change, and review
-// the diff.
-
-var rewrite = flag.Bool("rewrite", false, "rewrite the golden files in testdata/ with the current output")
+// to regenerate the expected outputs after a deliberate change (the
+// -rewrite flag is datadriven's), and review the diff.
 
 // goldenSpecs are the table shapes the golden files name.
 var goldenSpecs = map[string]store.TableSpec{
@@ -284,81 +282,32 @@ func runGolden(t *testing.T, cmd string, args map[string]string) string {
 	return ""
 }
 
-type goldenCase struct {
-	cmd      string // the command line as written
-	name     string
-	args     map[string]string
-	expected string
+// goldenArgs returns a case's arguments by key; an argument without a
+// value maps to "".
+func goldenArgs(td *datadriven.TestData) map[string]string {
+	args := make(map[string]string, len(td.CmdArgs))
+	for _, a := range td.CmdArgs {
+		args[a.Key] = strings.Join(a.Vals, ",")
+	}
+	return args
 }
 
-func parseGolden(t *testing.T, path string) (header []string, cases []goldenCase) {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	var cur *goldenCase
-	inOutput := false
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case inOutput && line == "":
-			inOutput = false
-			cases = append(cases, *cur)
-			cur = nil
-		case inOutput:
-			cur.expected += line + "\n"
-		case cur != nil && line == "----":
-			inOutput = true
-		case cur == nil && (line == "" || strings.HasPrefix(line, "#")):
-			if len(cases) == 0 {
-				header = append(header, line)
-			}
-		case cur == nil:
-			fields := strings.Fields(line)
-			cur = &goldenCase{cmd: line, name: fields[0], args: map[string]string{}}
-			for _, f := range fields[1:] {
-				k, v, _ := strings.Cut(f, "=")
-				cur.args[k] = v
-			}
-		default:
-			t.Fatalf("%s: unexpected line %q", path, line)
-		}
-	}
-	if cur != nil {
-		cases = append(cases, *cur)
-	}
-	return header, cases
-}
-
-func TestGolden(t *testing.T) {
+// goldenFiles lists the golden files, and fails the test when there are
+// none.
+func goldenFiles(t *testing.T) []string {
 	files, err := filepath.Glob("testdata/*.txt")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no golden files in testdata: %v", err)
 	}
-	for _, path := range files {
+	return files
+}
+
+func TestGolden(t *testing.T) {
+	for _, path := range goldenFiles(t) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			header, cases := parseGolden(t, path)
-			var out strings.Builder
-			for _, l := range header {
-				out.WriteString(l + "\n")
-			}
-			for i, c := range cases {
-				got := runGolden(t, c.name, c.args)
-				if !*rewrite && got != c.expected {
-					t.Errorf("%s: %s\n got:\n%s\nwant:\n%s", path, c.cmd, got, c.expected)
-				}
-				if i > 0 {
-					out.WriteString("\n")
-				}
-				out.WriteString(c.cmd + "\n----\n" + got)
-			}
-			if *rewrite {
-				if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+				return runGolden(t, td.Cmd, goldenArgs(td))
+			})
 		})
 	}
 }
@@ -366,16 +315,17 @@ func TestGolden(t *testing.T) {
 // TestGoldenCoversEveryShape keeps the golden files honest: every spec and
 // every mutation case is used by some command.
 func TestGoldenCoversEveryShape(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.txt")
 	used := map[string]bool{}
-	for _, path := range files {
-		_, cases := parseGolden(t, path)
-		for _, c := range cases {
-			used["spec="+c.args["spec"]] = true
-			used["case="+c.args["case"]] = true
-			used["if="+c.args["if"]] = true
-			used["provider="+c.args["provider"]] = true
-		}
+	for _, path := range goldenFiles(t) {
+		// Each case answers its own expected output: only the commands
+		// are read here, TestGolden checks the outputs.
+		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			args := goldenArgs(td)
+			for _, k := range []string{"spec", "case", "if", "provider"} {
+				used[k+"="+args[k]] = true
+			}
+			return td.Expected
+		})
 	}
 	var missing []string
 	for name := range goldenSpecs {
