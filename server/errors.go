@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ebb-data/ebb/store"
 )
@@ -243,6 +244,13 @@ func (s *Server) refuseUnread(w http.ResponseWriter, r *http.Request, route stri
 		w.Header().Set("Connection", "close")
 	}
 	s.writeError(w, r, route, err)
+	if r.ContentLength != 0 {
+		// Closing the request body still reads what is left of it, up to
+		// 256 KiB, Connection: close or not; a read deadline already past
+		// ends that read at once, so the connection closes now. The hot
+		// listener closes without reading.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
 }
 
 // writeError answers err. Unknown errors are logged with their detail,
