@@ -422,24 +422,6 @@ func keyLens(vals []any) (n, other int) {
 	return n, other
 }
 
-// rowValuesBytes is the size of a row's values as read, with their
-// attribute names and expiries on DynamoDB (d), and the row marker's "x";
-// and with their column identifiers on Keyspaces (k).
-func (t *tableMeta) rowValuesBytes(r *store.Row) (d, k int) {
-	rowExp := neverBytes
-	if !r.ExpiresAt.IsZero() {
-		rowExp = numBytes(r.ExpiresAt.UnixMilli())
-	}
-	d = 1 + rowExp // "x"
-	for i, v := range r.Values {
-		if v != nil {
-			vd, vk := t.valueBytes(i, v, rowExp)
-			d, k = d+vd, k+vk
-		}
-	}
-	return d, k
-}
-
 // valueBytes is the size of the present value v of column i: on DynamoDB
 // its attribute "v<i>", the expiry "e<i>" (rowExp bytes) and, when the
 // column is indexed, "i<i>"; on Keyspaces the value and its column

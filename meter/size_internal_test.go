@@ -188,3 +188,22 @@ func TestPointSize(t *testing.T) {
 		}
 	}
 }
+
+// rowValuesBytes, the general sizing TestRowBytes holds the point
+// read's to, is the size of a row's values as read, with their
+// attribute names and expiries on DynamoDB (d), and the row marker's "x";
+// and with their column identifiers on Keyspaces (k).
+func (t *tableMeta) rowValuesBytes(r *store.Row) (d, k int) {
+	rowExp := neverBytes
+	if !r.ExpiresAt.IsZero() {
+		rowExp = numBytes(r.ExpiresAt.UnixMilli())
+	}
+	d = 1 + rowExp // "x"
+	for i, v := range r.Values {
+		if v != nil {
+			vd, vk := t.valueBytes(i, v, rowExp)
+			d, k = d+vd, k+vk
+		}
+	}
+	return d, k
+}
