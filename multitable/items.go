@@ -144,7 +144,7 @@ func (g *Registry) Get(ctx context.Context, table, key string) (Item, error) {
 	}
 	g.metrics.ops.WithLabelValues("get").Inc()
 	if !r.ok {
-		return Item{}, fmt.Errorf("%w: %s/%s", ErrNoItem, table, clip(key))
+		return Item{}, store.Errorf(ErrNoItem, "%s/%s", table, clip(key))
 	}
 	return r.item, nil
 }

@@ -565,7 +565,7 @@ func (rm *routeMetrics) observe(status int, d time.Duration) {
 }
 
 // ErrBadPath refuses a /v1 path the router would otherwise redirect.
-var ErrBadPath = fmt.Errorf("%w: bad path", store.ErrInvalid)
+var ErrBadPath = store.Errorf(store.ErrInvalid, "bad path")
 
 // cleanPath reports whether an escaped path has no ".", ".." or empty
 // segment (a trailing slash aside).

@@ -51,7 +51,7 @@ func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) 
 		return err
 	} else if !exists {
 		s.tables.Forget(name)
-		return fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
+		return store.Errorf(store.ErrTableNotFound, "%q", name)
 	}
 	now := s.now()
 	history, allowed := switchLimit.Allowed(e.switches, now)
@@ -86,7 +86,7 @@ func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) 
 	}
 	if !applied {
 		s.tables.Forget(name)
-		return fmt.Errorf("%w: %q dropped meanwhile", store.ErrTableNotFound, name)
+		return store.Errorf(store.ErrTableNotFound, "%q dropped meanwhile", name)
 	}
 	return nil
 }

@@ -126,7 +126,7 @@ func (s *Store) readEntry(ctx context.Context, name string) (entry, error) {
 			ScanContext(ctx, &spec, &capacity, &switches)
 	})
 	if errors.Is(err, gocql.ErrNotFound) {
-		return entry{}, fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
+		return entry{}, store.Errorf(store.ErrTableNotFound, "%q", name)
 	}
 	if err != nil {
 		return entry{}, mapErr(ctx, "cql: read catalog", err)
@@ -192,7 +192,7 @@ func (s *Store) CreateTable(ctx context.Context, spec store.TableSpec) (err erro
 		return err
 	}
 	if strings.HasPrefix(spec.Name, reservedPrefix) {
-		return fmt.Errorf("%w: table %q: names starting with %q are reserved by the CQL backend", store.ErrInvalid, spec.Name, reservedPrefix)
+		return store.Errorf(store.ErrInvalid, "table %q: names starting with %q are reserved by the CQL backend", spec.Name, reservedPrefix)
 	}
 	ctx, cancel, err := s.beginTable(ctx)
 	if err != nil {
@@ -248,7 +248,7 @@ func (s *Store) claimName(ctx context.Context, spec store.TableSpec) error {
 			return err
 		}
 		if exists {
-			return fmt.Errorf("%w: %q", store.ErrTableExists, spec.Name)
+			return store.Errorf(store.ErrTableExists, "%q", spec.Name)
 		}
 		// A stale row: replace it only if nobody changed it meanwhile.
 		applied, err = s.session.Query(`UPDATE `+s.catalog()+` SET "spec" = ?, "capacity" = null, "switches" = null WHERE "name" = ? IF "spec" = ?`,

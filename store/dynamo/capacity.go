@@ -111,7 +111,7 @@ func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) 
 		},
 	})
 	if isConditionFailed(err) {
-		return fmt.Errorf("%w: %q dropped meanwhile", store.ErrTableNotFound, name)
+		return store.Errorf(store.ErrTableNotFound, "%q dropped meanwhile", name)
 	}
 	return mapErr(ctx, "record capacity of "+name, err)
 }

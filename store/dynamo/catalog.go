@@ -99,7 +99,7 @@ func (s *Store) readEntry(ctx context.Context, name string) (entry, map[string]t
 		return entry{}, nil, mapErr(ctx, "read catalog", err)
 	}
 	if out.Item == nil {
-		return entry{}, nil, fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
+		return entry{}, nil, store.Errorf(store.ErrTableNotFound, "%q", name)
 	}
 	e, err := decodeEntry(out.Item)
 	return e, out.Item, err
@@ -150,7 +150,7 @@ func (s *Store) CreateTable(ctx context.Context, spec store.TableSpec) error {
 		return err
 	}
 	if len(spec.Indexes) > 5 {
-		return fmt.Errorf("%w: table %q: DynamoDB allows at most 5 local secondary indexes", store.ErrInvalid, spec.Name)
+		return store.Errorf(store.ErrInvalid, "table %q: DynamoDB allows at most 5 local secondary indexes", spec.Name)
 	}
 	ctx, cancel, err := s.beginTable(ctx)
 	if err != nil {
@@ -198,7 +198,7 @@ func (s *Store) claimName(ctx context.Context, spec store.TableSpec, physical st
 			return err
 		}
 		if exists {
-			return fmt.Errorf("%w: %q", store.ErrTableExists, spec.Name)
+			return store.Errorf(store.ErrTableExists, "%q", spec.Name)
 		}
 		// Stale entry: replace it only if nobody changed it meanwhile.
 		_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{

@@ -237,7 +237,7 @@ func (s *Store) waitTable(ctx context.Context, physical string, gone bool) error
 			if gone {
 				return nil
 			}
-			return fmt.Errorf("%w: %s vanished while waiting for it", store.ErrTableNotFound, physical)
+			return store.Errorf(store.ErrTableNotFound, "%s vanished while waiting for it", physical)
 		case err != nil:
 			return mapErr(ctx, "wait for "+physical, err)
 		case !gone && out.Table.TableStatus == types.TableStatusActive:

@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/ebb-data/ebb/store"
@@ -44,7 +43,7 @@ func (t *Tables[T]) Lookup(ctx context.Context, name string) (T, error) {
 	}
 	if !t.core.Valid(name) {
 		var zero T
-		return zero, fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
+		return zero, store.Errorf(store.ErrTableNotFound, "%q", name)
 	}
 	v, err := t.load(ctx, name)
 	if err != nil {
