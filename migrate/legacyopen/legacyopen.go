@@ -98,7 +98,7 @@ func (c legacyCredentials) Retrieve(ctx context.Context) (aws.Credentials, error
 	}
 	creds, err := c.p.Retrieve(ctx)
 	if err != nil && ctx.Err() == nil {
-		return creds, store.Errorf(migrate.ErrLegacyCredentials, "%w", err)
+		return creds, store.Wrapf(migrate.ErrLegacyCredentials, err, "the AWS credentials provider failed")
 	}
 	return creds, err
 }
@@ -138,8 +138,11 @@ func cqlCredentials(err error) error {
 	refused := errors.As(err, &re) && (re.Code() == gocql.ErrCodeCredentials || re.Code() == gocql.ErrCodeUnauthorized)
 	// The driver tells of a cluster asking for authentication that the
 	// session has none for in words only.
-	if refused || strings.Contains(err.Error(), "authentication required") {
-		return store.Errorf(migrate.ErrLegacyCredentials, "%w", err)
+	if refused {
+		return store.Wrapf(migrate.ErrLegacyCredentials, err, "the cluster refused them: %s", re.Error())
+	}
+	if strings.Contains(err.Error(), "authentication required") {
+		return store.Wrapf(migrate.ErrLegacyCredentials, err, "the cluster answered authentication required, and the server has no credentials for it")
 	}
 	return err
 }
