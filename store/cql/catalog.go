@@ -12,6 +12,7 @@ import (
 
 	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/remote"
 )
 
 // The catalog, "ebb__catalog" in the Store's keyspace, holds one row per ebb
@@ -152,16 +153,7 @@ func (s *Store) loadSchema(ctx context.Context, name string) (*schema, error) {
 // Spec returns a table's spec from the schema cache, reading the catalog
 // on a miss; see store.Catalog.
 func (s *Store) Spec(ctx context.Context, name string) (store.TableSpec, error) {
-	ctx, cancel, err := s.begin(ctx)
-	if err != nil {
-		return store.TableSpec{}, err
-	}
-	defer cancel()
-	sc, err := s.lookup(ctx, name)
-	if err != nil {
-		return store.TableSpec{}, err
-	}
-	return sc.spec, nil
+	return remote.Spec(ctx, s.tables, name)
 }
 
 // tableErr maps an error from an operation on a table, evicting the cached

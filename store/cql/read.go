@@ -37,11 +37,7 @@ func (s *Store) Get(ctx context.Context, name string, partition, clustering []an
 	if err != nil {
 		return store.Row{}, err
 	}
-	p, _, err := kit.ResolvePartition(&sc.spec, partition)
-	if err != nil {
-		return store.Row{}, err
-	}
-	c, err := kit.CheckKey(sc.spec.Clustering, clustering, false)
+	p, _, c, err := kit.ResolveRowKey(&sc.spec, partition, clustering)
 	if err != nil {
 		return store.Row{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/remote"
 )
 
 // The catalog is a small table, {prefix}ebb.catalog, holding one document per
@@ -123,16 +124,7 @@ func (s *Store) loadTable(ctx context.Context, name string) (*table, error) {
 // Spec returns a table's spec from the spec cache, reading the catalog on
 // a miss; see store.Catalog.
 func (s *Store) Spec(ctx context.Context, name string) (store.TableSpec, error) {
-	ctx, cancel, err := s.begin(ctx)
-	if err != nil {
-		return store.TableSpec{}, err
-	}
-	defer cancel()
-	t, err := s.lookup(ctx, name)
-	if err != nil {
-		return store.TableSpec{}, err
-	}
-	return t.spec, nil
+	return remote.Spec(ctx, s.tables, name)
 }
 
 // tableErr maps an error from an operation on table t, evicting the cached

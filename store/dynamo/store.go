@@ -51,6 +51,8 @@ type table struct {
 	physical string
 }
 
+func (t *table) TableSpec() store.TableSpec { return t.spec }
+
 // Open connects to a DynamoDB API endpoint, creates the catalog table if it
 // is missing and probes what the endpoint supports (transactions, native
 // TTL, warm throughput).

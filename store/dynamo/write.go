@@ -27,12 +27,8 @@ func (s *Store) Write(ctx context.Context, name string, batch []store.Mutation) 
 		return err
 	}
 	defer cancel()
-	t, err := s.lookup(ctx, name)
-	if err != nil {
-		return err
-	}
 	now := s.now()
-	rs, err := kit.ResolveBatch(&t.spec, batch, now, s.caps.MaxRowBytes)
+	t, rs, err := remote.Resolve(ctx, s.tables, name, batch, now, s.caps.MaxRowBytes)
 	if err != nil {
 		return err
 	}

@@ -327,6 +327,19 @@ func ValueSize(v any) int {
 	return 8
 }
 
+// ResolveRowKey validates a row's key, as Get takes it: the partition
+// tuple, returned canonical and encoded, and the clustering tuple,
+// returned canonical.
+func ResolveRowKey(spec *store.TableSpec, partition, clustering []any) (p []any, pk []byte, c []any, err error) {
+	if p, pk, err = ResolvePartition(spec, partition); err != nil {
+		return nil, nil, nil, err
+	}
+	if c, err = CheckKey(spec.Clustering, clustering, false); err != nil {
+		return nil, nil, nil, err
+	}
+	return p, pk, c, nil
+}
+
 // ResolvePartition validates a partition tuple and returns it canonical and
 // encoded.
 func ResolvePartition(spec *store.TableSpec, partition []any) ([]any, []byte, error) {
