@@ -99,10 +99,10 @@ func RestoreWith(ctx context.Context, from, data string, o RestoreOptions) error
 		return store.Errorf(store.ErrInvalid, "restore needs a backup and a data directory")
 	}
 	if ebbpebble.Inside(data, from) {
-		return fmt.Errorf("%w: the data directory %s is inside the backup %s; restore into a directory outside it", ErrRestoreTarget, data, from)
+		return store.Errorf(ErrRestoreTarget, "the data directory %s is inside the backup %s; restore into a directory outside it", data, from)
 	}
 	if ebbpebble.Inside(from, data) {
-		return fmt.Errorf("%w: the backup %s is inside the data directory %s; restore into a directory outside it", ErrRestoreTarget, from, data)
+		return store.Errorf(ErrRestoreTarget, "the backup %s is inside the data directory %s; restore into a directory outside it", from, data)
 	}
 	_, statErr := os.Stat(data)
 	if entries, err := os.ReadDir(data); err == nil && len(entries) > 0 {

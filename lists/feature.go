@@ -155,8 +155,7 @@ func metaKey(id FeatureID) (string, error) {
 		return "", store.Errorf(store.ErrInvalid, "%v", err)
 	}
 	if len(b) > maxMetaKeyBytes {
-		return "", fmt.Errorf("%w: entity type, feature name and version are too long together (%d bytes quoted, at most %d)",
-			store.ErrInvalid, len(b), maxMetaKeyBytes)
+		return "", store.Errorf(store.ErrInvalid, "entity type, feature name and version are too long together (%d bytes quoted, at most %d)", len(b), maxMetaKeyBytes)
 	}
 	return string(b), nil
 }
@@ -234,8 +233,7 @@ func (s *Service) CreateFeature(ctx context.Context, id FeatureID, ttl time.Dura
 		if f, rerr := s.readFeature(ctx, id, key); rerr == nil {
 			return existing(f)
 		}
-		return Feature{}, false, fmt.Errorf("%w: %s: its table %s exists with another TTL (a concurrent or interrupted create; delete the version and retry)",
-			ErrFeatureConflict, id, name)
+		return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s: its table %s exists with another TTL (a concurrent or interrupted create; delete the version and retry)", id, name)
 	}
 	f = Feature{FeatureID: id, TTL: ttl, Table: name, Created: s.now().UTC()}
 	doc, err := json.Marshal(featureDoc{

@@ -220,9 +220,8 @@ func (s *Service) Create(ctx context.Context, cfg Config) (Index, bool, error) {
 		return Index{}, false, err
 	}
 	if runway := time.Duration(cfg.Runway) * cfg.TableBucket; runway < s.minRun {
-		return Index{}, false, fmt.Errorf("%w: index %q: a runway of %d shards of %s covers %s, less than the %s the shard manager may be away (a failover of its lease, a restart): "+
-			"writes would get no_shard; raise runway to at least %d or widen table_bucket",
-			store.ErrInvalid, cfg.Name, cfg.Runway, durfmt.Format(cfg.TableBucket), durfmt.Format(runway), durfmt.Format(s.minRun), (s.minRun+cfg.TableBucket-1)/cfg.TableBucket)
+		return Index{}, false, store.Errorf(store.ErrInvalid, "index %q: a runway of %d shards of %s covers %s, less than the %s the shard manager may be away (a failover of its lease, a restart): "+
+			"writes would get no_shard; raise runway to at least %d or widen table_bucket", cfg.Name, cfg.Runway, durfmt.Format(cfg.TableBucket), durfmt.Format(runway), durfmt.Format(s.minRun), (s.minRun+cfg.TableBucket-1)/cfg.TableBucket)
 	}
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()

@@ -134,8 +134,7 @@ func (s *Service) PutShards(ctx context.Context, index string, events []Event) (
 			}
 		}
 		s.metrics.refused(index, reasonNoShard)
-		return 0, &store.MutationError{Noun: "event", Index: i, Err: fmt.Errorf("%w: %s: timestamp %s needs shard %s",
-			ErrNoShard, index, timefmt.Format(events[i].Timestamp), cfg.shardTable(start))}
+		return 0, &store.MutationError{Noun: "event", Index: i, Err: store.Errorf(ErrNoShard, "%s: timestamp %s needs shard %s", index, timefmt.Format(events[i].Timestamp), cfg.shardTable(start))}
 	}
 
 	muts := buf.build(cfg, events, order)

@@ -57,8 +57,7 @@ func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) 
 	history, allowed := switchLimit.Allowed(e.switches, now)
 	switching := s.provider == Keyspaces && e.capacity.Mode != c.Mode
 	if switching && !allowed {
-		return fmt.Errorf("%w: %s switched capacity mode %d time(s) in the last 24 h; Keyspaces allows %d",
-			store.ErrCapacityLimit, name, len(history), switchLimit.Max)
+		return store.Errorf(store.ErrCapacityLimit, "%s switched capacity mode %d time(s) in the last 24 h; Keyspaces allows %d", name, len(history), switchLimit.Max)
 	}
 	if s.provider == Keyspaces {
 		tables := []string{name}

@@ -252,7 +252,7 @@ func (s *Store) claimName(ctx context.Context, spec store.TableSpec) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("create %s: %w: catalog row keeps changing", spec.Name, store.ErrUnavailable)
+	return store.Errorf(store.ErrUnavailable, "create %s: catalog row keeps changing", spec.Name)
 }
 
 // DropTable drops the CQL table and its companion, waits until they are

@@ -145,7 +145,7 @@ func (s *Store) conditional(ctx context.Context, sc *schema, r *kit.ResolvedMuta
 		}
 		snap, fromCluster = snapshotFrom(sc, cur), true
 	}
-	return fmt.Errorf("write %s: %w: the row's expiries changed under %d conditional writes", sc.spec.Name, store.ErrUnavailable, casAttempts)
+	return store.Errorf(store.ErrUnavailable, "write %s: the row's expiries changed under %d conditional writes", sc.spec.Name, casAttempts)
 }
 
 // readSnapshot reads a row's expiry columns with a linearizable

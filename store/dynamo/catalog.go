@@ -207,7 +207,7 @@ func (s *Store) claimName(ctx context.Context, spec store.TableSpec, physical st
 			return mapErr(ctx, "create "+spec.Name, err)
 		}
 	}
-	return fmt.Errorf("create %s: %w: catalog entry keeps changing", spec.Name, store.ErrUnavailable)
+	return store.Errorf(store.ErrUnavailable, "create %s: catalog entry keeps changing", spec.Name)
 }
 
 // physicalExists reports whether the DynamoDB table exists in any state but

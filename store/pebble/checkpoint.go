@@ -74,12 +74,12 @@ func (s *Store) Checkpoint(ctx context.Context, dir string) (int64, error) {
 // Pebble's own checkpoint does, and nothing else.
 func (s *Store) checkpointTarget(dir string) (string, error) {
 	if strings.ContainsRune(dir, 0) {
-		return "", fmt.Errorf("%w: %q holds a NUL byte", ErrCheckpointTarget, dir)
+		return "", store.Errorf(ErrCheckpointTarget, "%q holds a NUL byte", dir)
 	}
 	dir = filepath.Clean(dir)
 	fs := s.guard.fs
 	if inside(resolve(fs, dir), resolve(fs, s.guard.dir)) {
-		return "", fmt.Errorf("%w: %s is inside the live data directory %s; back up to a directory outside it", ErrCheckpointTarget, dir, s.guard.dir)
+		return "", store.Errorf(ErrCheckpointTarget, "%s is inside the live data directory %s; back up to a directory outside it", dir, s.guard.dir)
 	}
 	if _, err := fs.Stat(dir); err == nil {
 		return "", store.Errorf(store.ErrConflict, "checkpoint directory %s exists; name a new one", dir)
