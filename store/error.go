@@ -70,6 +70,9 @@ func Errorf(kind error, format string, args ...any) error {
 // error, for example.
 func Wrapf(kind, cause error, format string, args ...any) error {
 	e := Errorf(kind, format, args...).(*Error)
+	if cause == nil {
+		return e
+	}
 	if e.cause == nil {
 		e.cause = cause
 	} else {
