@@ -26,6 +26,11 @@ import ebb_client
 
 REPO = Path(__file__).resolve().parents[3]
 
+# The clients read these as the ebb command does; the tests name their
+# server and token themselves.
+for _var in ("EBB_SERVER", "EBB_TOKEN"):
+    os.environ.pop(_var, None)
+
 
 @pytest.fixture(scope="session")
 def ebb_bin(tmp_path_factory: pytest.TempPathFactory) -> str:

@@ -63,3 +63,15 @@ def test_tokens(kind, auth_server):
     finally:
         for close in (close_anon, close_admin, close_scoped, close_reader, close_metrics, close_wrong):
             close()
+
+
+def test_server_and_token_from_the_environment(auth_server, monkeypatch):
+    server, tokens = auth_server
+    monkeypatch.setenv("EBB_SERVER", server.url)
+    monkeypatch.setenv("EBB_TOKEN", tokens["admin"])
+    with ebb_client.Client() as c:
+        assert isinstance(c.list_tables(), list)
+    # A token given wins over the environment's.
+    with ebb_client.Client(token="not-a-token") as c:
+        with pytest.raises(ebb_client.Unauthenticated):
+            c.list_tables()

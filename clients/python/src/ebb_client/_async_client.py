@@ -48,7 +48,8 @@ class AsyncClient:
     """A client of one ebb server, for asyncio.
 
     base_url is the server (ebb serve's --addr), token a bearer token of
-    its --auth-file. msgpack chooses the encoding of the two hot reads
+    its --auth-file; as for the ebb command, they default to $EBB_SERVER
+    (else http://127.0.0.1:7070) and $EBB_TOKEN. msgpack chooses the encoding of the two hot reads
     (list items and events): None uses MessagePack when the msgpack
     package is installed, True requires it, False keeps JSON. http_client
     replaces the httpx client the client makes (its base URL and headers
@@ -59,7 +60,7 @@ class AsyncClient:
 
     def __init__(
         self,
-        base_url: str = _core.DEFAULT_URL,
+        base_url: Optional[str] = None,
         *,
         token: Optional[str] = None,
         timeout: float = 30.0,
@@ -70,8 +71,8 @@ class AsyncClient:
         self._msgpack = _core.use_msgpack(msgpack)
         self._own = http_client is None
         self._http = http_client or httpx.AsyncClient(
-            base_url=base_url.rstrip("/"),
-            headers=_core.headers(token, headers),
+            base_url=_core.base_url(base_url),
+            headers=_core.headers(_core.token(token), headers),
             timeout=timeout,
         )
 

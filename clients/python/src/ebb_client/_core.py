@@ -7,6 +7,7 @@ same answers; they differ only in how they wait.
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any, Optional, Union
@@ -57,6 +58,16 @@ def use_msgpack(choice: Optional[bool]) -> bool:
             "ebb_client: msgpack=True needs the msgpack package (pip install 'ebb-client[msgpack]')"
         )
     return bool(choice)
+
+
+def base_url(url: Optional[str]) -> str:
+    """The server's URL: url, else $EBB_SERVER, else the default address."""
+    return (url or os.environ.get("EBB_SERVER") or DEFAULT_URL).rstrip("/")
+
+
+def token(tok: Optional[str]) -> Optional[str]:
+    """The bearer token: tok, else $EBB_TOKEN, else none."""
+    return tok if tok is not None else (os.environ.get("EBB_TOKEN") or None)
 
 
 def headers(token: Optional[str], extra: Optional[dict[str, str]]) -> dict[str, str]:
