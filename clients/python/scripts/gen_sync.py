@@ -23,6 +23,8 @@ _WORDS = [
     (r"async with ", "with "),
     (r"await ", ""),
     (r"\bAsyncIterator\b", "Iterator"),
+    (r"Awaitable\[(\w+)\]", r"\1"),
+    (r"\bAwaitable, ", ""),
     (r"\bAsyncClient\b", "Client"),
     (r"\b__aenter__\b", "__enter__"),
     (r"\b__aexit__\b", "__exit__"),

@@ -16,6 +16,7 @@ import secrets
 import socket
 import subprocess
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -195,6 +196,16 @@ def client(request: pytest.FixtureRequest, server: Server) -> Iterator[Any]:
 @pytest.fixture(params=["sync", "async"])
 def kind(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+def create_index(client: Any, name: str, retention: timedelta = timedelta(hours=2)) -> Any:
+    """An index of 1 h shards and 1 min partitions, the tests' usual one."""
+    return client.create_index(
+        name,
+        table_bucket=timedelta(hours=1),
+        partition_bucket=timedelta(minutes=1),
+        retention=retention,
+    )
 
 
 _counter = iter(range(1_000_000))

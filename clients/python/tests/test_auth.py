@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import ebb_client
-from conftest import make_client
+from conftest import create_index, make_client
 from ebb_client import Event
 
 
@@ -28,12 +28,7 @@ def test_tokens(kind, auth_server):
         with pytest.raises(ebb_client.Unauthenticated):
             wrong.get_index("events_scoped")
 
-        admin.create_index(
-            "events_scoped",
-            table_bucket=timedelta(hours=1),
-            partition_bucket=timedelta(minutes=1),
-            retention=timedelta(hours=2),
-        )
+        create_index(admin, "events_scoped")
         admin.create_table("shared", default_ttl=timedelta(hours=1))
         now = datetime.now(timezone.utc)
         admin.put_table_item("shared", "k", timestamp=now)

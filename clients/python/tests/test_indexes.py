@@ -7,20 +7,12 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import ebb_client
+from conftest import create_index
 from ebb_client import Event
 
 
-def _create(client, name):
-    return client.create_index(
-        name,
-        table_bucket=timedelta(hours=1),
-        partition_bucket=timedelta(minutes=1),
-        retention=timedelta(hours=2),
-    )
-
-
 def test_index_lifecycle(client, name):
-    ix = _create(client, name)
+    ix = create_index(client, name)
     assert ix.name == name
     assert ix.table_bucket == timedelta(hours=1)
     assert ix.partition_bucket == timedelta(minutes=1)
@@ -29,7 +21,7 @@ def test_index_lifecycle(client, name):
     assert ix.shards and all(s.start.tzinfo is not None for s in ix.shards)
     assert ix.runway_remaining > timedelta(0)
     # The same configuration again is answered as is.
-    assert _create(client, name).shards == ix.shards
+    assert create_index(client, name).shards == ix.shards
     # Shards are laid out by the buckets: another one is a conflict.
     with pytest.raises(ebb_client.Conflict) as e:
         client.create_index(
@@ -40,12 +32,7 @@ def test_index_lifecycle(client, name):
         )
     assert "table_bucket" in e.value.message
     # A longer retention is a change the PUT makes.
-    longer = client.create_index(
-        name,
-        table_bucket=timedelta(hours=1),
-        partition_bucket=timedelta(minutes=1),
-        retention=timedelta(hours=3),
-    )
+    longer = create_index(client, name, retention=timedelta(hours=3))
     assert longer.retention == timedelta(hours=3) and longer.held_retention is None
     got = client.get_index(name, stats=True)
     assert [s.table for s in got.shards] == [s.table for s in longer.shards]
@@ -60,7 +47,7 @@ def test_index_lifecycle(client, name):
 
 
 def test_events_pages_and_order(client, name):
-    _create(client, name)
+    create_index(client, name)
     now = datetime.now(timezone.utc).replace(microsecond=123000)
     events = [
         Event(
@@ -97,7 +84,7 @@ def test_events_pages_and_order(client, name):
 
 
 def test_write_errors(client, name):
-    _create(client, name)
+    create_index(client, name)
     now = datetime.now(timezone.utc)
     with pytest.raises(ebb_client.NoShard) as e:
         client.write_events(name, [Event(index_id="a", event_id="b", timestamp=now + timedelta(days=3))])
@@ -125,21 +112,11 @@ def test_write_errors(client, name):
 
 
 def test_reconcile(client, name):
-    client.create_index(
-        name,
-        table_bucket=timedelta(hours=1),
-        partition_bucket=timedelta(minutes=1),
-        retention=timedelta(hours=4),
-    )
+    create_index(client, name, retention=timedelta(hours=4))
     assert client.plan_index(name).applied is False
     # A shorter retention drops nothing by itself: a plan shows the drops,
     # and only an apply makes them.
-    shorter = client.create_index(
-        name,
-        table_bucket=timedelta(hours=1),
-        partition_bucket=timedelta(minutes=1),
-        retention=timedelta(hours=1),
-    )
+    shorter = create_index(client, name, retention=timedelta(hours=1))
     assert shorter.held_retention == timedelta(hours=4)
     plan = client.plan_index(name)
     assert plan.applied is False

@@ -8,16 +8,12 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import ebb_client
+from conftest import create_index
 from ebb_client import LegacyRow, LegacyTable
 
 
 def test_migration(client, name):
-    client.create_index(
-        name,
-        table_bucket=timedelta(hours=1),
-        partition_bucket=timedelta(minutes=1),
-        retention=timedelta(hours=2),
-    )
+    create_index(client, name)
     with pytest.raises(ebb_client.NotFound):
         client.get_migration(name)
     legacy = LegacyTable(kind="table", table=f"{name}_legacy", ttl=timedelta(hours=2))

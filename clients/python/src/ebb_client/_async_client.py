@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Optional
 
@@ -102,6 +102,21 @@ class AsyncClient:
 
     async def _json(self, method: str, path: str, **kw: Any) -> Any:
         return _core.body(await self._send(method, path, **kw))
+
+    async def _each(
+        self, fetch: Callable[[Optional[str]], Awaitable[Any]], field: str
+    ) -> AsyncIterator[Any]:
+        # Pages are fetched one after another, each with the token of the
+        # one before, until a page has none; a short or empty page is not
+        # the end.
+        token: Optional[str] = None
+        while True:
+            page = await fetch(token)
+            for x in getattr(page, field):
+                yield x
+            if not page.next_page_token:
+                return
+            token = page.next_page_token
 
     # Health.
 
@@ -247,16 +262,13 @@ class AsyncClient:
         page_size: Optional[int] = None,
     ) -> AsyncIterator[Event]:
         """Every event of query_events, page after page."""
-        token: Optional[str] = None
-        while True:
-            page = await self.query_events(
+        def page(token: Optional[str]) -> Awaitable[EventPage]:
+            return self.query_events(
                 name, index_id, start=start, end=end, order=order, limit=page_size, page_token=token
             )
-            for e in page.events:
-                yield e
-            if not page.next_page_token:
-                return
-            token = page.next_page_token
+
+        async for e in self._each(page, "events"):
+            yield e
 
     async def reconcile_index(
         self, name: str, *, dry_run: bool = True, allow_clock_jump: bool = False
@@ -438,9 +450,8 @@ class AsyncClient:
         page_size: Optional[int] = None,
     ) -> AsyncIterator[ListItem]:
         """Every live item of the list, newest first, page after page."""
-        token: Optional[str] = None
-        while True:
-            page = await self.get_list_items(
+        def page(token: Optional[str]) -> Awaitable[ListItemsPage]:
+            return self.get_list_items(
                 entity_type,
                 feature,
                 entity_id,
@@ -449,11 +460,9 @@ class AsyncClient:
                 limit=page_size,
                 page_token=token,
             )
-            for it in page.items:
-                yield it
-            if not page.next_page_token:
-                return
-            token = page.next_page_token
+
+        async for it in self._each(page, "items"):
+            yield it
 
     async def remove_list_items(
         self,
@@ -520,14 +529,11 @@ class AsyncClient:
         page_size: Optional[int] = None,
     ) -> AsyncIterator[TableItem]:
         """Every live item of list_table_items, page after page."""
-        token: Optional[str] = None
-        while True:
-            page = await self.list_table_items(table, after=after, limit=page_size, page_token=token)
-            for it in page.items:
-                yield it
-            if not page.next_page_token:
-                return
-            token = page.next_page_token
+        def page(token: Optional[str]) -> Awaitable[TableItemsPage]:
+            return self.list_table_items(table, after=after, limit=page_size, page_token=token)
+
+        async for it in self._each(page, "items"):
+            yield it
 
     async def put_table_item(
         self,

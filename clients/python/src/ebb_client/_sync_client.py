@@ -6,7 +6,7 @@ Do not edit: edit _async_client.py and run the script.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Iterable, Mapping
+from collections.abc import Iterator, Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Optional
 
@@ -99,6 +99,21 @@ class Client:
 
     def _json(self, method: str, path: str, **kw: Any) -> Any:
         return _core.body(self._send(method, path, **kw))
+
+    def _each(
+        self, fetch: Callable[[Optional[str]], Any], field: str
+    ) -> Iterator[Any]:
+        # Pages are fetched one after another, each with the token of the
+        # one before, until a page has none; a short or empty page is not
+        # the end.
+        token: Optional[str] = None
+        while True:
+            page = fetch(token)
+            for x in getattr(page, field):
+                yield x
+            if not page.next_page_token:
+                return
+            token = page.next_page_token
 
     # Health.
 
@@ -244,16 +259,13 @@ class Client:
         page_size: Optional[int] = None,
     ) -> Iterator[Event]:
         """Every event of query_events, page after page."""
-        token: Optional[str] = None
-        while True:
-            page = self.query_events(
+        def page(token: Optional[str]) -> EventPage:
+            return self.query_events(
                 name, index_id, start=start, end=end, order=order, limit=page_size, page_token=token
             )
-            for e in page.events:
-                yield e
-            if not page.next_page_token:
-                return
-            token = page.next_page_token
+
+        for e in self._each(page, "events"):
+            yield e
 
     def reconcile_index(
         self, name: str, *, dry_run: bool = True, allow_clock_jump: bool = False
@@ -435,9 +447,8 @@ class Client:
         page_size: Optional[int] = None,
     ) -> Iterator[ListItem]:
         """Every live item of the list, newest first, page after page."""
-        token: Optional[str] = None
-        while True:
-            page = self.get_list_items(
+        def page(token: Optional[str]) -> ListItemsPage:
+            return self.get_list_items(
                 entity_type,
                 feature,
                 entity_id,
@@ -446,11 +457,9 @@ class Client:
                 limit=page_size,
                 page_token=token,
             )
-            for it in page.items:
-                yield it
-            if not page.next_page_token:
-                return
-            token = page.next_page_token
+
+        for it in self._each(page, "items"):
+            yield it
 
     def remove_list_items(
         self,
@@ -517,14 +526,11 @@ class Client:
         page_size: Optional[int] = None,
     ) -> Iterator[TableItem]:
         """Every live item of list_table_items, page after page."""
-        token: Optional[str] = None
-        while True:
-            page = self.list_table_items(table, after=after, limit=page_size, page_token=token)
-            for it in page.items:
-                yield it
-            if not page.next_page_token:
-                return
-            token = page.next_page_token
+        def page(token: Optional[str]) -> TableItemsPage:
+            return self.list_table_items(table, after=after, limit=page_size, page_token=token)
+
+        for it in self._each(page, "items"):
+            yield it
 
     def put_table_item(
         self,
