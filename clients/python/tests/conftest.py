@@ -10,6 +10,7 @@ start.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import os
 import secrets
@@ -51,9 +52,9 @@ def _free_port() -> int:
 
 
 class Server:
-    """One `ebb serve` process; url is where it listens."""
+    """One `ebb serve` process; url is where it listens, hot_url its hot listener (with hot)."""
 
-    def __init__(self, binary: str, workdir: Path, args: list[str]) -> None:
+    def __init__(self, binary: str, workdir: Path, args: list[str], hot: bool = False) -> None:
         self.workdir = workdir
         self.data = workdir / "data"
         self.log = workdir / "serve.log"
@@ -63,6 +64,10 @@ class Server:
             port = _free_port()
             self.url = f"http://127.0.0.1:{port}"
             cmd = [binary, "serve", "--addr", f"127.0.0.1:{port}", "--data", str(self.data), *args]
+            if hot:
+                hot_port = _free_port()
+                self.hot_url = f"http://127.0.0.1:{hot_port}"
+                cmd += ["--hot-addr", f"127.0.0.1:{hot_port}"]
             with open(self.log, "wb") as log:
                 self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
             if self._wait():
@@ -97,8 +102,8 @@ class Server:
 
 @pytest.fixture(scope="session")
 def server(ebb_bin: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """A server without an auth file."""
-    s = Server(ebb_bin, tmp_path_factory.mktemp("serve"), [])
+    """A server without an auth file, with a hot listener too."""
+    s = Server(ebb_bin, tmp_path_factory.mktemp("serve"), [], hot=True)
     yield s
     s.stop()
 
@@ -215,3 +220,71 @@ _counter = iter(range(1_000_000))
 def name(request: pytest.FixtureRequest) -> str:
     """A name no other test uses on the shared server: a letter, then digits."""
     return f"t{next(_counter)}_{os.getpid() % 1000}"
+
+
+# Every public method of both clients must be called by the suite: each is
+# wrapped here to record its calls, and a whole run (no -k, -m or paths
+# given, every test passed) fails when one was never called.
+CALLED: set[tuple[str, str]] = set()
+
+
+def _record(cls: type, kind: str) -> None:
+    for attr, fn in list(vars(cls).items()):
+        if attr.startswith("_") or not callable(fn):
+            continue
+        if inspect.isasyncgenfunction(fn):
+
+            @functools.wraps(fn)
+            async def agen(*a: Any, __fn: Any = fn, __name: str = attr, **kw: Any) -> Any:
+                CALLED.add((kind, __name))
+                async for x in __fn(*a, **kw):
+                    yield x
+
+            setattr(cls, attr, agen)
+        elif inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def coro(*a: Any, __fn: Any = fn, __name: str = attr, **kw: Any) -> Any:
+                CALLED.add((kind, __name))
+                return await __fn(*a, **kw)
+
+            setattr(cls, attr, coro)
+        else:
+
+            @functools.wraps(fn)
+            def plain(*a: Any, __fn: Any = fn, __name: str = attr, **kw: Any) -> Any:
+                CALLED.add((kind, __name))
+                return __fn(*a, **kw)
+
+            setattr(cls, attr, plain)
+
+
+_record(ebb_client.Client, "sync")
+_record(ebb_client.AsyncClient, "async")
+
+
+def _public(cls: type) -> set[str]:
+    return {a for a, fn in vars(cls).items() if not a.startswith("_") and callable(fn)}
+
+
+_narrowed = False
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    global _narrowed
+    _narrowed = True
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    whole = not _narrowed and session.config.args == session.config.getini("testpaths")
+    if not whole or exitstatus != 0 or session.testsfailed:
+        return
+    missing = sorted(
+        f"{kind} {name}"
+        for kind, cls in (("sync", ebb_client.Client), ("async", ebb_client.AsyncClient))
+        for name in _public(cls)
+        if (kind, name) not in CALLED
+    )
+    if missing:
+        print("\nclient methods no test called:\n  " + "\n  ".join(missing))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

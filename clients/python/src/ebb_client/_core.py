@@ -18,7 +18,7 @@ from . import _wire, errors
 from .models import Event, EventPage, ListItem, ListItemsPage
 
 try:
-    import msgpack as _msgpack
+    import msgpack as _msgpack  # type: ignore[import-untyped]
 except ImportError:  # The optional extra is not installed: JSON only.
     _msgpack = None
 

@@ -125,7 +125,7 @@ def format_duration(d: timedelta) -> str:
     return out
 
 
-def encode_bytes(b: bytes) -> str:
+def encode_bytes(b: bytes | bytearray | memoryview) -> str:
     """Encodes bytes as standard base64 with padding."""
     if not isinstance(b, (bytes, bytearray, memoryview)):
         raise TypeError(f"ebb_client: a value must be bytes, not {type(b).__name__}")

@@ -21,8 +21,8 @@ from . import _wire
 M = TypeVar("M", bound="Model")
 
 
-def _wire_name(f: dataclasses.Field) -> str:
-    return f.metadata.get("wire", f.name)
+def _wire_name(f: dataclasses.Field[Any]) -> str:
+    return str(f.metadata.get("wire", f.name))
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -116,10 +116,6 @@ class Model:
             out[_wire_name(f)] = _encode(v)
         out.update(_encode(self.extra))
         return out
-
-
-def _json_name(name: str) -> Any:
-    return field(metadata={"wire": name})
 
 
 # Health.
