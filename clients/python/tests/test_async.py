@@ -43,7 +43,10 @@ def test_msgpack_is_asked_for(server, name):
         ebb.create_list_feature(name, "f", ttl=timedelta(hours=1))
         ebb.add_list_items(name, "f", "u", [(b"v", datetime.now(timezone.utc))])
         assert ebb.get_list_items(name, "f", "u").items[0].value == b"v"
+        packed = ebb.get_list_items(name, "f", "u")
     with ebb_client.Client(http_client=http, msgpack=False) as ebb:
-        assert ebb.get_list_items(name, "f", "u").items[0].value == b"v"
+        plain = ebb.get_list_items(name, "f", "u")
     http.close()
     assert seen[-2:] == ["application/msgpack", "application/json"]
+    # Both encodings read the same items.
+    assert plain == packed
