@@ -126,3 +126,20 @@ def test_msgpack_required_when_asked(monkeypatch):
         ebb_client.Client(msgpack=True)
     # Left to itself the client falls back to JSON.
     assert ebb_client.Client()._msgpack is False
+
+
+def test_given_http_client_gets_token_and_headers():
+    seen = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen.append((req.headers.get("Authorization"), req.headers.get("X-Trace"), req.headers.get("Accept")))
+        return httpx.Response(200, json={"items": []})
+
+    http = httpx.Client(base_url="http://ebb.test", transport=httpx.MockTransport(handler))
+    c = ebb_client.Client(http_client=http, token="t0k", headers={"X-Trace": "1"}, msgpack=False)
+    c.get_list_items("u", "f", "e")
+    assert seen == [("Bearer t0k", "1", "application/json")]
+    c.close()
+    # Closing the ebb client leaves a given httpx client open.
+    assert not http.is_closed
+    http.close()

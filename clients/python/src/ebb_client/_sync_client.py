@@ -46,11 +46,13 @@ class Client:
 
     base_url is the server (ebb serve's --addr), token a bearer token of
     its --auth-file; as for the ebb command, they default to $EBB_SERVER
-    (else http://127.0.0.1:7070) and $EBB_TOKEN. msgpack chooses the encoding of the two hot reads
-    (list items and events): None uses MessagePack when the msgpack
-    package is installed, True requires it, False keeps JSON. http_client
-    replaces the httpx client the client makes (its base URL and headers
-    are left as they are; close it yourself).
+    (else http://127.0.0.1:7070) and $EBB_TOKEN. msgpack chooses the
+    encoding of the two hot reads (list items and events): None uses
+    MessagePack when the msgpack package is installed, True requires it,
+    False keeps JSON. http_client replaces the httpx client the client
+    makes, for proxies, TLS or hooks: it must have the server as its
+    base_url, and its timeout stays its own; the token and headers are
+    sent on each request. Close a given httpx client yourself.
 
     Use it as a context manager, or call close.
     """
@@ -67,10 +69,12 @@ class Client:
     ) -> None:
         self._msgpack = _core.use_msgpack(msgpack)
         self._own = http_client is None
+        common = _core.headers(_core.token(token), headers)
+        # A client made here carries the headers; a given one gets them on
+        # each request.
+        self._headers: dict[str, str] = {} if self._own else common
         self._http = http_client or httpx.Client(
-            base_url=_core.base_url(base_url),
-            headers=_core.headers(_core.token(token), headers),
-            timeout=timeout,
+            base_url=_core.base_url(base_url), headers=common, timeout=timeout
         )
 
     def close(self) -> None:
@@ -93,7 +97,9 @@ class Client:
         json: Any = None,
         msgpack: bool = False,
     ) -> httpx.Response:
-        headers = {"Accept": _core.MSGPACK} if msgpack and self._msgpack else None
+        headers = dict(self._headers)
+        if msgpack and self._msgpack:
+            headers["Accept"] = _core.MSGPACK
         resp = self._http.request(method, path, params=params, json=json, headers=headers)
         return _core.check(resp)
 
@@ -123,7 +129,7 @@ class Client:
 
     def ready(self) -> Ready:
         """GET /readyz: readiness; a server not ready yet answers Ready(status="not_ready")."""
-        resp = self._http.request("GET", "/readyz")
+        resp = self._http.request("GET", "/readyz", headers=self._headers)
         if resp.status_code == 503:
             return Ready.from_wire(_core.body(resp))
         return Ready.from_wire(_core.body(_core.check(resp)))
