@@ -17,9 +17,10 @@ import secrets
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import httpx
 import pytest

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from conftest import create_index, make_client
 
 import ebb_client
-from conftest import create_index, make_client
 from ebb_client import Event
 
 
@@ -27,7 +27,11 @@ def test_hot_listener(kind, msgpack, server, name):
         assert c.get_list_items(name, "shown", "u/1", limit=1).items[0].value == b"s1"
 
         create_index(c, name)
-        c.write_events(name, [Event(index_id="a", event_id=f"e{i}", timestamp=now - timedelta(seconds=i), payload=b"p") for i in range(30)])
+        events = [
+            Event(index_id="a", event_id=f"e{i}", timestamp=now - timedelta(seconds=i), payload=b"p")
+            for i in range(30)
+        ]
+        c.write_events(name, events)
         assert len(list(c.iter_events(name, "a", page_size=7, order="desc"))) == 30
 
         c.create_table(name, default_ttl=timedelta(hours=1))

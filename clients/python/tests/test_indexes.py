@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from conftest import create_index
 
 import ebb_client
-from conftest import create_index
 from ebb_client import Event
 
 

@@ -6,9 +6,9 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from conftest import create_index
 
 import ebb_client
-from conftest import create_index
 from ebb_client import LegacyRow, LegacyTable
 
 

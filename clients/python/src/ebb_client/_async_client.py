@@ -43,7 +43,6 @@ from .models import (
 )
 
 
-
 class AsyncClient:
     """A client of one ebb server, for asyncio.
 

@@ -177,18 +177,11 @@ def index_path(name: str) -> str:
 
 
 def feature_path(entity_type: str, feature: str, version: str) -> str:
-    return "/v1/list-features/{}/{}/{}".format(
-        _wire.segment(entity_type), _wire.segment(feature), _wire.version_segment(version)
-    )
+    return f"/v1/list-features/{_wire.segment(entity_type)}/{_wire.segment(feature)}/{_wire.version_segment(version)}"
 
 
 def list_path(entity_type: str, feature: str, version: str, entity_id: str) -> str:
-    return "/v1/lists/{}/{}/{}/{}/items".format(
-        _wire.segment(entity_type),
-        _wire.segment(feature),
-        _wire.version_segment(version),
-        _wire.segment(entity_id),
-    )
+    return f"/v1/lists/{_wire.segment(entity_type)}/{_wire.segment(feature)}/{_wire.version_segment(version)}/{_wire.segment(entity_id)}/items"
 
 
 def table_path(table: str) -> str:

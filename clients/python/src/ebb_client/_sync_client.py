@@ -40,7 +40,6 @@ from .models import (
 )
 
 
-
 class Client:
     """A client of one ebb server, that blocks.
 
