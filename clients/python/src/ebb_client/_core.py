@@ -177,11 +177,14 @@ def index_path(name: str) -> str:
 
 
 def feature_path(entity_type: str, feature: str, version: str) -> str:
-    return f"/v1/list-features/{_wire.segment(entity_type)}/{_wire.segment(feature)}/{_wire.version_segment(version)}"
+    seg = _wire.segment
+    return f"/v1/list-features/{seg(entity_type)}/{seg(feature)}/{_wire.version_segment(version)}"
 
 
 def list_path(entity_type: str, feature: str, version: str, entity_id: str) -> str:
-    return f"/v1/lists/{_wire.segment(entity_type)}/{_wire.segment(feature)}/{_wire.version_segment(version)}/{_wire.segment(entity_id)}/items"
+    seg = _wire.segment
+    ver = _wire.version_segment(version)
+    return f"/v1/lists/{seg(entity_type)}/{seg(feature)}/{ver}/{seg(entity_id)}/items"
 
 
 def table_path(table: str) -> str:
