@@ -143,3 +143,39 @@ def test_given_http_client_gets_token_and_headers():
     # Closing the ebb client leaves a given httpx client open.
     assert not http.is_closed
     http.close()
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_retries_after_unavailable(kind):
+    answers = [
+        lambda: _error(503, "unavailable", {"Retry-After": "0"}),
+        lambda: _error(503, "unavailable"),
+        lambda: httpx.Response(200, json={"name": "t", "default_ttl": "0s", "created_at": "2026-11-22T10:00:00Z"}),
+    ]
+    sent = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        sent.append(req.content)
+        return answers[len(sent) - 1]()
+
+    transport = httpx.MockTransport(handler)
+    if kind == "sync":
+        c = ebb_client.Client(http_client=httpx.Client(base_url="http://ebb.test", transport=transport), retries=2)
+        t = c.create_table("t")
+    else:
+
+        async def run():
+            http = httpx.AsyncClient(base_url="http://ebb.test", transport=transport)
+            c = ebb_client.AsyncClient(http_client=http, retries=2)
+            return await c.create_table("t")
+
+        t = asyncio.run(run())
+    assert t.name == "t"
+    # The same body each time.
+    assert sent == [b"{}"] * 3
+    # One retry fewer than needed raises.
+    sent.clear()
+    c = ebb_client.Client(http_client=httpx.Client(base_url="http://ebb.test", transport=transport), retries=1)
+    with pytest.raises(ebb_client.Unavailable):
+        c.create_table("t")
+    assert len(sent) == 2

@@ -97,6 +97,14 @@ def retry_after(resp: httpx.Response) -> Optional[float]:
     return max(0.0, (at - datetime.now(timezone.utc)).total_seconds())
 
 
+def retry_delay(resp: httpx.Response, attempt: int) -> float:
+    """How long to wait before sending again a call answered 503, at most 10 s."""
+    wait = retry_after(resp)
+    if wait is None:
+        wait = 0.05 * 2**attempt
+    return min(wait, 10.0)
+
+
 def error(resp: httpx.Response) -> errors.EbbError:
     """The exception for a non-2xx answer."""
     code, message = "", ""
