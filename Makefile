@@ -20,11 +20,21 @@ PKG     ?= ./...
 # Prometheus's promtool (Debian's prometheus package, installed when
 # missing) checks and unit-tests docs/prometheus/alerts.yml. Debian's
 # chromium (installed when missing) runs the dashboard's browser tests.
+# Then test-python runs the Python client's tests.
 test: override export EBB_TEST_BACKENDS = all
 test:
 	./scripts/with-chromium.sh ./scripts/with-promtool.sh ./scripts/with-dynalite.sh ./scripts/with-dynamodb-local.sh \
 		env EBB_DYNAMODB_LOCAL_VAR=EBB_DYNAMODB_TTL_ENDPOINT ./scripts/with-dynamodb-local.sh \
 		./scripts/with-cassandra.sh $(MAKE) --no-print-directory check
+	$(MAKE) --no-print-directory test-python
+
+# test-python runs the Python client's tests (clients/python) in a virtual
+# environment (tools/python/venv, made the first time; the client and its
+# test extras from PyPI) against `ebb serve` processes they build and
+# start: scripts/test-python.sh. PYTEST_ARGS narrows a run.
+.PHONY: test-python
+test-python:
+	GO=$(GO) ./scripts/test-python.sh $(PYTEST_ARGS)
 
 # test-cql runs the CQL variants of the packages with CQL-backed tests
 # (EBB_TEST_BACKENDS=cql: no DynamoDB endpoint needed), against a fresh

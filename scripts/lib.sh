@@ -63,3 +63,41 @@ scratch_cleanup() {
 	[[ -n "$server" ]] && { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }
 	rm -rf "$work"
 }
+
+# make_venv DIR NAME makes a fresh Python virtual environment in DIR with
+# python3's venv module, which ignores itself in git. Debian splits
+# ensurepip out of python3: when the module cannot make one, Debian's
+# python3-venv is installed with apt-get, as root or through sudo. It fails,
+# saying why (NAME prefixes the message), when none can be made.
+make_venv() {
+	local venv=$1 name=$2
+	if ! command -v python3 >/dev/null 2>&1; then
+		echo "$name: python3 is missing; install it (apt-get install python3 python3-venv)" >&2
+		return 1
+	fi
+	rm -rf "$venv"
+	mkdir -p "$(dirname "$venv")"
+	if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+		rm -rf "$venv"
+		local sudo=()
+		if [[ "$(id -u)" -ne 0 ]]; then
+			if ! command -v sudo >/dev/null 2>&1; then
+				echo "$name: python3 cannot make a virtual environment; install python3-venv as root" >&2
+				return 1
+			fi
+			sudo=(sudo -n)
+		fi
+		if ! command -v apt-get >/dev/null 2>&1; then
+			echo "$name: python3 cannot make a virtual environment and there is no apt-get to install python3-venv" >&2
+			return 1
+		fi
+		echo "$name: installing python3-venv (apt-get install)" >&2
+		if ! "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-venv >&2; then
+			"${sudo[@]}" apt-get update >&2
+			"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-venv >&2
+		fi
+		python3 -m venv "$venv" || return 1
+	fi
+	# The environment is machine-local: keep it out of git.
+	echo '*' >"$venv/.gitignore"
+}

@@ -1,0 +1,135 @@
+"""Indexes: lifecycle, writes, paged queries, reconcile and the errors of a write."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from conftest import create_index
+
+import ebb_client
+from ebb_client import Event
+
+
+def test_index_lifecycle(client, name):
+    ix = create_index(client, name)
+    assert ix.name == name
+    assert ix.table_bucket == timedelta(hours=1)
+    assert ix.partition_bucket == timedelta(minutes=1)
+    assert ix.retention == timedelta(hours=2)
+    assert ix.runway == 2
+    assert ix.shards and all(s.start.tzinfo is not None for s in ix.shards)
+    assert ix.runway_remaining > timedelta(0)
+    # The same configuration again is answered as is.
+    assert create_index(client, name).shards == ix.shards
+    # Shards are laid out by the buckets: another one is a conflict.
+    with pytest.raises(ebb_client.Conflict) as e:
+        client.create_index(
+            name,
+            table_bucket=timedelta(hours=2),
+            partition_bucket=timedelta(minutes=1),
+            retention=timedelta(hours=2),
+        )
+    assert "table_bucket" in e.value.message
+    # A longer retention is a change the PUT makes.
+    longer = create_index(client, name, retention=timedelta(hours=3))
+    assert longer.retention == timedelta(hours=3) and longer.held_retention is None
+    got = client.get_index(name, stats=True)
+    assert [s.table for s in got.shards] == [s.table for s in longer.shards]
+    assert all(s.rows is not None for s in got.shards)
+    assert name in [i.name for i in client.list_indexes()]
+    client.delete_index(name)
+    with pytest.raises(ebb_client.NotFound) as e:
+        client.get_index(name)
+    assert e.value.status == 404 and e.value.code == "not_found"
+    # Deleting what is gone is answered as deleted.
+    client.delete_index(name)
+
+
+def test_events_pages_and_order(client, name):
+    create_index(client, name)
+    now = datetime.now(timezone.utc).replace(microsecond=123000)
+    events = [
+        Event(
+            index_id="user/ü 1",
+            event_id=f"e{i:02d}",
+            timestamp=now - timedelta(minutes=i),
+            payload=None if i == 3 else bytes([i, 0xFF, 0xFB]),
+        )
+        for i in range(25)
+    ]
+    assert client.write_events(name, events) == 25
+    # A write is an idempotent upsert.
+    assert client.write_events(name, events[:5]) == 5
+    client.write_events(name, [Event(index_id="other", event_id="x", timestamp=now)])
+
+    page = client.query_events(name, "user/ü 1", limit=10)
+    assert len(page.events) == 10 and page.next_page_token
+    asc = list(client.iter_events(name, "user/ü 1", page_size=7))
+    assert [e.event_id for e in asc] == [f"e{i:02d}" for i in reversed(range(25))]
+    first = asc[-1]
+    assert first.timestamp == now and first.timestamp.tzinfo is not None
+    assert first.payload == bytes([0, 0xFF, 0xFB])
+    # No payload reads back as empty bytes in both encodings.
+    assert not [e for e in asc if e.event_id == "e03"][0].payload
+    desc = list(client.iter_events(name, "user/ü 1", order="desc", page_size=4))
+    assert [e.event_id for e in desc] == [e.event_id for e in reversed(asc)]
+    # [start, end): start inclusive, end exclusive.
+    window = list(
+        client.iter_events(name, "user/ü 1", start=now - timedelta(minutes=5), end=now)
+    )
+    assert [e.event_id for e in window] == ["e05", "e04", "e03", "e02", "e01"]
+    # An index_id never written reads empty.
+    assert client.query_events(name, "nobody").events == []
+
+
+def test_write_errors(client, name):
+    create_index(client, name)
+    now = datetime.now(timezone.utc)
+    with pytest.raises(ebb_client.NoShard) as e:
+        client.write_events(name, [Event(index_id="a", event_id="b", timestamp=now + timedelta(days=3))])
+    assert e.value.status == 422 and "event 0" in e.value.message
+    with pytest.raises(ebb_client.Expired) as e:
+        client.write_events(
+            name,
+            [
+                Event(index_id="a", event_id="ok", timestamp=now),
+                Event(index_id="a", event_id="old", timestamp=now - timedelta(days=3)),
+            ],
+        )
+    assert "event 1" in e.value.message
+    # All or nothing: the good event of the refused batch is not there.
+    assert client.query_events(name, "a").events == []
+    with pytest.raises(ebb_client.InvalidArgument):
+        client.get_index("Not-A-Name")
+    with pytest.raises(ebb_client.InvalidArgument):
+        client.query_events(name, "a", limit=0)
+    with pytest.raises(ebb_client.TooLarge):
+        client.write_events(name, [Event(index_id="a", event_id="big", timestamp=now, payload=b"x" * 7_000_000)])
+    with pytest.raises(ValueError):
+        # A naive datetime names no zone: refused before anything is sent.
+        client.write_events(name, [Event(index_id="a", event_id="b", timestamp=datetime.now())])
+
+
+def test_reconcile(client, name):
+    create_index(client, name, retention=timedelta(hours=4))
+    assert client.plan_index(name).applied is False
+    # A shorter retention drops nothing by itself: a plan shows the drops,
+    # and only an apply makes them.
+    shorter = create_index(client, name, retention=timedelta(hours=1))
+    assert shorter.held_retention == timedelta(hours=4)
+    plan = client.plan_index(name)
+    assert plan.applied is False
+    drops = [a for a in plan.actions if a.op == "drop"]
+    assert drops and all(a.reason for a in drops)
+    assert client.reconcile_index(name).applied is False
+    assert client.get_index(name).held_retention == timedelta(hours=4)
+    applied = client.apply_index(name)
+    assert applied.applied is True
+    assert {a.table for a in applied.actions if a.op == "drop"} == {a.table for a in drops}
+    after = client.get_index(name)
+    assert after.held_retention is None
+    assert not {s.table for s in after.shards} & {a.table for a in drops}
+    assert client.reconcile_index(name, dry_run=False, allow_clock_jump=True).applied is True
+    with pytest.raises(ebb_client.NotFound):
+        client.plan_index(name + "x")
