@@ -1,0 +1,189 @@
+package expiry
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+
+	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
+)
+
+// Due markers: what lets an idle sweeper read (almost) nothing.
+//
+// Finding out that a window holds no entries costs Shards reads of the
+// index, so a sweeper that walked every window would read Shards times a
+// second forever, on an empty store too. Instead every writer records, in
+// store.MetaTable (kind markKind), one marker per window it puts entries
+// in, before the entries themselves; the sweeper reads the first page of
+// markers (one small read, in window order), sweeps only the windows named
+// there, and removes a window's marker once the window is finished. The
+// first marker past now is the earliest due time of the whole index, and
+// the sweeper sleeps until then.
+//
+// Why this is safe across replicas: a marker is written before its entries
+// (and they before their rows), so a marker is in the store no later than
+// the entries it stands for; and an entry is due no sooner than Grace after
+// its write started, so by the time its window has ended, and the sweeper
+// may remove the marker, every entry of the window has landed (a write
+// slower than Grace re-indexes its rows into a later window, with a marker
+// of its own). A writer therefore writes each window's marker once and
+// remembers it (markCache): a second write into the same window needs
+// none, whether or not the sweeper has removed the marker meanwhile.
+//
+// How soon a marker is seen: a write through this process wakes its
+// sweeper at once (Sweeper.Wake), so a row due soon is swept on time after
+// any sleep. A write through another replica wakes nobody: the sweeper
+// reads the markers again at least every IdleInterval, which bounds the
+// extra delay of such rows, and the idle cost (one read per IdleInterval).
+const markKind = "sweeper_due"
+
+// markKey is a window's marker key: its start as 16 hex digits, offset so
+// that text order is window order for negative windows too.
+func markKey(w int64) string {
+	return fmt.Sprintf("%016x", uint64(w)^(1<<63))
+}
+
+func markWindow(key string) (int64, error) {
+	u, err := strconv.ParseUint(key, 16, 64)
+	if err != nil || len(key) != 16 {
+		return 0, fmt.Errorf("expiry: malformed due marker %q", key)
+	}
+	return int64(u ^ (1 << 63)), nil
+}
+
+func markUpsert(w int64) store.Mutation {
+	return store.Mutation{
+		Partition: []any{markKind}, Clustering: []any{markKey(w)}, NoExpiry: true,
+		Cells: []store.Cell{{Column: "doc", Value: []byte(strconv.FormatInt(w, 10))}},
+	}
+}
+
+func markDeletion(w int64) store.Mutation {
+	return store.Mutation{Kind: store.DeleteRow, Partition: []any{markKind}, Clustering: []any{markKey(w)}}
+}
+
+// markCacheSize bounds the windows a writer remembers having marked; past
+// it the memory starts over, which costs a marker write again per window.
+const markCacheSize = 4096
+
+// markCache is the windows this process has written a marker for.
+type markCache struct {
+	mu sync.Mutex
+	w  map[int64]struct{}
+}
+
+// missing returns the windows of entries with no marker written by this
+// process yet, in order of first appearance.
+func (c *markCache) missing(entries []entry) []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []int64
+	for i := range entries {
+		w := entries[i].window
+		if _, ok := c.w[w]; ok {
+			continue
+		}
+		seen := false
+		for _, o := range out {
+			seen = seen || o == w
+		}
+		if !seen {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func (c *markCache) add(ws []int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.w == nil || len(c.w)+len(ws) > markCacheSize {
+		c.w = make(map[int64]struct{}, markCacheSize)
+	}
+	for _, w := range ws {
+		c.w[w] = struct{}{}
+	}
+}
+
+// writeMarks records the markers of entries' windows that this process has
+// not marked yet, deferred where the backend can (the entries and the row
+// written right after sync them), and wakes the sweeper if one of them is
+// earlier than what it sleeps towards.
+func (s *Store) writeMarks(ctx context.Context, entries []entry) error {
+	if !s.marked {
+		return nil
+	}
+	ws := s.marks.missing(entries)
+	if len(ws) == 0 {
+		return nil
+	}
+	muts := make([]store.Mutation, len(ws))
+	for i, w := range ws {
+		muts[i] = markUpsert(w)
+	}
+	var err error
+	if dw, ok := store.As[store.DeferredWriter](s.inner); ok {
+		err = dw.WriteDeferred(ctx, store.MetaTable, muts)
+	} else {
+		err = s.inner.Write(ctx, store.MetaTable, muts)
+	}
+	if err != nil {
+		return err
+	}
+	s.marks.add(ws)
+	s.sweep.noteDue(ws)
+	return nil
+}
+
+// readMarks returns the windows of the first page of markers after the
+// page token, in window order, and the token of the next page.
+func (sw *Sweeper) readMarks(ctx context.Context, token []byte) ([]int64, []byte, error) {
+	q := store.Query{Partition: []any{markKind}, Limit: sw.pageSize(), PageToken: token}
+	var page store.Page
+	err := sw.retry(ctx, func() error {
+		var err error
+		page, err = kit.Query(ctx, sw.inner, store.MetaTable, q)
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("expiry: read due markers: %w", err)
+	}
+	ws := make([]int64, 0, len(page.Rows))
+	for _, r := range page.Rows {
+		key, _ := r.Clustering[0].(string)
+		w, err := markWindow(key)
+		if err != nil {
+			return nil, nil, err
+		}
+		ws = append(ws, w)
+	}
+	return ws, page.NextPageToken, nil
+}
+
+// noteDue tells the sweeper that windows now hold entries; it wakes the
+// loop when one is earlier than anything it knew of.
+func (sw *Sweeper) noteDue(ws []int64) {
+	earliest := int64(math.MaxInt64)
+	for _, w := range ws {
+		earliest = min(earliest, w)
+	}
+	for {
+		cur := sw.woken.Load()
+		if earliest >= cur {
+			return // a wake-up at least as early is already pending
+		}
+		if sw.woken.CompareAndSwap(cur, earliest) {
+			break
+		}
+	}
+	if earliest >= sw.next.Load() {
+		return // the sweeper wakes by then anyway; Next reads woken too
+	}
+	select {
+	case sw.wake <- struct{}{}:
+	default:
+	}
+}
