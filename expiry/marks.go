@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 	"sync"
+	"time"
 
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/kit"
@@ -16,12 +16,13 @@ import (
 // Finding out that a window holds no entries costs Shards reads of the
 // index, so a sweeper that walked every window would read Shards times a
 // second forever, on an empty store too. Instead every writer records, in
-// store.MetaTable (kind markKind), one marker per window it puts entries
-// in, before the entries themselves; the sweeper reads the first page of
-// markers (one small read, in window order), sweeps only the windows named
-// there, and removes a window's marker once the window is finished. The
-// first marker past now is the earliest due time of the whole index, and
-// the sweeper sleeps until then.
+// one partition of IndexTable of its own (markPartition), one marker per
+// window it puts entries in, before the entries themselves; the sweeper
+// reads the first page of markers (one small read, in window order),
+// sweeps only the windows named there, and removes a window's marker once
+// the window is finished. The first marker past now is the earliest due
+// time of the whole index, and the sweeper sleeps until then. Markers are
+// the expiry index's own rows, so the meter counts them as its cost.
 //
 // Why this is safe across replicas: a marker is written before its entries
 // (and they before their rows), so a marker is in the store no later than
@@ -38,31 +39,27 @@ import (
 // any sleep. A write through another replica wakes nobody: the sweeper
 // reads the markers again at least every IdleInterval, which bounds the
 // extra delay of such rows, and the idle cost (one read per IdleInterval).
-const markKind = "sweeper_due"
 
-// markKey is a window's marker key: its start as 16 hex digits, offset so
-// that text order is window order for negative windows too.
-func markKey(w int64) string {
-	return fmt.Sprintf("%016x", uint64(w)^(1<<63))
-}
+// markPartition is the IndexTable partition of the due markers: no entry
+// has a window that early nor a negative shard. A marker's clustering key
+// is its window's start as the due time, with no table and a one-byte id.
+var markPartition = []any{int64(math.MinInt64), int64(-1)}
 
-func markWindow(key string) (int64, error) {
-	u, err := strconv.ParseUint(key, 16, 64)
-	if err != nil || len(key) != 16 {
-		return 0, fmt.Errorf("expiry: malformed due marker %q", key)
-	}
-	return int64(u ^ (1 << 63)), nil
-}
+func markClustering(w int64) []any { return []any{time.UnixMilli(w).UTC(), "", []byte{0}} }
 
 func markUpsert(w int64) store.Mutation {
 	return store.Mutation{
-		Partition: []any{markKind}, Clustering: []any{markKey(w)}, NoExpiry: true,
-		Cells: []store.Cell{{Column: "doc", Value: []byte(strconv.FormatInt(w, 10))}},
+		Partition: markPartition, Clustering: markClustering(w), NoExpiry: true,
+		Cells: []store.Cell{
+			{Column: "pk", Value: []byte{}},
+			{Column: "ck", Value: []byte{}},
+			{Column: "expires_at", Value: time.UnixMilli(w).UTC()},
+		},
 	}
 }
 
 func markDeletion(w int64) store.Mutation {
-	return store.Mutation{Kind: store.DeleteRow, Partition: []any{markKind}, Clustering: []any{markKey(w)}}
+	return store.Mutation{Kind: store.DeleteRow, Partition: markPartition, Clustering: markClustering(w)}
 }
 
 // markCacheSize bounds the windows a writer remembers having marked; past
@@ -126,9 +123,9 @@ func (s *Store) writeMarks(ctx context.Context, entries []entry) error {
 	}
 	var err error
 	if dw, ok := store.As[store.DeferredWriter](s.inner); ok {
-		err = dw.WriteDeferred(ctx, store.MetaTable, muts)
+		err = dw.WriteDeferred(ctx, IndexTable, muts)
 	} else {
-		err = s.inner.Write(ctx, store.MetaTable, muts)
+		err = s.inner.Write(ctx, IndexTable, muts)
 	}
 	if err != nil {
 		return err
@@ -141,11 +138,11 @@ func (s *Store) writeMarks(ctx context.Context, entries []entry) error {
 // readMarks returns the windows of the first page of markers after the
 // page token, in window order, and the token of the next page.
 func (sw *Sweeper) readMarks(ctx context.Context, token []byte) ([]int64, []byte, error) {
-	q := store.Query{Partition: []any{markKind}, Limit: sw.pageSize(), PageToken: token}
+	q := store.Query{Partition: markPartition, Limit: sw.pageSize(), PageToken: token}
 	var page store.Page
 	err := sw.retry(ctx, func() error {
 		var err error
-		page, err = kit.Query(ctx, sw.inner, store.MetaTable, q)
+		page, err = kit.Query(ctx, sw.inner, IndexTable, q)
 		return err
 	})
 	if err != nil {
@@ -153,12 +150,11 @@ func (sw *Sweeper) readMarks(ctx context.Context, token []byte) ([]int64, []byte
 	}
 	ws := make([]int64, 0, len(page.Rows))
 	for _, r := range page.Rows {
-		key, _ := r.Clustering[0].(string)
-		w, err := markWindow(key)
-		if err != nil {
-			return nil, nil, err
+		due, ok := r.Clustering[0].(time.Time)
+		if !ok {
+			return nil, nil, errBadEntry
 		}
-		ws = append(ws, w)
+		ws = append(ws, due.UnixMilli())
 	}
 	return ws, page.NextPageToken, nil
 }

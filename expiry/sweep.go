@@ -198,7 +198,7 @@ pages:
 				continue
 			}
 			err := sw.retry(ctx, func() error {
-				return sw.inner.Write(ctx, store.MetaTable, []store.Mutation{markDeletion(w)})
+				return sw.inner.Write(ctx, IndexTable, []store.Mutation{markDeletion(w)})
 			})
 			if err != nil {
 				passErr = fmt.Errorf("expiry: remove due marker: %w", err)
