@@ -181,7 +181,7 @@ pages:
 		}
 		for _, w := range ws {
 			if w > cur {
-				next = w
+				next = min(next, w)
 				break pages
 			}
 			// Until it is finished, w is the first window not swept.
@@ -212,9 +212,9 @@ pages:
 		token = more
 	}
 	if passErr != nil {
-		// Whatever the pass did not reach is due again at once; the loop
-		// backs off.
-		next = nowMs
+		// The loop backs off from the failure, up to IdleInterval (Next):
+		// a failing pass must not run every SweepInterval.
+		next = math.MaxInt64
 	}
 	sw.next.Store(next)
 	if wm > sw.wm {
