@@ -135,10 +135,16 @@ func (s *Store) writeMarks(ctx context.Context, entries []entry) error {
 	return nil
 }
 
-// readMarks returns the windows of the first page of markers after the
-// page token, in window order, and the token of the next page.
+// markPage is how many markers one read returns: a pass needs those up to
+// now and one after, and a small page is one read unit on every provider
+// however many windows ahead hold entries (rows with a TTL of days mark a
+// window every second of writing).
+const markPage = 32
+
+// readMarks returns the windows of the page of markers after the page
+// token, in window order, and the token of the next page.
 func (sw *Sweeper) readMarks(ctx context.Context, token []byte) ([]int64, []byte, error) {
-	q := store.Query{Partition: markPartition, Limit: sw.pageSize(), PageToken: token}
+	q := store.Query{Partition: markPartition, Limit: markPage, PageToken: token}
 	var page store.Page
 	err := sw.retry(ctx, func() error {
 		var err error
