@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ebb-data/ebb/store"
-	"github.com/ebb-data/ebb/store/kit"
 )
 
 // Due markers: what lets an idle sweeper read (almost) nothing.
@@ -145,12 +144,7 @@ const markPage = 32
 // token, in window order, and the token of the next page.
 func (sw *Sweeper) readMarks(ctx context.Context, token []byte) ([]int64, []byte, error) {
 	q := store.Query{Partition: markPartition, Limit: markPage, PageToken: token}
-	var page store.Page
-	err := sw.retry(ctx, func() error {
-		var err error
-		page, err = kit.Query(ctx, sw.inner, IndexTable, q)
-		return err
-	})
+	page, err := sw.readIndex(ctx, q)
 	if err != nil {
 		return nil, nil, fmt.Errorf("expiry: read due markers: %w", err)
 	}

@@ -257,12 +257,7 @@ func (sw *Sweeper) sweepPartition(ctx context.Context, w, shard int64, now time.
 	}
 	res.Partitions++
 	for {
-		var page store.Page
-		err := sw.retry(ctx, func() error {
-			var err error
-			page, err = kit.Query(ctx, sw.inner, IndexTable, q)
-			return err
-		})
+		page, err := sw.readIndex(ctx, q)
 		if err != nil {
 			return fmt.Errorf("expiry: read window %d shard %d: %w", w, shard, err)
 		}
@@ -276,6 +271,17 @@ func (sw *Sweeper) sweepPartition(ctx context.Context, w, shard int64, now time.
 		}
 		q.PageToken = page.NextPageToken
 	}
+}
+
+// readIndex reads a page of IndexTable, retried on throttling.
+func (sw *Sweeper) readIndex(ctx context.Context, q store.Query) (store.Page, error) {
+	var page store.Page
+	err := sw.retry(ctx, func() error {
+		var err error
+		page, err = kit.Query(ctx, sw.inner, IndexTable, q)
+		return err
+	})
+	return page, err
 }
 
 // processPage deletes the rows a page of entries points at, grouped by
