@@ -16,7 +16,7 @@ import (
 
 // ErrBackupUnsupported: the backend has no checkpoints of its own (DynamoDB
 // and CQL have their provider's backups; see docs/operations.md).
-var ErrBackupUnsupported = fmt.Errorf("%w: backups through ebb are for the embedded backend; use the provider's backups (DynamoDB point-in-time recovery, CQL snapshots)", store.ErrInvalid)
+var ErrBackupUnsupported = store.Errorf(store.ErrInvalid, "backups through ebb are for the embedded backend; use the provider's backups (DynamoDB point-in-time recovery, CQL snapshots)")
 
 // Backup is one backup taken by DB.Backup.
 type Backup struct {
@@ -41,7 +41,7 @@ func (db *DB) Backup(ctx context.Context, dir string) (Backup, error) {
 		return Backup{}, ErrBackupUnsupported
 	}
 	if !filepath.IsAbs(dir) {
-		return Backup{}, fmt.Errorf("%w: backup directory %q must be an absolute path", store.ErrInvalid, dir)
+		return Backup{}, store.Errorf(store.ErrInvalid, "backup directory %q must be an absolute path", dir)
 	}
 	start := db.o.Now()
 	n, err := cp.Checkpoint(ctx, dir)
@@ -58,7 +58,7 @@ var ErrNotEmpty = errors.New("ebb: data directory is not empty")
 // ErrRestoreTarget: Restore refuses a data directory inside the backup (the
 // copy would copy itself until the disk is full) and a backup inside the
 // data directory. It wraps store.ErrInvalid.
-var ErrRestoreTarget = fmt.Errorf("%w: ebb: the backup and the data directory overlap", store.ErrInvalid)
+var ErrRestoreTarget = store.Mark(store.ErrInvalid, "ebb", "the backup and the data directory overlap")
 
 // ErrBackupDamaged: a backup is not as it was written (a file missing,
 // truncated or altered; an sstable block failing its checksum). The message
@@ -96,13 +96,13 @@ func Restore(from, data string) error {
 // started writing removes what it wrote.
 func RestoreWith(ctx context.Context, from, data string, o RestoreOptions) error {
 	if from == "" || data == "" {
-		return fmt.Errorf("%w: restore needs a backup and a data directory", store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "restore needs a backup and a data directory")
 	}
 	if ebbpebble.Inside(data, from) {
-		return fmt.Errorf("%w: the data directory %s is inside the backup %s; restore into a directory outside it", ErrRestoreTarget, data, from)
+		return store.Errorf(ErrRestoreTarget, "the data directory %s is inside the backup %s; restore into a directory outside it", data, from)
 	}
 	if ebbpebble.Inside(from, data) {
-		return fmt.Errorf("%w: the backup %s is inside the data directory %s; restore into a directory outside it", ErrRestoreTarget, from, data)
+		return store.Errorf(ErrRestoreTarget, "the backup %s is inside the data directory %s; restore into a directory outside it", from, data)
 	}
 	_, statErr := os.Stat(data)
 	if entries, err := os.ReadDir(data); err == nil && len(entries) > 0 {
@@ -111,7 +111,7 @@ func RestoreWith(ctx context.Context, from, data string, o RestoreOptions) error
 		return fmt.Errorf("ebb: restore: %w", err)
 	}
 	if m, _ := filepath.Glob(filepath.Join(from, "MANIFEST-*")); len(m) == 0 {
-		return fmt.Errorf("%w: %s is not an ebb backup (no Pebble manifest)", store.ErrInvalid, from)
+		return store.Errorf(store.ErrInvalid, "%s is not an ebb backup (no Pebble manifest)", from)
 	}
 	vo := ebbpebble.VerifyOptions{NoManifest: o.NoManifest}
 	names, err := ebbpebble.VerifyCheckpoint(ctx, from, vo)

@@ -150,17 +150,17 @@ func (o Options) withDefaults() Options {
 func (o Options) Validate() error {
 	switch {
 	case o.Store == nil && o.Dir == "":
-		return fmt.Errorf("%w: ebb: Options needs a Store or a Dir for the embedded store", store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "ebb: Options needs a Store or a Dir for the embedded store")
 	case o.Store != nil && o.Dir != "":
-		return fmt.Errorf("%w: ebb: Options has both a Store and a Dir; Dir is only for the embedded store Open creates", store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "ebb: Options has both a Store and a Dir; Dir is only for the embedded store Open creates")
 	case o.ReconcileInterval < 0, o.SweepInterval < 0, o.LeaseDuration < 0, o.CacheTTL < 0:
-		return fmt.Errorf("%w: ebb: intervals and the lease duration must be positive", store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "ebb: intervals and the lease duration must be positive")
 	case o.MaxReadPartitions < 0:
-		return fmt.Errorf("%w: ebb: MaxReadPartitions %d is negative", store.ErrInvalid, o.MaxReadPartitions)
+		return store.Errorf(store.ErrInvalid, "ebb: MaxReadPartitions %d is negative", o.MaxReadPartitions)
 	case o.SweepMaxDeletesPerSecond < 0:
-		return fmt.Errorf("%w: ebb: SweepMaxDeletesPerSecond %g is negative; zero means unlimited", store.ErrInvalid, o.SweepMaxDeletesPerSecond)
+		return store.Errorf(store.ErrInvalid, "ebb: SweepMaxDeletesPerSecond %g is negative; zero means unlimited", o.SweepMaxDeletesPerSecond)
 	case o.LeaseDuration > 0 && o.LeaseDuration < 100*time.Millisecond:
-		return fmt.Errorf("%w: ebb: LeaseDuration %s is below 100ms: renewals could not keep up", store.ErrInvalid, o.LeaseDuration)
+		return store.Errorf(store.ErrInvalid, "ebb: LeaseDuration %s is below 100ms: renewals could not keep up", o.LeaseDuration)
 	}
 	return nil
 }

@@ -156,7 +156,7 @@ type state struct {
 
 // ErrLayout is returned by Wrap when the index was created with another
 // Window or Shards. It wraps store.ErrConflict.
-var ErrLayout = fmt.Errorf("%w: expiry index layout differs", store.ErrConflict)
+var ErrLayout = store.Errorf(store.ErrConflict, "expiry index layout differs")
 
 func loadState(ctx context.Context, m store.Meta) (state, bool, error) {
 	doc, err := m.Get(ctx, metaKind, metaKey)

@@ -89,7 +89,7 @@ func (o Options) Validate() error {
 	o = o.withDefaults(0)
 	var errs []error
 	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: expiry: %s", store.ErrInvalid, fmt.Sprintf(format, args...)))
+		errs = append(errs, store.Errorf(store.ErrInvalid, "expiry: %s", fmt.Sprintf(format, args...)))
 	}
 	if o.Window < time.Millisecond || o.Window%time.Millisecond != 0 {
 		bad("window %s must be a positive whole number of milliseconds", o.Window)

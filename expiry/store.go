@@ -305,7 +305,7 @@ func (s *Store) CreateTable(ctx context.Context, spec store.TableSpec) error {
 // decorator, since pending entries would be lost.
 func (s *Store) DropTable(ctx context.Context, name string) error {
 	if name == IndexTable {
-		return fmt.Errorf("%w: %s is managed by the expiry sweeper", store.ErrInvalid, IndexTable)
+		return store.Errorf(store.ErrInvalid, "%s is managed by the expiry sweeper", IndexTable)
 	}
 	defer s.specs.Forget(name)
 	return s.inner.DropTable(ctx, name)

@@ -128,11 +128,11 @@ func New(ctx context.Context, st store.Store, opts Options) (*Service, error) {
 func checkName(what, s string, allowEmpty bool) error {
 	switch {
 	case s == "" && !allowEmpty:
-		return fmt.Errorf("%w: %s is empty", store.ErrInvalid, what)
+		return store.Errorf(store.ErrInvalid, "%s is empty", what)
 	case len(s) > MaxNameBytes:
-		return fmt.Errorf("%w: %s is %d bytes, at most %d", store.ErrInvalid, what, len(s), MaxNameBytes)
+		return store.Errorf(store.ErrInvalid, "%s is %d bytes, at most %d", what, len(s), MaxNameBytes)
 	case !utf8.ValidString(s):
-		return fmt.Errorf("%w: %s is not valid UTF-8", store.ErrInvalid, what)
+		return store.Errorf(store.ErrInvalid, "%s is not valid UTF-8", what)
 	}
 	return nil
 }
@@ -152,11 +152,10 @@ func metaKey(id FeatureID) (string, error) {
 	}
 	b, err := json.Marshal([3]string{id.EntityType, id.Name, id.Version})
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", store.ErrInvalid, err)
+		return "", store.Errorf(store.ErrInvalid, "%v", err)
 	}
 	if len(b) > maxMetaKeyBytes {
-		return "", fmt.Errorf("%w: entity type, feature name and version are too long together (%d bytes quoted, at most %d)",
-			store.ErrInvalid, len(b), maxMetaKeyBytes)
+		return "", store.Errorf(store.ErrInvalid, "entity type, feature name and version are too long together (%d bytes quoted, at most %d)", len(b), maxMetaKeyBytes)
 	}
 	return string(b), nil
 }
@@ -186,7 +185,7 @@ func TableSpec(name string, ttl time.Duration) store.TableSpec {
 
 func checkTTL(ttl time.Duration) error {
 	if ttl <= 0 || ttl%time.Millisecond != 0 {
-		return fmt.Errorf("%w: TTL %s must be a positive whole number of milliseconds", store.ErrInvalid, ttl)
+		return store.Errorf(store.ErrInvalid, "TTL %s must be a positive whole number of milliseconds", ttl)
 	}
 	return nil
 }
@@ -205,7 +204,7 @@ func (s *Service) CreateFeature(ctx context.Context, id FeatureID, ttl time.Dura
 	}
 	existing := func(f Feature) (Feature, bool, error) {
 		if f.TTL != ttl {
-			return Feature{}, false, fmt.Errorf("%w: %s has TTL %s, not %s", ErrFeatureConflict, id, f.TTL, ttl)
+			return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s has TTL %s, not %s", id, f.TTL, ttl)
 		}
 		s.remember(f)
 		return f, false, nil
@@ -234,8 +233,7 @@ func (s *Service) CreateFeature(ctx context.Context, id FeatureID, ttl time.Dura
 		if f, rerr := s.readFeature(ctx, id, key); rerr == nil {
 			return existing(f)
 		}
-		return Feature{}, false, fmt.Errorf("%w: %s: its table %s exists with another TTL (a concurrent or interrupted create; delete the version and retry)",
-			ErrFeatureConflict, id, name)
+		return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s: its table %s exists with another TTL (a concurrent or interrupted create; delete the version and retry)", id, name)
 	}
 	f = Feature{FeatureID: id, TTL: ttl, Table: name, Created: s.now().UTC()}
 	doc, err := json.Marshal(featureDoc{
@@ -348,7 +346,7 @@ func (s *Service) DeleteFeatureVersion(ctx context.Context, id FeatureID) error 
 		return fmt.Errorf("delete %s: %w", id, err)
 	}
 	if orphan {
-		return fmt.Errorf("%w: %s", ErrFeatureNotFound, id)
+		return store.Errorf(ErrFeatureNotFound, "%s", id)
 	}
 	s.log.Info("list feature version deleted", "entity_type", id.EntityType, "feature", id.Name, "version", id.Version, "table", f.Table)
 	return nil
@@ -391,7 +389,7 @@ func (s *Service) Features(ctx context.Context, entityType string) ([]Feature, e
 func (s *Service) readFeature(ctx context.Context, id FeatureID, key string) (Feature, error) {
 	doc, err := s.meta.Get(ctx, kindFeature, key)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTableNotFound) {
-		return Feature{}, fmt.Errorf("%w: %s", ErrFeatureNotFound, id)
+		return Feature{}, store.Errorf(ErrFeatureNotFound, "%s", id)
 	}
 	if err != nil {
 		return Feature{}, fmt.Errorf("read %s: %w", id, err)
@@ -461,7 +459,7 @@ func (s *Service) withFeature(ctx context.Context, id FeatureID, op func(Feature
 	}
 	if err = op(f); errors.Is(err, store.ErrTableNotFound) {
 		s.forget(id)
-		return fmt.Errorf("%w: %s (its table is gone)", ErrFeatureNotFound, id)
+		return store.Errorf(ErrFeatureNotFound, "%s (its table is gone)", id)
 	}
 	return err
 }

@@ -146,7 +146,7 @@ func digits8(b []byte) (uint64, bool) {
 
 func checkTimestamp(ts time.Time) error {
 	if err := timefmt.UnixNanos.Check(ts); err != nil {
-		return fmt.Errorf("%w: %v", store.ErrInvalid, err)
+		return store.Errorf(store.ErrInvalid, "%v", err)
 	}
 	return nil
 }
@@ -184,11 +184,11 @@ func (s *Service) Add(ctx context.Context, id FeatureID, entityID string, items 
 		return AddResult{}, err
 	}
 	if len(items) > MaxItemsPerAdd {
-		return AddResult{}, fmt.Errorf("%w: %d items, at most %d per add", store.ErrInvalid, len(items), MaxItemsPerAdd)
+		return AddResult{}, store.Errorf(store.ErrInvalid, "%d items, at most %d per add", len(items), MaxItemsPerAdd)
 	}
 	for i, it := range items {
 		if len(it.Value) > MaxValueBytes {
-			return AddResult{}, &store.MutationError{Noun: "item", Index: i, Err: fmt.Errorf("%w: value is %d bytes, at most %d", store.ErrTooLarge, len(it.Value), MaxValueBytes)}
+			return AddResult{}, &store.MutationError{Noun: "item", Index: i, Err: store.Errorf(store.ErrTooLarge, "value is %d bytes, at most %d", len(it.Value), MaxValueBytes)}
 		}
 		if err := checkTimestamp(it.Timestamp); err != nil {
 			return AddResult{}, &store.MutationError{Noun: "item", Index: i, Err: err}
@@ -335,10 +335,10 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 	if rd.PageToken != "" {
 		b, err := base64.RawURLEncoding.DecodeString(rd.PageToken)
 		if err != nil || len(b) != 1+itemKeyLen || b[0] != pageTokenVersion {
-			return 0, "", fmt.Errorf("%w: malformed page_token", store.ErrInvalid)
+			return 0, "", store.Errorf(store.ErrInvalid, "malformed page_token")
 		}
 		if _, err := parseItemKey(b[1:]); err != nil {
-			return 0, "", fmt.Errorf("%w: malformed page_token", store.ErrInvalid)
+			return 0, "", store.Errorf(store.ErrInvalid, "malformed page_token")
 		}
 		after = string(b[1:])
 	}
@@ -349,7 +349,7 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 		if n > 0 {
 			// The table went away after items were handed out: the
 			// feature version was deleted during the read.
-			return fmt.Errorf("%w: %s (deleted during the read)", ErrFeatureNotFound, id)
+			return store.Errorf(ErrFeatureNotFound, "%s (deleted during the read)", id)
 		}
 		// Every item of the feature lives exactly TTL past its timestamp,
 		// so the live items are those with timestamp > now - TTL: the
@@ -416,7 +416,7 @@ func (s *Service) RemoveByValue(ctx context.Context, id FeatureID, entityID stri
 		return 0, err
 	}
 	if len(value) > MaxValueBytes {
-		return 0, fmt.Errorf("%w: value is %d bytes, at most %d", store.ErrTooLarge, len(value), MaxValueBytes)
+		return 0, store.Errorf(store.ErrTooLarge, "value is %d bytes, at most %d", len(value), MaxValueBytes)
 	}
 	removed := 0
 	err := s.withFeature(ctx, id, func(f Feature) error {

@@ -1,7 +1,6 @@
 package lists
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -31,9 +30,9 @@ const (
 // so callers may match either.
 var (
 	// ErrFeatureNotFound: no such list feature version.
-	ErrFeatureNotFound error = store.Mark(errors.New("lists: no such feature"), store.ErrNotFound)
+	ErrFeatureNotFound error = store.Mark(store.ErrNotFound, "lists", "no such feature")
 	// ErrFeatureConflict: the feature version exists with another TTL.
-	ErrFeatureConflict error = store.Mark(errors.New("lists: feature exists with a different TTL"), store.ErrConflict)
+	ErrFeatureConflict error = store.Mark(store.ErrConflict, "lists", "feature exists with a different TTL")
 )
 
 // Options configures New. The zero value is valid.
@@ -65,7 +64,7 @@ func DefaultOptions() Options {
 // Validate checks the options; errors wrap store.ErrInvalid.
 func (o Options) Validate() error {
 	if o.CacheTTL < 0 {
-		return fmt.Errorf("%w: lists: negative CacheTTL", store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "lists: negative CacheTTL")
 	}
 	return nil
 }

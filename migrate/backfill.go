@@ -146,7 +146,7 @@ func (s *Service) Backfill(ctx context.Context, index string, opts BackfillOptio
 		opts.BatchSize = DefaultBackfillBatch
 	}
 	if opts.BatchSize < 1 || opts.BatchSize > timeseries.MaxBatch || opts.RowsPerSecond < 0 || opts.UnitsPerSecond < 0 {
-		return Checkpoint{}, fmt.Errorf("%w: backfill: batch_size 1..%d and non-negative rates", store.ErrInvalid, timeseries.MaxBatch)
+		return Checkpoint{}, store.Errorf(store.ErrInvalid, "backfill: batch_size 1..%d and non-negative rates", timeseries.MaxBatch)
 	}
 	cfg, err := s.idx.IndexConfig(ctx, index)
 	if err != nil {
@@ -342,7 +342,7 @@ func (s *Service) StartBackfill(index string, opts BackfillOptions) error {
 		return fmt.Errorf("migrate: service closed: %w", store.ErrClosed)
 	}
 	if _, ok := s.runs[index]; ok {
-		return fmt.Errorf("%w: a backfill of %s is already running", store.ErrConflict, index)
+		return store.Errorf(store.ErrConflict, "a backfill of %s is already running", index)
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	r := &run{cancel: cancel, done: make(chan struct{})}

@@ -1,7 +1,6 @@
 package migrate
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -47,13 +46,13 @@ func ParsePhase(s string) (Phase, error) {
 	if p := Phase(s); p.rank() >= 0 {
 		return p, nil
 	}
-	return "", fmt.Errorf("%w: unknown phase %q (want shadow-write, shadow-read, merged-read or cutover)", store.ErrInvalid, s)
+	return "", store.Errorf(store.ErrInvalid, "unknown phase %q (want shadow-write, shadow-read, merged-read or cutover)", s)
 }
 
 // ErrPhaseRefused is a phase change the rules refuse; TransitionError
 // says why and whether forcing it is allowed. It also matches
 // store.ErrConflict (HTTP 409).
-var ErrPhaseRefused = store.Mark(errors.New("migrate: phase change refused"), store.ErrConflict)
+var ErrPhaseRefused = store.Mark(store.ErrConflict, "migrate", "phase change refused")
 
 // TransitionError is a refused phase change.
 type TransitionError struct {
@@ -61,8 +60,11 @@ type TransitionError struct {
 	Reason   string
 }
 
-func (e *TransitionError) Error() string {
-	return fmt.Sprintf("migrate: %s -> %s refused: %s (force overrides)", e.From, e.To, e.Reason)
+func (e *TransitionError) Error() string { return "migrate: " + e.ClientMessage() }
+
+// ClientMessage says which change was refused and why.
+func (e *TransitionError) ClientMessage() string {
+	return fmt.Sprintf("%s -> %s refused: %s (force overrides)", e.From, e.To, e.Reason)
 }
 
 // Unwrap makes a TransitionError match ErrPhaseRefused, and so
@@ -134,7 +136,7 @@ func (f Facts) LegacyCovered() (bool, string) {
 // Staying in the same phase is always allowed.
 func CheckTransition(from, to Phase, f Facts, force bool) error {
 	if from.rank() < 0 || to.rank() < 0 {
-		return fmt.Errorf("%w: unknown phase in %q -> %q", store.ErrInvalid, from, to)
+		return store.Errorf(store.ErrInvalid, "unknown phase in %q -> %q", from, to)
 	}
 	if from == to || force {
 		return nil

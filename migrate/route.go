@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -31,7 +30,7 @@ func (s *Service) RoutePut(ctx context.Context, index string, events []timeserie
 		return 0, true, err
 	}
 	if len(events) > timeseries.MaxBatch {
-		return 0, true, fmt.Errorf("%w: %d events in one batch, at most %d", store.ErrTooLarge, len(events), timeseries.MaxBatch)
+		return 0, true, store.Errorf(store.ErrTooLarge, "%d events in one batch, at most %d", len(events), timeseries.MaxBatch)
 	}
 	if len(events) == 0 {
 		return 0, true, nil
@@ -45,7 +44,7 @@ func (s *Service) RoutePut(ctx context.Context, index string, events []timeserie
 			return 0, true, &store.MutationError{Noun: "event", Index: i, Err: err}
 		}
 		if !e.Timestamp.Truncate(time.Millisecond).Add(cfg.Retention).After(now) {
-			return 0, true, &store.MutationError{Noun: "event", Index: i, Err: fmt.Errorf("%w: timestamp %s + retention %s <= now", timeseries.ErrExpired,
+			return 0, true, &store.MutationError{Noun: "event", Index: i, Err: store.Errorf(timeseries.ErrExpired, "timestamp %s + retention %s <= now",
 				timefmt.Format(e.Timestamp), durfmt.Format(cfg.Retention))}
 		}
 	}
@@ -154,7 +153,7 @@ func checkQuery(q timeseries.Query) error {
 		return err
 	}
 	if !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To) {
-		return fmt.Errorf("%w: from %s is not before to %s", store.ErrInvalid,
+		return store.Errorf(store.ErrInvalid, "from %s is not before to %s",
 			timefmt.Format(q.From), timefmt.Format(q.To))
 	}
 	return nil

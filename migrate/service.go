@@ -39,11 +39,11 @@ const DefaultMismatchSample = 100
 
 // ErrNotMigrating is an index without a migration. It also matches
 // store.ErrNotFound.
-var ErrNotMigrating = store.Mark(errors.New("migrate: index is not migrating"), store.ErrNotFound)
+var ErrNotMigrating = store.Mark(store.ErrNotFound, "migrate", "index is not migrating")
 
 // notMigrating is ErrNotMigrating for one index, saying which.
 func notMigrating(index string) error {
-	return store.Mark(fmt.Errorf("index %q has no migration", index), ErrNotMigrating)
+	return store.Mark(ErrNotMigrating, "migrate", fmt.Sprintf("index %q has no migration", index))
 }
 
 // Opener opens the legacy source a config names.
@@ -161,7 +161,7 @@ func New(ctx context.Context, st store.Store, idx *timeseries.Service, opts Opti
 		return nil, errors.New("migrate: a Store and a timeseries.Service are required")
 	}
 	if opts.CacheTTL < 0 || opts.MismatchSample < 0 {
-		return nil, fmt.Errorf("%w: migrate: negative CacheTTL or MismatchSample", store.ErrInvalid)
+		return nil, store.Errorf(store.ErrInvalid, "migrate: negative CacheTTL or MismatchSample")
 	}
 	if err := (store.Meta{S: st}).Ensure(ctx); err != nil {
 		return nil, fmt.Errorf("migrate: create %s: %w", store.MetaTable, err)
@@ -240,7 +240,7 @@ func (s *Service) Start(ctx context.Context, index string, set Settings) (State,
 		}
 	}
 	if set.SamplePercent < 0 || set.SamplePercent > 100 {
-		return State{}, false, fmt.Errorf("%w: sample_percent %v must be within 0..100", store.ErrInvalid, set.SamplePercent)
+		return State{}, false, store.Errorf(store.ErrInvalid, "sample_percent %v must be within 0..100", set.SamplePercent)
 	}
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
@@ -252,7 +252,7 @@ func (s *Service) Start(ctx context.Context, index string, set Settings) (State,
 		a, _ := json.Marshal(old.Legacy)
 		b, _ := json.Marshal(set.Legacy)
 		if string(a) != string(b) {
-			return State{}, false, fmt.Errorf("%w: index %q already migrates from %s table %q; end that migration first", store.ErrConflict, index, old.Legacy.Kind, old.Legacy.Table)
+			return State{}, false, store.Errorf(store.ErrConflict, "index %q already migrates from %s table %q; end that migration first", index, old.Legacy.Kind, old.Legacy.Table)
 		}
 	}
 	// The source must open (the table exist, the mapping hold) before
@@ -495,7 +495,7 @@ func (s *Service) openSource(ctx context.Context, index string, cfg LegacyConfig
 	case s.open != nil:
 		src, err = s.open(ctx, cfg)
 	default:
-		err = fmt.Errorf("%w: %w: legacy sources of kind %q are not available here", store.ErrInvalid, ErrNoOpener, cfg.Kind)
+		err = store.Errorf(store.ErrInvalid, "%w: legacy sources of kind %q are not available here", ErrNoOpener, cfg.Kind)
 	}
 	if err != nil {
 		return nil, err

@@ -2,7 +2,6 @@ package migrate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -109,7 +108,7 @@ func (c LegacyConfig) OwnedBy(index string) bool {
 // refusing the server's credentials, or the server finding none for it:
 // the server's configuration is at fault, not the request, and retrying
 // does not help until an operator fixes it.
-var ErrLegacyCredentials = errors.New("migrate: the legacy table's backend refused the server's credentials, or there are none")
+var ErrLegacyCredentials = store.Mark(nil, "migrate", "the legacy table's backend refused the server's credentials, or there are none")
 
 // Sort-key formats of Mapping.SortKeyFormat.
 const (
@@ -155,7 +154,7 @@ var attrPattern = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,255}$`)
 // Validate checks c; errors wrap store.ErrInvalid.
 func (c LegacyConfig) Validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: legacy: %s", store.ErrInvalid, fmt.Sprintf(format, args...))
+		return store.Errorf(store.ErrInvalid, "legacy: %s", fmt.Sprintf(format, args...))
 	}
 	if c.TTL < 0 {
 		return bad("ttl %s is negative", c.TTL)

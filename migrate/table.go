@@ -157,7 +157,7 @@ func (t *TableSource) Estimate(ctx context.Context) (int64, error) {
 // shards or ebb's own tables could own.
 func checkTableName(name string) error {
 	if strings.HasPrefix(name, "ebb") || strings.HasPrefix(name, "list_") {
-		return fmt.Errorf("%w: legacy table %q: names starting ebb or list_ are ebb's own", store.ErrInvalid, name)
+		return store.Errorf(store.ErrInvalid, "legacy table %q: names starting ebb or list_ are ebb's own", name)
 	}
 	return nil
 }

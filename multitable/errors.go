@@ -3,7 +3,6 @@ package multitable
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -19,24 +18,24 @@ import (
 var (
 	// ErrNoTable: no logical table of that name exists (or it is being
 	// deleted). It wraps store.ErrNotFound.
-	ErrNoTable error = store.Mark(errors.New("multitable: no such table"), store.ErrNotFound)
+	ErrNoTable error = store.Mark(store.ErrNotFound, "multitable", "no such table")
 	// ErrNoItem: the item does not exist or has expired. It wraps
 	// store.ErrNotFound.
-	ErrNoItem error = store.Mark(errors.New("multitable: no such item"), store.ErrNotFound)
+	ErrNoItem error = store.Mark(store.ErrNotFound, "multitable", "no such item")
 	// ErrConflict: a logical table of that name exists with a different
 	// configuration. It wraps store.ErrConflict.
-	ErrConflict error = store.Mark(errors.New("multitable: table exists with a different configuration"), store.ErrConflict)
+	ErrConflict error = store.Mark(store.ErrConflict, "multitable", "table exists with a different configuration")
 	// ErrDeleting: the table is being deleted (a delete failed part way);
 	// repeat the delete before creating it again. It wraps
 	// store.ErrConflict.
-	ErrDeleting error = store.Mark(errors.New("multitable: table is being deleted"), store.ErrConflict)
+	ErrDeleting error = store.Mark(store.ErrConflict, "multitable", "table is being deleted")
 	// ErrInvalid: a bad table name, key, timestamp, TTL, attribute
 	// document, limit or page token. Nothing was written. It wraps
 	// store.ErrInvalid.
-	ErrInvalid error = store.Mark(errors.New("multitable: invalid argument"), store.ErrInvalid)
+	ErrInvalid error = store.Mark(store.ErrInvalid, "multitable", "invalid argument")
 	// ErrTooLarge: the attribute document exceeds MaxAttributesBytes.
 	// Nothing was written. It wraps store.ErrTooLarge.
-	ErrTooLarge error = store.Mark(errors.New("multitable: too large"), store.ErrTooLarge)
+	ErrTooLarge error = store.Mark(store.ErrTooLarge, "multitable", "too large")
 )
 
 // Limits.
@@ -57,7 +56,7 @@ const (
 var NamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+	return store.Errorf(ErrInvalid, "%s", fmt.Sprintf(format, args...))
 }
 
 // CheckName validates a logical table name.
@@ -121,7 +120,7 @@ func compactAttributes(raw json.RawMessage) ([]byte, error) {
 		return nil, invalid("attributes are not valid JSON: %v", err)
 	}
 	if buf.Len() > MaxAttributesBytes {
-		return nil, fmt.Errorf("%w: attributes are %d bytes as compact JSON, at most %d", ErrTooLarge, buf.Len(), MaxAttributesBytes)
+		return nil, store.Errorf(ErrTooLarge, "attributes are %d bytes as compact JSON, at most %d", buf.Len(), MaxAttributesBytes)
 	}
 	return buf.Bytes(), nil
 }

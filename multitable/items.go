@@ -123,7 +123,7 @@ func (g *Registry) Put(ctx context.Context, table string, in PutItem) (Item, err
 		}
 		return out, nil
 	}
-	return Item{}, fmt.Errorf("put %s/%s: the item kept changing under concurrent writes; retry: %w", table, clip(in.Key), store.ErrUnavailable)
+	return Item{}, store.Errorf(store.ErrUnavailable, "put %s/%s: the item kept changing under concurrent writes; retry", table, clip(in.Key))
 }
 
 // Get returns a live item, ErrNoItem, or ErrNoTable.
@@ -144,7 +144,7 @@ func (g *Registry) Get(ctx context.Context, table, key string) (Item, error) {
 	}
 	g.metrics.ops.WithLabelValues("get").Inc()
 	if !r.ok {
-		return Item{}, fmt.Errorf("%w: %s/%s", ErrNoItem, table, clip(key))
+		return Item{}, store.Errorf(ErrNoItem, "%s/%s", table, clip(key))
 	}
 	return r.item, nil
 }
@@ -197,7 +197,7 @@ func (g *Registry) Delete(ctx context.Context, table, key string) error {
 		g.metrics.ops.WithLabelValues("delete").Inc()
 		return nil
 	}
-	return fmt.Errorf("delete %s/%s: the item kept changing under concurrent writes; retry: %w", table, clip(key), store.ErrUnavailable)
+	return store.Errorf(store.ErrUnavailable, "delete %s/%s: the item kept changing under concurrent writes; retry", table, clip(key))
 }
 
 // maxAttempts bounds the attempts of a put or delete that lose the race

@@ -228,7 +228,7 @@ func (g *Registry) swapRecord(ctx context.Context, name string, old []byte, r re
 
 // errRaceLost: another process changed a table's record between our read
 // and our compare-and-swap.
-var errRaceLost = fmt.Errorf("%w: the table's record changed concurrently; try again", store.ErrConflict)
+var errRaceLost = store.Errorf(store.ErrConflict, "the table's record changed concurrently; try again")
 
 func (g *Registry) saveRecord(ctx context.Context, name string, r record) error {
 	doc, err := json.Marshal(r)
@@ -259,7 +259,7 @@ func (g *Registry) lookup(ctx context.Context, name string) (record, error) {
 		return record{}, err
 	}
 	if !ok || !r.live() {
-		return record{}, fmt.Errorf("%w: %q", ErrNoTable, name)
+		return record{}, store.Errorf(ErrNoTable, "%q", name)
 	}
 	g.records.put(name, r, read, epoch)
 	return r, nil
@@ -300,10 +300,10 @@ func (g *Registry) createOnce(ctx context.Context, name string, cfg Config) (t T
 	ok := oldDoc != nil
 	switch {
 	case ok && old.Deleting:
-		return Table{}, false, fmt.Errorf("%w: %q; repeat the delete, then create it", ErrDeleting, name)
+		return Table{}, false, store.Errorf(ErrDeleting, "%q; repeat the delete, then create it", name)
 	case ok && old.live():
 		if old.DefaultTTLMs != cfg.DefaultTTL.Milliseconds() {
-			return Table{}, false, fmt.Errorf("%w: table %q has default TTL %s, not %s", ErrConflict, name,
+			return Table{}, false, store.Errorf(ErrConflict, "table %q has default TTL %s, not %s", name,
 				time.Duration(old.DefaultTTLMs)*time.Millisecond, cfg.DefaultTTL)
 		}
 		return old.table(name), false, nil

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"net/http"
 	runtimemetrics "runtime/metrics"
@@ -85,7 +84,7 @@ func (l Limits) withDefaults() Limits {
 }
 
 // ErrOverloaded is answered 503 with Retry-After when a class is full.
-var ErrOverloaded = fmt.Errorf("%w: server overloaded; retry after a second", store.ErrUnavailable)
+var ErrOverloaded = store.Errorf(store.ErrUnavailable, "server overloaded; retry after a second")
 
 // admission holds one semaphore per request class, the CPU guard and the
 // response budget.

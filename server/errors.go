@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ebb-data/ebb/store"
@@ -116,6 +115,13 @@ var storeMappings = []errorMapping{
 	{context.Canceled, http.StatusServiceUnavailable, CodeUnavailable},
 }
 
+// contextMessages are what a client reads of a request that ran out of
+// time, or was canceled, with no message of its own.
+var contextMessages = map[error]string{
+	context.DeadlineExceeded: "deadline exceeded",
+	context.Canceled:         "request canceled",
+}
+
 // MapError answers errors matching target (errors.Is) with status and code.
 // Features call it for their own sentinels that no store sentinel covers,
 // for example:
@@ -128,9 +134,17 @@ func (s *Server) MapError(target error, status int, code string) {
 	s.mappings = append(s.mappings, errorMapping{target, status, code})
 }
 
+// internalMessage is what a client reads of an error the server does not
+// know: nothing of its text, which may name files, hosts or a backend's
+// internals.
+const internalMessage = "internal error"
+
 // classify returns the status, code and message an error is answered with.
-// Unknown errors are 500 internal with a generic message, so that no
-// internal detail reaches a client.
+// The status and code come from the error's type (an *Error) or from the
+// sentinel it matches; the message is the one the error was made with
+// (store.ClientMessage), never its text. A matched error made without a
+// message reads as its sentinel's words. Unknown errors are 500 internal
+// with a generic message, so that no internal detail reaches a client.
 func (s *Server) classify(err error) (status int, code, msg string, known bool) {
 	var e *Error
 	if errors.As(err, &e) {
@@ -143,85 +157,25 @@ func (s *Server) classify(err error) (status int, code, msg string, known bool) 
 	for _, list := range [][]errorMapping{s.mappings, storeMappings} {
 		for _, m := range list {
 			if errors.Is(err, m.target) {
-				return m.status, m.code, clientMessage(err), true
+				return m.status, m.code, mappedMessage(err, m.target), true
 			}
 		}
 	}
-	return http.StatusInternalServerError, CodeInternal, "internal error", false
+	return http.StatusInternalServerError, CodeInternal, internalMessage, false
 }
 
-// packageNames are the names of the module's Go packages, with which
-// errors start by house style ("migrate: save x: ..."): they mean nothing
-// to a user of the API, so clientMessage drops them.
-// TestPackageNamesComplete keeps the list in step with the module.
-var packageNames = map[string]bool{
-	"ebb": true, "client": true, "cost": true, "expiry": true, "lists": true, "meter": true, "migrate": true,
-	"cqllegacy": true, "dynamolegacy": true, "multitable": true, "server": true, "shardmgr": true,
-	"store": true, "cql": true, "dynamo": true, "keyenc": true, "kit": true, "pebble": true, "timeseries": true, "ui": true,
-	"legacyopen": true, "remote": true,
-}
-
-// clientMessage says what err says in the API's own words: without the
-// store sentinels its code already conveys, found by identity in err's
-// chain rather than by their texts, and without Go package names.
-// "timeseries: index not found: store: not found: \"nope\"" would become
-// "index not found: \"nope\"". A store sentinel alone says its own text,
-// without the package.
-func clientMessage(err error) string {
-	if out := withoutPackages(detail(err)); out != "" {
-		return out
+// mappedMessage returns what a client reads of err, which matches target.
+func mappedMessage(err, target error) string {
+	if msg, ok := store.ClientMessage(err); ok && msg != "" {
+		return msg
 	}
-	return withoutPackages(err.Error())
-}
-
-// detail returns err's text with the texts of the store sentinels in its
-// chain left out: each wrapped error's text, found in its wrapper's, is
-// replaced by its own detail.
-func detail(err error) string {
-	if isStoreSentinel(err) {
-		return ""
+	if msg, ok := contextMessages[target]; ok {
+		return msg
 	}
-	text := err.Error()
-	var inner []error
-	switch u := err.(type) {
-	case interface{ Unwrap() error }:
-		inner = []error{u.Unwrap()}
-	case interface{ Unwrap() []error }:
-		inner = u.Unwrap()
+	if msg, ok := store.ClientMessage(target); ok && msg != "" {
+		return msg
 	}
-	for _, e := range inner {
-		if e == nil {
-			continue
-		}
-		if t := e.Error(); t != "" && strings.Contains(text, t) {
-			text = strings.Replace(text, t, detail(e), 1)
-		}
-	}
-	return text
-}
-
-// isStoreSentinel reports whether err is itself (not wraps) one of the
-// store sentinels the API answers with a code.
-func isStoreSentinel(err error) bool {
-	for _, m := range storeMappings {
-		if err == m.target && m.target != context.Canceled && m.target != context.DeadlineExceeded {
-			return true
-		}
-	}
-	return false
-}
-
-// withoutPackages drops the ": "-separated parts of msg that are Go
-// package names, and empty parts.
-func withoutPackages(msg string) string {
-	parts := strings.Split(msg, ": ")
-	out := parts[:0]
-	for _, p := range parts {
-		if p = strings.TrimSpace(p); p != "" && !packageNames[p] {
-			out = append(out, p)
-		}
-	}
-	return strings.Join(out, ": ")
+	return "request refused"
 }
 
 // errorBody is the JSON body of every error response.

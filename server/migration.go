@@ -24,8 +24,7 @@ import (
 func Migrations(svc *migrate.Service) Feature {
 	return func(s *Server) {
 		h := migrationHandlers{svc: svc, s: s}
-		s.MapError(migrate.ErrLegacyCredentials, http.StatusBadGateway, CodeBadGateway)
-		mapIndexErrors(s)
+		mapMigrationErrors(s)
 		byName := ResourceFromPath(KindIndex, "name")
 		s.Route("GET /v1/indexes/{name}/migration", byName, h.status)
 		s.Route("PUT /v1/indexes/{name}/migration", byName, h.start)
@@ -35,6 +34,14 @@ func Migrations(svc *migrate.Service) Feature {
 		s.Route("DELETE /v1/indexes/{name}/migration/backfill", byName, h.stopBackfill)
 		s.Route("POST /v1/indexes/{name}/migration/legacy-rows", byName, h.legacyRows)
 	}
+}
+
+// mapMigrationErrors maps what the migration routes refuse that no store
+// sentinel covers: a legacy backend refusing the server's credentials, and
+// the index feature's refusals of the events they write.
+func mapMigrationErrors(s *Server) {
+	s.MapError(migrate.ErrLegacyCredentials, http.StatusBadGateway, CodeBadGateway)
+	mapIndexErrors(s)
 }
 
 type migrationHandlers struct {

@@ -308,7 +308,7 @@ func (s *Server) Handler() http.Handler {
 		// refused instead; a key made of dots is sent escaped (%2E).
 		if !cleanPath(r.URL.EscapedPath()) {
 			s.observe("unmatched", func(w http.ResponseWriter, r *http.Request) {
-				s.refuseUnread(w, r, "unmatched", fmt.Errorf("%w: the path has a \".\", \"..\" or empty segment; escape dots in names and keys as %%2E", ErrBadPath))
+				s.refuseUnread(w, r, "unmatched", store.Errorf(ErrBadPath, "the path has a \".\", \"..\" or empty segment; escape dots in names and keys as %%2E"))
 			})(w, r)
 			return
 		}
@@ -319,7 +319,7 @@ func (s *Server) Handler() http.Handler {
 			// hot listener's gate (hotgate.go).
 			s.observe("unmatched", func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Connection", "close")
-				s.writeError(w, r, "unmatched", fmt.Errorf("%w: the request target * is only for OPTIONS", ErrBadPath))
+				s.writeError(w, r, "unmatched", store.Errorf(ErrBadPath, "the request target * is only for OPTIONS"))
 			})(w, r)
 			return
 		case r.Method == http.MethodConnect:
@@ -566,7 +566,7 @@ func (rm *routeMetrics) observe(status int, d time.Duration) {
 }
 
 // ErrBadPath refuses a /v1 path the router would otherwise redirect.
-var ErrBadPath = fmt.Errorf("%w: bad path", store.ErrInvalid)
+var ErrBadPath = store.Mark(store.ErrInvalid, "server", "bad path")
 
 // cleanPath reports whether an escaped path has no ".", ".." or empty
 // segment (a trailing slash aside).

@@ -90,7 +90,7 @@ func Apply(ctx context.Context, st store.Store, plan Plan, fence func(context.Co
 		case OpSetCapacity, OpPrewarm:
 			err = st.SetCapacity(ctx, a.Table, a.Capacity)
 		default:
-			err = fmt.Errorf("%w: unknown op %q", store.ErrInvalid, a.Op)
+			err = store.Errorf(store.ErrInvalid, "unknown op %q", a.Op)
 		}
 		if err != nil {
 			err = fmt.Errorf("%s %s: %w", a.Op, a.Table, err)

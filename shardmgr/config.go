@@ -1,7 +1,6 @@
 package shardmgr
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -13,7 +12,7 @@ import (
 
 // ErrInvalidConfig is wrapped (together with store.ErrInvalid) by every
 // Config validation error.
-var ErrInvalidConfig = errors.New("shardmgr: invalid config")
+var ErrInvalidConfig = store.Mark(nil, "shardmgr", "invalid config")
 
 // IndexNamePattern is what index names match. Shard names add "_" and at
 // most 12 digits (seconds until the year 33658), which keeps them within
@@ -149,7 +148,7 @@ func (c Config) withDefaults() Config {
 // store.ErrInvalid.
 func (c Config) Validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %w: index %q: %s", store.ErrInvalid, ErrInvalidConfig, c.Index, fmt.Sprintf(format, args...))
+		return store.Errorf(store.ErrInvalid, "%w: index %q: %s", ErrInvalidConfig, c.Index, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case !IndexNamePattern.MatchString(c.Index):

@@ -31,6 +31,19 @@ func (e *MutationError) Error() string {
 	return fmt.Sprintf("%s %d: %v", noun, e.Index, e.Err)
 }
 
+// ClientMessage names the refused element before what a client reads of
+// why.
+func (e *MutationError) ClientMessage() string {
+	noun := e.Noun
+	if noun == "" {
+		noun = "mutation"
+	}
+	if m, ok := ClientMessage(e.Err); ok {
+		return fmt.Sprintf("%s %d: %s", noun, e.Index, m)
+	}
+	return fmt.Sprintf("%s %d", noun, e.Index)
+}
+
 func (e *MutationError) Unwrap() error { return e.Err }
 
 // DecodeTuple decodes len(cols) values from the front of b.
@@ -67,7 +80,7 @@ func DecodeClustering(spec *TableSpec, b []byte) ([]any, error) {
 // CheckLimit validates a query limit.
 func CheckLimit(limit int) error {
 	if limit < 1 || limit > MaxLimit {
-		return fmt.Errorf("%w: limit %d outside 1..%d", ErrInvalid, limit, MaxLimit)
+		return Errorf(ErrInvalid, "limit %d outside 1..%d", limit, MaxLimit)
 	}
 	return nil
 }

@@ -113,7 +113,7 @@ func (s TableSpec) Equal(o TableSpec) bool {
 // Validate checks the spec and returns an error wrapping ErrInvalid.
 func (s TableSpec) Validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: table %q: %s", ErrInvalid, s.Name, fmt.Sprintf(format, args...))
+		return Errorf(ErrInvalid, "table %q: %s", s.Name, fmt.Sprintf(format, args...))
 	}
 	if !NamePattern.MatchString(s.Name) {
 		return bad("table name must match %s", NamePattern)

@@ -2,7 +2,6 @@ package timeseries
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -16,7 +15,7 @@ import (
 // leave: a pass over them would not fit in half the narrowest table
 // bucket (Options.VisitBudget), or they would keep too many shards in
 // all (Options.MaxTotalShards).
-var ErrShardBudget = errors.New("timeseries: more than the shard manager can keep")
+var ErrShardBudget = store.Mark(nil, "timeseries", "more than the shard manager can keep")
 
 // checkBudget refuses cfg, a new index or a changed one, when the indexes
 // stored with cfg in place of its namesake are more than the manager can
@@ -44,7 +43,7 @@ func (s *Service) checkBudget(ctx context.Context, cfg Config) error {
 		shards += shardmgr.ShardCount(s.shardConfig(c))
 	}
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %w: index %q: %s", store.ErrInvalid, ErrShardBudget, cfg.Name, fmt.Sprintf(format, args...))
+		return store.Errorf(store.ErrInvalid, "%w: index %q: %s", ErrShardBudget, cfg.Name, fmt.Sprintf(format, args...))
 	}
 	if s.visit > 0 {
 		if pass := time.Duration(n) * s.visit; pass > narrowest/2 {

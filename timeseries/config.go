@@ -1,7 +1,6 @@
 package timeseries
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -17,13 +16,13 @@ var (
 	// ErrNoShard: no shard table exists for an event's time, either because
 	// it is beyond the runway or because the manager has been down longer
 	// than the runway. Nothing was written.
-	ErrNoShard = errors.New("timeseries: no shard for that time")
+	ErrNoShard = store.Mark(nil, "timeseries", "no shard for that time")
 	// ErrIndexNotFound: no index of that name. Also matches
 	// store.ErrNotFound.
-	ErrIndexNotFound = store.Mark(errors.New("timeseries: index not found"), store.ErrNotFound)
+	ErrIndexNotFound = store.Mark(store.ErrNotFound, "timeseries", "index not found")
 	// ErrExpired: an event's timestamp is already past its index's
 	// retention (timestamp + retention <= now). Nothing was written.
-	ErrExpired = errors.New("timeseries: already expired")
+	ErrExpired = store.Mark(nil, "timeseries", "already expired")
 )
 
 // DefaultRunway is the runway of a Config whose Runway is zero.
@@ -121,7 +120,7 @@ func (c Config) WithDefaults() Config {
 // Validate checks c (after WithDefaults). Errors wrap store.ErrInvalid.
 func (c Config) Validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: index %q: %s", store.ErrInvalid, c.Name, fmt.Sprintf(format, args...))
+		return store.Errorf(store.ErrInvalid, "index %q: %s", c.Name, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case !shardmgr.IndexNamePattern.MatchString(c.Name):

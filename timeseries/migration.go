@@ -2,7 +2,6 @@ package timeseries
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -66,7 +65,7 @@ func CheckEvent(e Event) error {
 		return err
 	}
 	if err := timefmt.UnixYears.Check(e.Timestamp); err != nil {
-		return fmt.Errorf("%w: %v", store.ErrInvalid, err)
+		return store.Errorf(store.ErrInvalid, "%v", err)
 	}
 	return nil
 }

@@ -85,7 +85,7 @@ func (s *Service) QueryShards(ctx context.Context, index string, q Query) (Page,
 		return Page{}, err
 	}
 	if !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To) {
-		return Page{}, fmt.Errorf("%w: from %s is not before to %s", store.ErrInvalid,
+		return Page{}, store.Errorf(store.ErrInvalid, "from %s is not before to %s",
 			timefmt.Format(q.From), timefmt.Format(q.To))
 	}
 	var pos *position
@@ -391,7 +391,7 @@ func encodeToken(cfg Config, tsMs int64, eventID string, desc bool) []byte {
 
 func decodeToken(cfg Config, b []byte, desc bool) (position, error) {
 	bad := func(why string) (position, error) {
-		return position{}, fmt.Errorf("%w: malformed page token (%s)", store.ErrInvalid, why)
+		return position{}, store.Errorf(store.ErrInvalid, "malformed page token (%s)", why)
 	}
 	if len(b) < 26 || b[0] != tokenVersion || b[1]&^1 != 0 {
 		return bad("unknown format")

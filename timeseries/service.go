@@ -128,18 +128,18 @@ func DefaultOptions() Options {
 // negative MaxPartitions.
 func (o Options) Validate() error {
 	if o.MaxPartitions < 0 {
-		return fmt.Errorf("%w: timeseries: Options.MaxPartitions %d is negative", store.ErrInvalid, o.MaxPartitions)
+		return store.Errorf(store.ErrInvalid, "timeseries: Options.MaxPartitions %d is negative", o.MaxPartitions)
 	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
 	}{{"ReconcileInterval", o.ReconcileInterval}, {"MinRunway", o.MinRunway}, {"VisitBudget", o.VisitBudget}, {"CacheTTL", o.CacheTTL}} {
 		if d.v < 0 {
-			return fmt.Errorf("%w: timeseries: Options.%s %s is negative", store.ErrInvalid, d.name, d.v)
+			return store.Errorf(store.ErrInvalid, "timeseries: Options.%s %s is negative", d.name, d.v)
 		}
 	}
 	if o.MaxTotalShards < 0 {
-		return fmt.Errorf("%w: timeseries: Options.MaxTotalShards %d is negative", store.ErrInvalid, o.MaxTotalShards)
+		return store.Errorf(store.ErrInvalid, "timeseries: Options.MaxTotalShards %d is negative", o.MaxTotalShards)
 	}
 	return nil
 }
@@ -220,9 +220,8 @@ func (s *Service) Create(ctx context.Context, cfg Config) (Index, bool, error) {
 		return Index{}, false, err
 	}
 	if runway := time.Duration(cfg.Runway) * cfg.TableBucket; runway < s.minRun {
-		return Index{}, false, fmt.Errorf("%w: index %q: a runway of %d shards of %s covers %s, less than the %s the shard manager may be away (a failover of its lease, a restart): "+
-			"writes would get no_shard; raise runway to at least %d or widen table_bucket",
-			store.ErrInvalid, cfg.Name, cfg.Runway, durfmt.Format(cfg.TableBucket), durfmt.Format(runway), durfmt.Format(s.minRun), (s.minRun+cfg.TableBucket-1)/cfg.TableBucket)
+		return Index{}, false, store.Errorf(store.ErrInvalid, "index %q: a runway of %d shards of %s covers %s, less than the %s the shard manager may be away (a failover of its lease, a restart): "+
+			"writes would get no_shard; raise runway to at least %d or widen table_bucket", cfg.Name, cfg.Runway, durfmt.Format(cfg.TableBucket), durfmt.Format(runway), durfmt.Format(s.minRun), (s.minRun+cfg.TableBucket-1)/cfg.TableBucket)
 	}
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
@@ -412,7 +411,7 @@ func (s *Service) ShardStats(ctx context.Context, table string) (store.TableStat
 // explicit apply. Callers hold adminMu.
 func (s *Service) change(ctx context.Context, old, want Config) (Config, error) {
 	if diff := old.immutableDiff(want); diff != "" {
-		return Config{}, fmt.Errorf("%w: index %q exists with %s; shards are laid out by it, so it cannot change: create another index", store.ErrConflict, want.Name, diff)
+		return Config{}, store.Errorf(store.ErrConflict, "index %q exists with %s; shards are laid out by it, so it cannot change: create another index", want.Name, diff)
 	}
 	if len(old.changed(want)) == 0 {
 		return old, nil
@@ -607,7 +606,7 @@ func (s *Service) shardStarts(ctx context.Context, cfg Config, refresh bool) ([]
 
 func checkName(name string) error {
 	if !shardmgr.IndexNamePattern.MatchString(name) {
-		return fmt.Errorf("%w: index name %q must match %s", store.ErrInvalid, name, shardmgr.IndexNamePattern)
+		return store.Errorf(store.ErrInvalid, "index name %q must match %s", name, shardmgr.IndexNamePattern)
 	}
 	return nil
 }
@@ -615,5 +614,5 @@ func checkName(name string) error {
 // notFound is ErrIndexNotFound (and so store.ErrNotFound) for one index,
 // saying which.
 func notFound(name string) error {
-	return store.Mark(fmt.Errorf("index %q not found", name), ErrIndexNotFound)
+	return store.Mark(ErrIndexNotFound, "timeseries", fmt.Sprintf("index %q not found", name))
 }

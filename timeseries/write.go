@@ -72,7 +72,7 @@ func (s *Service) PutShards(ctx context.Context, index string, events []Event) (
 	}
 	if len(events) > MaxBatch {
 		s.metrics.refused(index, reasonTooLarge)
-		return 0, fmt.Errorf("%w: %d events in one batch, at most %d", store.ErrTooLarge, len(events), MaxBatch)
+		return 0, store.Errorf(store.ErrTooLarge, "%d events in one batch, at most %d", len(events), MaxBatch)
 	}
 	if len(events) == 0 {
 		return 0, nil
@@ -134,8 +134,7 @@ func (s *Service) PutShards(ctx context.Context, index string, events []Event) (
 			}
 		}
 		s.metrics.refused(index, reasonNoShard)
-		return 0, &store.MutationError{Noun: "event", Index: i, Err: fmt.Errorf("%w: %s: timestamp %s needs shard %s",
-			ErrNoShard, index, timefmt.Format(events[i].Timestamp), cfg.shardTable(start))}
+		return 0, &store.MutationError{Noun: "event", Index: i, Err: store.Errorf(ErrNoShard, "%s: timestamp %s needs shard %s", index, timefmt.Format(events[i].Timestamp), cfg.shardTable(start))}
 	}
 
 	muts := buf.build(cfg, events, order)
@@ -153,7 +152,7 @@ func (s *Service) PutShards(ctx context.Context, index string, events []Event) (
 				// past retention, or when the index was deleted.
 				s.invalidateShards(index)
 				s.metrics.refused(index, reasonNoShard)
-				err = fmt.Errorf("%w: %s: shard %s is gone: %w", ErrNoShard, index, table, err)
+				err = store.Errorf(ErrNoShard, "%s: shard %s is gone: %w", index, table, err)
 			} else {
 				s.metrics.refused(index, reasonError)
 			}
@@ -181,11 +180,11 @@ func checkEvent(cfg Config, e *Event, now time.Time, maxRow int) (int64, error) 
 	}
 	ts := e.Timestamp
 	if err := timefmt.UnixYears.Check(ts); err != nil {
-		return 0, fmt.Errorf("%w: %v", store.ErrInvalid, err)
+		return 0, store.Errorf(store.ErrInvalid, "%v", err)
 	}
 	tsMs := ts.UnixMilli()
 	if !time.UnixMilli(tsMs).Add(cfg.Retention).After(now) {
-		return 0, fmt.Errorf("%w: timestamp %s + retention %s <= now %s", ErrExpired,
+		return 0, store.Errorf(ErrExpired, "timestamp %s + retention %s <= now %s",
 			timefmt.Format(time.UnixMilli(tsMs)), durfmt.Format(cfg.Retention), timefmt.Format(now))
 	}
 	// The same size the store computes (kit.ResolveBatch), checked here
@@ -194,7 +193,7 @@ func checkEvent(cfg Config, e *Event, now time.Time, maxRow int) (int64, error) 
 	if maxRow > 0 {
 		size := encLen(e.IndexID) + 8 + 8 + encLen(e.EventID) + len(e.Payload) + len(colPayload) + 9
 		if size > maxRow {
-			return 0, fmt.Errorf("%w: event is %d bytes stored, at most %d", store.ErrTooLarge, size, maxRow)
+			return 0, store.Errorf(store.ErrTooLarge, "event is %d bytes stored, at most %d", size, maxRow)
 		}
 	}
 	return tsMs, nil
@@ -207,11 +206,11 @@ func encLen(s string) int { return len(s) + strings.Count(s, "\x00") + 2 }
 func checkID(field, id string) error {
 	switch {
 	case id == "":
-		return fmt.Errorf("%w: %s is empty", store.ErrInvalid, field)
+		return store.Errorf(store.ErrInvalid, "%s is empty", field)
 	case len(id) > MaxIDBytes:
-		return fmt.Errorf("%w: %s is %d bytes, at most %d", store.ErrInvalid, field, len(id), MaxIDBytes)
+		return store.Errorf(store.ErrInvalid, "%s is %d bytes, at most %d", field, len(id), MaxIDBytes)
 	case !utf8.ValidString(id):
-		return fmt.Errorf("%w: %s is not valid UTF-8", store.ErrInvalid, field)
+		return store.Errorf(store.ErrInvalid, "%s is not valid UTF-8", field)
 	}
 	return nil
 }

@@ -84,7 +84,7 @@ const DefaultDuration = 15 * time.Second
 
 func (o *Options) withDefaults() error {
 	if o.Store == nil || o.Role == "" || o.Holder == "" {
-		return fmt.Errorf("%w: lease: Store, Role and Holder are required", store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "lease: Store, Role and Holder are required")
 	}
 	if o.Duration == 0 {
 		o.Duration = DefaultDuration
@@ -93,7 +93,7 @@ func (o *Options) withDefaults() error {
 		o.Margin = o.Duration / 5
 	}
 	if o.Duration < 0 || o.Margin < 0 || o.Margin >= o.Duration {
-		return fmt.Errorf("%w: lease: Duration must be positive and Margin within it", store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "lease: Duration must be positive and Margin within it")
 	}
 	if o.Now == nil {
 		o.Now = time.Now

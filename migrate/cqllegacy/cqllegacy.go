@@ -93,7 +93,7 @@ func Open(ctx context.Context, c *cql.Client, cfg migrate.LegacyConfig, opts Opt
 		return nil, err
 	}
 	if cfg.Kind != migrate.KindCQL {
-		return nil, fmt.Errorf("%w: cqllegacy: kind %q", store.ErrInvalid, cfg.Kind)
+		return nil, store.Errorf(store.ErrInvalid, "kind %q", cfg.Kind)
 	}
 	ks, name, _ := strings.Cut(cfg.Table, ".")
 	cols := map[string]column{}
@@ -112,7 +112,7 @@ func Open(ctx context.Context, c *cql.Client, cfg migrate.LegacyConfig, opts Opt
 		return nil, err
 	}
 	if len(cols) == 0 {
-		return nil, fmt.Errorf("%w: cqllegacy: table %s does not exist", store.ErrInvalid, cfg.Table)
+		return nil, store.Errorf(store.ErrInvalid, "table %s does not exist", cfg.Table)
 	}
 	s := &Source{c: c, table: quote(ks) + "." + quote(name), m: *cfg.Mapping, now: opts.Now}
 	if s.now == nil {
@@ -134,7 +134,7 @@ func Open(ctx context.Context, c *cql.Client, cfg migrate.LegacyConfig, opts Opt
 // Source's layout.
 func (s *Source) fit(table string, cols map[string]column) error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: cqllegacy: table %s: %s", store.ErrInvalid, table, fmt.Sprintf(format, args...))
+		return store.Errorf(store.ErrInvalid, "table %s: %s", table, fmt.Sprintf(format, args...))
 	}
 	text := func(t string) bool { return t == "text" || t == "varchar" || t == "ascii" }
 	var parts, clustering []string
@@ -410,7 +410,7 @@ func (s *Source) Write(ctx context.Context, rows []migrate.Row) error {
 				continue
 			}
 			if ttl > maxTTL {
-				return fmt.Errorf("%w: cqllegacy: row %s/%s expires %s, past CQL's longest TTL", store.ErrInvalid, r.IndexID, r.EventID, r.ExpiresAt.Format(time.RFC3339))
+				return store.Errorf(store.ErrInvalid, "row %s/%s expires %s, past CQL's longest TTL", r.IndexID, r.EventID, r.ExpiresAt.Format(time.RFC3339))
 			}
 		}
 		args := []any{r.IndexID}

@@ -40,13 +40,13 @@ func Open(ctx context.Context, client *dynamodb.Client, cfg migrate.LegacyConfig
 		return nil, err
 	}
 	if cfg.Kind != migrate.KindDynamoDB {
-		return nil, fmt.Errorf("%w: dynamolegacy: kind %q", store.ErrInvalid, cfg.Kind)
+		return nil, store.Errorf(store.ErrInvalid, "kind %q", cfg.Kind)
 	}
 	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(cfg.Table)})
 	if err != nil {
 		var nf *types.ResourceNotFoundException
 		if errors.As(err, &nf) {
-			return nil, fmt.Errorf("%w: dynamolegacy: table %q does not exist", store.ErrInvalid, cfg.Table)
+			return nil, store.Errorf(store.ErrInvalid, "table %q does not exist", cfg.Table)
 		}
 		return nil, mapErr(ctx, "dynamolegacy: describe "+cfg.Table, err)
 	}
@@ -54,12 +54,12 @@ func Open(ctx context.Context, client *dynamodb.Client, cfg migrate.LegacyConfig
 	want := map[types.KeyType]string{types.KeyTypeHash: m.IndexID, types.KeyTypeRange: m.SortKey}
 	for _, k := range out.Table.KeySchema {
 		if want[k.KeyType] != aws.ToString(k.AttributeName) {
-			return nil, fmt.Errorf("%w: dynamolegacy: table %s has %s key %q; the mapping says %q", store.ErrInvalid, cfg.Table, k.KeyType, aws.ToString(k.AttributeName), want[k.KeyType])
+			return nil, store.Errorf(store.ErrInvalid, "table %s has %s key %q; the mapping says %q", cfg.Table, k.KeyType, aws.ToString(k.AttributeName), want[k.KeyType])
 		}
 		delete(want, k.KeyType)
 	}
 	if len(want) != 0 {
-		return nil, fmt.Errorf("%w: dynamolegacy: table %s needs a partition and a sort key", store.ErrInvalid, cfg.Table)
+		return nil, store.Errorf(store.ErrInvalid, "table %s needs a partition and a sort key", cfg.Table)
 	}
 	return &Source{client: client, table: cfg.Table, m: m}, nil
 }
@@ -334,7 +334,7 @@ func encodeKey(key map[string]types.AttributeValue) ([]byte, error) {
 func decodeKey(b []byte) (map[string]types.AttributeValue, error) {
 	var in map[string]keyAttr
 	if err := json.Unmarshal(b, &in); err != nil {
-		return nil, fmt.Errorf("%w: dynamolegacy: malformed scan cursor: %v", store.ErrInvalid, err)
+		return nil, store.Errorf(store.ErrInvalid, "malformed scan cursor: %v", err)
 	}
 	out := map[string]types.AttributeValue{}
 	for k, v := range in {

@@ -59,7 +59,7 @@ func New(o Options) migrate.Opener {
 		case migrate.KindCQL:
 			return o.openCQL(ctx, cfg)
 		}
-		return nil, fmt.Errorf("%w: legacyopen: legacy sources of kind %q are not supported", store.ErrInvalid, cfg.Kind)
+		return nil, store.Errorf(store.ErrInvalid, "legacy sources of kind %q are not supported", cfg.Kind)
 	}
 }
 
@@ -94,11 +94,11 @@ type legacyCredentials struct{ p aws.CredentialsProvider }
 
 func (c legacyCredentials) Retrieve(ctx context.Context) (aws.Credentials, error) {
 	if c.p == nil {
-		return aws.Credentials{}, fmt.Errorf("%w: no AWS credentials provider configured", migrate.ErrLegacyCredentials)
+		return aws.Credentials{}, store.Errorf(migrate.ErrLegacyCredentials, "no AWS credentials provider configured")
 	}
 	creds, err := c.p.Retrieve(ctx)
 	if err != nil && ctx.Err() == nil {
-		return creds, fmt.Errorf("%w: %w", migrate.ErrLegacyCredentials, err)
+		return creds, store.Wrapf(migrate.ErrLegacyCredentials, err, "the AWS credentials provider failed")
 	}
 	return creds, err
 }
@@ -112,7 +112,7 @@ func (o Options) openCQL(ctx context.Context, cfg migrate.LegacyConfig) (migrate
 		return src, cqlCredentials(err)
 	}
 	if cfg.Endpoint == "" {
-		return nil, fmt.Errorf("%w: legacyopen: legacy CQL table %s: the backend is not CQL; give the cluster's hosts as the endpoint", store.ErrInvalid, cfg.Table)
+		return nil, store.Errorf(store.ErrInvalid, "legacy CQL table %s: the backend is not CQL; give the cluster's hosts as the endpoint", cfg.Table)
 	}
 	co := cql.DefaultOptions()
 	for _, h := range strings.Split(cfg.Endpoint, ",") {
@@ -138,8 +138,11 @@ func cqlCredentials(err error) error {
 	refused := errors.As(err, &re) && (re.Code() == gocql.ErrCodeCredentials || re.Code() == gocql.ErrCodeUnauthorized)
 	// The driver tells of a cluster asking for authentication that the
 	// session has none for in words only.
-	if refused || strings.Contains(err.Error(), "authentication required") {
-		return fmt.Errorf("%w: %w", migrate.ErrLegacyCredentials, err)
+	if refused {
+		return store.Wrapf(migrate.ErrLegacyCredentials, err, "the cluster refused them: %s", re.Error())
+	}
+	if strings.Contains(err.Error(), "authentication required") {
+		return store.Wrapf(migrate.ErrLegacyCredentials, err, "the cluster answered authentication required, and the server has no credentials for it")
 	}
 	return err
 }

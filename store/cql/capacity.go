@@ -51,14 +51,13 @@ func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) 
 		return err
 	} else if !exists {
 		s.tables.Forget(name)
-		return fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
+		return store.Errorf(store.ErrTableNotFound, "%q", name)
 	}
 	now := s.now()
 	history, allowed := switchLimit.Allowed(e.switches, now)
 	switching := s.provider == Keyspaces && e.capacity.Mode != c.Mode
 	if switching && !allowed {
-		return fmt.Errorf("%w: %s switched capacity mode %d time(s) in the last 24 h; Keyspaces allows %d",
-			store.ErrCapacityLimit, name, len(history), switchLimit.Max)
+		return store.Errorf(store.ErrCapacityLimit, "%s switched capacity mode %d time(s) in the last 24 h; Keyspaces allows %d", name, len(history), switchLimit.Max)
 	}
 	if s.provider == Keyspaces {
 		tables := []string{name}
@@ -86,7 +85,7 @@ func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) 
 	}
 	if !applied {
 		s.tables.Forget(name)
-		return fmt.Errorf("%w: %q dropped meanwhile", store.ErrTableNotFound, name)
+		return store.Errorf(store.ErrTableNotFound, "%q dropped meanwhile", name)
 	}
 	return nil
 }

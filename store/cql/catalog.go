@@ -12,6 +12,7 @@ import (
 
 	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/remote"
 )
 
 // The catalog, "ebb__catalog" in the Store's keyspace, holds one row per ebb
@@ -126,7 +127,7 @@ func (s *Store) readEntry(ctx context.Context, name string) (entry, error) {
 			ScanContext(ctx, &spec, &capacity, &switches)
 	})
 	if errors.Is(err, gocql.ErrNotFound) {
-		return entry{}, fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
+		return entry{}, store.Errorf(store.ErrTableNotFound, "%q", name)
 	}
 	if err != nil {
 		return entry{}, mapErr(ctx, "cql: read catalog", err)
@@ -152,16 +153,7 @@ func (s *Store) loadSchema(ctx context.Context, name string) (*schema, error) {
 // Spec returns a table's spec from the schema cache, reading the catalog
 // on a miss; see store.Catalog.
 func (s *Store) Spec(ctx context.Context, name string) (store.TableSpec, error) {
-	ctx, cancel, err := s.begin(ctx)
-	if err != nil {
-		return store.TableSpec{}, err
-	}
-	defer cancel()
-	sc, err := s.lookup(ctx, name)
-	if err != nil {
-		return store.TableSpec{}, err
-	}
-	return sc.spec, nil
+	return remote.Spec(ctx, s.tables, name)
 }
 
 // tableErr maps an error from an operation on a table, evicting the cached
@@ -192,7 +184,7 @@ func (s *Store) CreateTable(ctx context.Context, spec store.TableSpec) (err erro
 		return err
 	}
 	if strings.HasPrefix(spec.Name, reservedPrefix) {
-		return fmt.Errorf("%w: table %q: names starting with %q are reserved by the CQL backend", store.ErrInvalid, spec.Name, reservedPrefix)
+		return store.Errorf(store.ErrInvalid, "table %q: names starting with %q are reserved by the CQL backend", spec.Name, reservedPrefix)
 	}
 	ctx, cancel, err := s.beginTable(ctx)
 	if err != nil {
@@ -248,7 +240,7 @@ func (s *Store) claimName(ctx context.Context, spec store.TableSpec) error {
 			return err
 		}
 		if exists {
-			return fmt.Errorf("%w: %q", store.ErrTableExists, spec.Name)
+			return store.Errorf(store.ErrTableExists, "%q", spec.Name)
 		}
 		// A stale row: replace it only if nobody changed it meanwhile.
 		applied, err = s.session.Query(`UPDATE `+s.catalog()+` SET "spec" = ?, "capacity" = null, "switches" = null WHERE "name" = ? IF "spec" = ?`,
@@ -260,7 +252,7 @@ func (s *Store) claimName(ctx context.Context, spec store.TableSpec) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("create %s: %w: catalog row keeps changing", spec.Name, store.ErrUnavailable)
+	return store.Errorf(store.ErrUnavailable, "create %s: catalog row keeps changing", spec.Name)
 }
 
 // DropTable drops the CQL table and its companion, waits until they are

@@ -145,7 +145,7 @@ func (s *Store) conditional(ctx context.Context, sc *schema, r *kit.ResolvedMuta
 		}
 		snap, fromCluster = snapshotFrom(sc, cur), true
 	}
-	return fmt.Errorf("write %s: %w: the row's expiries changed under %d conditional writes", sc.spec.Name, store.ErrUnavailable, casAttempts)
+	return store.Errorf(store.ErrUnavailable, "write %s: the row's expiries changed under %d conditional writes", sc.spec.Name, casAttempts)
 }
 
 // readSnapshot reads a row's expiry columns with a linearizable
@@ -194,7 +194,7 @@ func (s *Store) cas(ctx context.Context, sc *schema, r *kit.ResolvedMutation, w 
 	case store.DeleteCells:
 		stmts = []stmt{deleteCellsStmt(sc, r, 0, cond)}
 	default:
-		return false, nil, fmt.Errorf("%w: a conditional mutation must be an Upsert, DeleteRow or DeleteCells", store.ErrInvalid)
+		return false, nil, store.Errorf(store.ErrInvalid, "a conditional mutation must be an Upsert, DeleteRow or DeleteCells")
 	}
 	var applied bool
 	var cur map[string]any

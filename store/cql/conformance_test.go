@@ -2,9 +2,7 @@ package cql_test
 
 import (
 	"testing"
-	"time"
 
-	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/cql/cqltest"
 	"github.com/ebb-data/ebb/store/storetest"
 )
@@ -16,7 +14,5 @@ import (
 // fails, never skips, without the variable.
 func TestConformance(t *testing.T) {
 	cqltest.Require(t)
-	storetest.Run(t, func(t testing.TB, now func() time.Time) store.Store {
-		return cqltest.New(t, now)
-	})
+	storetest.Run(t, storetest.Of(cqltest.New))
 }

@@ -81,7 +81,7 @@ var KeyspacePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
 // Validate checks the options; errors wrap store.ErrInvalid.
 func (o Options) Validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: cql: %s", store.ErrInvalid, fmt.Sprintf(format, args...))
+		return store.Errorf(store.ErrInvalid, "cql: %s", fmt.Sprintf(format, args...))
 	}
 	if len(o.Hosts) == 0 {
 		return bad("no hosts")

@@ -37,11 +37,7 @@ func (s *Store) Get(ctx context.Context, name string, partition, clustering []an
 	if err != nil {
 		return store.Row{}, err
 	}
-	p, _, err := kit.ResolvePartition(&sc.spec, partition)
-	if err != nil {
-		return store.Row{}, err
-	}
-	c, err := kit.CheckKey(sc.spec.Clustering, clustering, false)
+	p, _, c, err := kit.ResolveRowKey(&sc.spec, partition, clustering)
 	if err != nil {
 		return store.Row{}, err
 	}
@@ -240,7 +236,7 @@ func queryBounds(spec *store.TableSpec, q *store.Query) (lo, hi bound, empty boo
 	}
 	t, err := store.DecodeClustering(spec, q.PageToken)
 	if err != nil {
-		return bound{}, bound{}, false, fmt.Errorf("%w: malformed page token", store.ErrInvalid)
+		return bound{}, bound{}, false, store.Errorf(store.ErrInvalid, "malformed page token")
 	}
 	if ascending := (spec.ClusteringOrder == store.Asc) != q.Reverse; ascending {
 		if lo.vals == nil || keepToken(t, lo, 1) {
@@ -318,7 +314,7 @@ func (s *Store) Stats(ctx context.Context, name string) (_ store.TableStats, err
 	}
 	if !exists {
 		s.tables.Forget(name)
-		return store.TableStats{}, fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
+		return store.TableStats{}, store.Errorf(store.ErrTableNotFound, "%q", name)
 	}
 	var st store.TableStats
 	complete := false

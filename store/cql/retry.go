@@ -61,16 +61,16 @@ func (p retryPolicy) do(ctx context.Context, idempotent bool, fn func(context.Co
 		if attempt >= p.Attempts {
 			finished = true
 			if k == kindOverloaded {
-				return false, fmt.Errorf("%w: cluster overloaded after %d attempts: %w", store.ErrThrottled, attempt, err)
+				return false, store.Wrapf(store.ErrThrottled, err, "cluster overloaded after %d attempts", attempt)
 			}
-			return false, fmt.Errorf("%w: %d attempts: %w", store.ErrUnavailable, attempt, err)
+			return false, store.Wrapf(store.ErrUnavailable, err, "%d attempts", attempt)
 		}
 		last = err
 		return true, err
 	})
 	if !finished {
 		// The context ended during a wait.
-		return fmt.Errorf("%w: %w (after %v)", store.ErrUnavailable, err, last)
+		return store.Wrapf(store.ErrUnavailable, fmt.Errorf("%w (after %v)", err, last), "gave up retrying")
 	}
 	return err
 }

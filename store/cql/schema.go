@@ -87,6 +87,8 @@ type schema struct {
 	rowCols string
 }
 
+func (sc *schema) TableSpec() store.TableSpec { return sc.spec }
+
 func newSchema(ks string, spec store.TableSpec) *schema {
 	sc := &schema{spec: spec, ks: ks, data: quote(ks) + "." + quote(spec.Name)}
 	if len(spec.Indexes) > 0 {

@@ -162,11 +162,11 @@ func clusterConfig(o Options) (*gocql.ClusterConfig, error) {
 		if o.CAFile != "" {
 			pem, err := os.ReadFile(o.CAFile)
 			if err != nil {
-				return nil, fmt.Errorf("%w: cql: read CA file: %w", store.ErrInvalid, err)
+				return nil, store.Errorf(store.ErrInvalid, "cql: read CA file: %w", err)
 			}
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("%w: cql: no certificate in %s", store.ErrInvalid, o.CAFile)
+				return nil, store.Errorf(store.ErrInvalid, "cql: no certificate in %s", o.CAFile)
 			}
 			cfg.RootCAs = pool
 		}
@@ -222,7 +222,7 @@ func (s *Store) setUp(ctx context.Context) error {
 		err := s.session.Query(`SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?`, s.ks).
 			ScanContext(ctx, &name)
 		if errors.Is(err, gocql.ErrNotFound) {
-			return fmt.Errorf("%w: cql: keyspace %q does not exist (set CreateKeyspace, or create it)", store.ErrInvalid, s.ks)
+			return store.Errorf(store.ErrInvalid, "cql: keyspace %q does not exist (set CreateKeyspace, or create it)", s.ks)
 		}
 		if err != nil {
 			return mapErr(ctx, "cql: look up keyspace", err)

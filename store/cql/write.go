@@ -39,12 +39,8 @@ func (s *Store) Write(ctx context.Context, name string, batch []store.Mutation) 
 	}
 	defer cancel()
 	defer s.observe("write", timeNow(), &err)
-	sc, err := s.lookup(ctx, name)
-	if err != nil {
-		return err
-	}
 	now := s.now()
-	rs, err := kit.ResolveBatch(&sc.spec, batch, now, s.caps.MaxRowBytes)
+	sc, rs, err := remote.Resolve(ctx, s.tables, name, batch, now, s.caps.MaxRowBytes)
 	if err != nil {
 		return err
 	}

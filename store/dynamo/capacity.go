@@ -3,7 +3,6 @@ package dynamo
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -51,8 +50,7 @@ func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) 
 	history, allowed := switchLimit.Allowed(e.switches, now)
 	switching := current == store.Provisioned && c.Mode == store.OnDemand
 	if switching && !allowed {
-		return fmt.Errorf("%w: %s switched from provisioned to on-demand %d times in the last 24 h",
-			store.ErrCapacityLimit, name, len(history))
+		return store.Errorf(store.ErrCapacityLimit, "%s switched from provisioned to on-demand %d times in the last 24 h", name, len(history))
 	}
 
 	in := &dynamodb.UpdateTableInput{TableName: aws.String(t.physical)}
@@ -111,7 +109,7 @@ func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) 
 		},
 	})
 	if isConditionFailed(err) {
-		return fmt.Errorf("%w: %q dropped meanwhile", store.ErrTableNotFound, name)
+		return store.Errorf(store.ErrTableNotFound, "%q dropped meanwhile", name)
 	}
 	return mapErr(ctx, "record capacity of "+name, err)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/remote"
 )
 
 // The catalog is a small table, {prefix}ebb.catalog, holding one document per
@@ -99,7 +100,7 @@ func (s *Store) readEntry(ctx context.Context, name string) (entry, map[string]t
 		return entry{}, nil, mapErr(ctx, "read catalog", err)
 	}
 	if out.Item == nil {
-		return entry{}, nil, fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
+		return entry{}, nil, store.Errorf(store.ErrTableNotFound, "%q", name)
 	}
 	e, err := decodeEntry(out.Item)
 	return e, out.Item, err
@@ -123,16 +124,7 @@ func (s *Store) loadTable(ctx context.Context, name string) (*table, error) {
 // Spec returns a table's spec from the spec cache, reading the catalog on
 // a miss; see store.Catalog.
 func (s *Store) Spec(ctx context.Context, name string) (store.TableSpec, error) {
-	ctx, cancel, err := s.begin(ctx)
-	if err != nil {
-		return store.TableSpec{}, err
-	}
-	defer cancel()
-	t, err := s.lookup(ctx, name)
-	if err != nil {
-		return store.TableSpec{}, err
-	}
-	return t.spec, nil
+	return remote.Spec(ctx, s.tables, name)
 }
 
 // tableErr maps an error from an operation on table t, evicting the cached
@@ -150,7 +142,7 @@ func (s *Store) CreateTable(ctx context.Context, spec store.TableSpec) error {
 		return err
 	}
 	if len(spec.Indexes) > 5 {
-		return fmt.Errorf("%w: table %q: DynamoDB allows at most 5 local secondary indexes", store.ErrInvalid, spec.Name)
+		return store.Errorf(store.ErrInvalid, "table %q: DynamoDB allows at most 5 local secondary indexes", spec.Name)
 	}
 	ctx, cancel, err := s.beginTable(ctx)
 	if err != nil {
@@ -198,7 +190,7 @@ func (s *Store) claimName(ctx context.Context, spec store.TableSpec, physical st
 			return err
 		}
 		if exists {
-			return fmt.Errorf("%w: %q", store.ErrTableExists, spec.Name)
+			return store.Errorf(store.ErrTableExists, "%q", spec.Name)
 		}
 		// Stale entry: replace it only if nobody changed it meanwhile.
 		_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
@@ -215,7 +207,7 @@ func (s *Store) claimName(ctx context.Context, spec store.TableSpec, physical st
 			return mapErr(ctx, "create "+spec.Name, err)
 		}
 	}
-	return fmt.Errorf("create %s: %w: catalog entry keeps changing", spec.Name, store.ErrUnavailable)
+	return store.Errorf(store.ErrUnavailable, "create %s: catalog entry keeps changing", spec.Name)
 }
 
 // physicalExists reports whether the DynamoDB table exists in any state but

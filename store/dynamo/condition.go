@@ -72,7 +72,7 @@ func (s *Store) conditional(ctx context.Context, t *table, o *op, c *kit.Resolve
 				return conditionHolds(&t.spec, c, out.Item, now), nil
 			})
 	default:
-		return fmt.Errorf("%w: a conditional mutation must be an Upsert, DeleteRow or DeleteCells", store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "a conditional mutation must be an Upsert, DeleteRow or DeleteCells")
 	}
 	if isConditionFailed(err) {
 		return &store.MutationError{Index: 0, Err: store.ErrConflict}

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/dynamo/dynamotest"
 	"github.com/ebb-data/ebb/store/storetest"
 )
@@ -15,9 +14,7 @@ import (
 // whose tables are dropped when the subtest ends.
 func TestConformance(t *testing.T) {
 	dynamotest.Require(t)
-	storetest.Run(t, func(t testing.TB, now func() time.Time) store.Store {
-		return dynamotest.New(t, now)
-	})
+	storetest.Run(t, storetest.Of(dynamotest.New))
 }
 
 // TestConformanceDynamoDBLocal runs the suite again on Amazon's DynamoDB
@@ -33,7 +30,5 @@ func TestConformanceDynamoDBLocal(t *testing.T) {
 		t.Fatalf("DynamoDB Local reports AtomicPartitionBatch=%v MaxAtomicBatch=%d, want transactions of 100",
 			caps.AtomicPartitionBatch, caps.MaxAtomicBatch)
 	}
-	storetest.Run(t, func(t testing.TB, now func() time.Time) store.Store {
-		return dynamotest.DynamoDBLocal.New(t, now)
-	})
+	storetest.Run(t, storetest.Of(dynamotest.DynamoDBLocal.New))
 }

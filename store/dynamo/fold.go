@@ -1,7 +1,6 @@
 package dynamo
 
 import (
-	"fmt"
 	"maps"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -239,7 +238,7 @@ func checkSize(o *op) error {
 		return nil
 	}
 	if n > maxItemBytes {
-		return fmt.Errorf("%w: item is %d bytes, DynamoDB allows %d", store.ErrTooLarge, n, maxItemBytes)
+		return store.Errorf(store.ErrTooLarge, "item is %d bytes, DynamoDB allows %d", n, maxItemBytes)
 	}
 	return nil
 }

@@ -84,7 +84,7 @@ var tablePrefixPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{0,200}$`)
 // Validate checks the options; errors wrap store.ErrInvalid.
 func (o Options) Validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: dynamo: %s", store.ErrInvalid, fmt.Sprintf(format, args...))
+		return store.Errorf(store.ErrInvalid, "dynamo: %s", fmt.Sprintf(format, args...))
 	}
 	if !tablePrefixPattern.MatchString(o.TablePrefix) {
 		return bad("table prefix %q must match %s", o.TablePrefix, tablePrefixPattern)
@@ -195,7 +195,7 @@ func newClient(ctx context.Context, o Options) (*dynamodb.Client, idleCloser, er
 		return nil, nil, fmt.Errorf("dynamo: load AWS configuration: %w", err)
 	}
 	if cfg.Region == "" {
-		return nil, nil, fmt.Errorf("%w: dynamo: no AWS region configured (set --dynamodb-region or AWS_REGION)", store.ErrInvalid)
+		return nil, nil, store.Errorf(store.ErrInvalid, "dynamo: no AWS region configured (set --dynamodb-region or AWS_REGION)")
 	}
 	// The configuration has applied what it had (a CA bundle) to the
 	// buildable client's transport. The Store takes that transport into one
@@ -237,7 +237,7 @@ func credentialsErr(p aws.CredentialsProvider, err error) error {
 	if c, ok := p.(*aws.CredentialsCache); ok && c.IsCredentialsProvider(&ec2rolecreds.Provider{}) {
 		return &credentialsError{err: err}
 	}
-	return fmt.Errorf("%w: dynamo: load AWS credentials: %w", store.ErrInvalid, err)
+	return store.Errorf(store.ErrInvalid, "dynamo: load AWS credentials: %w", err)
 }
 
 // sdkLogger sends the SDK's own log lines (warnings such as a response

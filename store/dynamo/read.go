@@ -16,20 +16,12 @@ import (
 
 // Get reads one row with a strongly consistent GetItem; see store.Store.
 func (s *Store) Get(ctx context.Context, name string, partition, clustering []any) (store.Row, error) {
-	ctx, cancel, err := s.begin(ctx)
+	ctx, cancel, t, err := s.tables.Begin(ctx, name)
 	if err != nil {
 		return store.Row{}, err
 	}
 	defer cancel()
-	t, err := s.lookup(ctx, name)
-	if err != nil {
-		return store.Row{}, err
-	}
-	p, pk, err := kit.ResolvePartition(&t.spec, partition)
-	if err != nil {
-		return store.Row{}, err
-	}
-	c, err := kit.CheckKey(t.spec.Clustering, clustering, false)
+	p, pk, c, err := kit.ResolveRowKey(&t.spec, partition, clustering)
 	if err != nil {
 		return store.Row{}, err
 	}
@@ -156,15 +148,11 @@ func (s *Store) query(ctx context.Context, name string, q store.Query) (store.Pa
 // consistent) by the value's digest and keeps the entries whose value is
 // still live and equal; see store.Store.
 func (s *Store) QueryIndex(ctx context.Context, name, index string, partition []any, value any) ([][]any, error) {
-	ctx, cancel, err := s.begin(ctx)
+	ctx, cancel, t, err := s.tables.Begin(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
-	t, err := s.lookup(ctx, name)
-	if err != nil {
-		return nil, err
-	}
 	spec := &t.spec
 	col, v, pk, err := kit.ResolveIndexLookup(spec, index, partition, value)
 	if err != nil {
@@ -237,15 +225,11 @@ func sameValue(a, b types.AttributeValue) bool {
 // DeletePartition reads the keys of every item of the partition and deletes
 // them in BatchWriteItem chunks; see store.Store.
 func (s *Store) DeletePartition(ctx context.Context, name string, partition []any) error {
-	ctx, cancel, err := s.begin(ctx)
+	ctx, cancel, t, err := s.tables.Begin(ctx, name)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	t, err := s.lookup(ctx, name)
-	if err != nil {
-		return err
-	}
 	_, pk, err := kit.ResolvePartition(&t.spec, partition)
 	if err != nil {
 		return err
@@ -296,15 +280,11 @@ const statsScanItems = 10000
 // DescribeTable figures, which the service refreshes about every six hours.
 // Either way the figures are estimates; see store.Store.
 func (s *Store) Stats(ctx context.Context, name string) (store.TableStats, error) {
-	ctx, cancel, err := s.begin(ctx)
+	ctx, cancel, t, err := s.tables.Begin(ctx, name)
 	if err != nil {
 		return store.TableStats{}, err
 	}
 	defer cancel()
-	t, err := s.lookup(ctx, name)
-	if err != nil {
-		return store.TableStats{}, err
-	}
 	var st store.TableStats
 	in := &dynamodb.ScanInput{TableName: aws.String(t.physical), ConsistentRead: aws.Bool(true)}
 	for {

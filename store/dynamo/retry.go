@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -44,7 +43,7 @@ func (b retryPolicy) writeBatch(ctx context.Context, send batchSender, reqs map[
 			return false, nil
 		}
 		if attempt >= b.Attempts {
-			return false, fmt.Errorf("%w: %d writes still unprocessed after %d attempts", store.ErrThrottled, n, attempt)
+			return false, store.Errorf(store.ErrThrottled, "%d writes still unprocessed after %d attempts", n, attempt)
 		}
 		reqs = left
 		return true, nil

@@ -51,6 +51,8 @@ type table struct {
 	physical string
 }
 
+func (t *table) TableSpec() store.TableSpec { return t.spec }
+
 // Open connects to a DynamoDB API endpoint, creates the catalog table if it
 // is missing and probes what the endpoint supports (transactions, native
 // TTL, warm throughput).
@@ -237,7 +239,7 @@ func (s *Store) waitTable(ctx context.Context, physical string, gone bool) error
 			if gone {
 				return nil
 			}
-			return fmt.Errorf("%w: %s vanished while waiting for it", store.ErrTableNotFound, physical)
+			return store.Errorf(store.ErrTableNotFound, "%s vanished while waiting for it", physical)
 		case err != nil:
 			return mapErr(ctx, "wait for "+physical, err)
 		case !gone && out.Table.TableStatus == types.TableStatusActive:

@@ -27,12 +27,8 @@ func (s *Store) Write(ctx context.Context, name string, batch []store.Mutation) 
 		return err
 	}
 	defer cancel()
-	t, err := s.lookup(ctx, name)
-	if err != nil {
-		return err
-	}
 	now := s.now()
-	rs, err := kit.ResolveBatch(&t.spec, batch, now, s.caps.MaxRowBytes)
+	t, rs, err := remote.Resolve(ctx, s.tables, name, batch, now, s.caps.MaxRowBytes)
 	if err != nil {
 		return err
 	}
@@ -270,7 +266,7 @@ func (s *Store) update(ctx context.Context, t *table, o *op, cond func(*exprBuil
 			}
 		}
 	}
-	return fmt.Errorf("%w: the row changed under each of %d updates", store.ErrUnavailable, 2*rounds)
+	return store.Errorf(store.ErrUnavailable, "the row changed under each of %d updates", 2*rounds)
 }
 
 // deleteCondition is DeleteIfExpired's condition: the marker and every cell
@@ -338,11 +334,11 @@ func (s *Store) transact(ctx context.Context, t *table, ph phase) error {
 			case code == "" || code == "None" || code == "TransactionConflict" || code == "ThrottlingError" ||
 				code == "ProvisionedThroughputExceeded":
 			case code == "ItemCollectionSizeLimitExceeded":
-				return fmt.Errorf("%w: %w", store.ErrTooLarge, err)
+				return store.Wrapf(store.ErrTooLarge, err, "the partition's item collection exceeds the backend's size limit")
 			case code == "ValidationError" && isSizeMessage(aws.ToString(reason.Message)):
-				return fmt.Errorf("%w: %s: %w", store.ErrTooLarge, aws.ToString(reason.Message), err)
+				return store.Wrapf(store.ErrTooLarge, err, "%s", aws.ToString(reason.Message))
 			case code == "ValidationError":
-				return fmt.Errorf("%w: %s: %w", store.ErrInvalid, aws.ToString(reason.Message), err)
+				return store.Wrapf(store.ErrInvalid, err, "%s", aws.ToString(reason.Message))
 			default:
 				retryable = false
 			}
@@ -359,7 +355,7 @@ func (s *Store) transact(ctx context.Context, t *table, ph phase) error {
 			continue // not a conflict: resend at once
 		}
 		if attempt >= s.retry.Attempts {
-			return fmt.Errorf("%w: transaction cancelled %d times: %w", store.ErrThrottled, attempt, err)
+			return store.Wrapf(store.ErrThrottled, err, "transaction cancelled %d times", attempt)
 		}
 		if err := s.retry.Wait(ctx, attempt); err != nil {
 			return err

@@ -20,7 +20,7 @@ func CheckValue(t store.Type, v any) (any, error) {
 			break
 		}
 		if !utf8.ValidString(s) {
-			return nil, fmt.Errorf("%w: text value is not valid UTF-8", store.ErrInvalid)
+			return nil, store.Errorf(store.ErrInvalid, "text value is not valid UTF-8")
 		}
 		return v, nil
 	case store.TypeInt64:
@@ -42,7 +42,7 @@ func CheckValue(t store.Type, v any) (any, error) {
 			return v, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: want %s, got %T", store.ErrInvalid, t, v)
+	return nil, store.Errorf(store.ErrInvalid, "want %s, got %T", t, v)
 }
 
 // CheckKey checks a partition or clustering tuple against its columns and
@@ -51,7 +51,7 @@ func CheckValue(t store.Type, v any) (any, error) {
 // (nonEmpty).
 func CheckKey(cols []store.Column, vals []any, nonEmpty bool) ([]any, error) {
 	if len(vals) != len(cols) {
-		return nil, fmt.Errorf("%w: key has %d values, want %d (%s)", store.ErrInvalid, len(vals), len(cols), columnNames(cols))
+		return nil, store.Errorf(store.ErrInvalid, "key has %d values, want %d (%s)", len(vals), len(cols), columnNames(cols))
 	}
 	out := vals
 	for i, c := range cols {
@@ -61,10 +61,10 @@ func CheckKey(cols []store.Column, vals []any, nonEmpty bool) ([]any, error) {
 		}
 		if nonEmpty {
 			if s, ok := v.(string); ok && s == "" {
-				return nil, fmt.Errorf("%w: key column %q: empty partition key", store.ErrInvalid, c.Name)
+				return nil, store.Errorf(store.ErrInvalid, "key column %q: empty partition key", c.Name)
 			}
 			if b, ok := v.([]byte); ok && len(b) == 0 {
-				return nil, fmt.Errorf("%w: key column %q: empty partition key", store.ErrInvalid, c.Name)
+				return nil, store.Errorf(store.ErrInvalid, "key column %q: empty partition key", c.Name)
 			}
 		}
 		if !sameValue(v, vals[i]) {

@@ -61,7 +61,7 @@ func (d *rowDecoder) decode(spec *store.TableSpec, partition []any, r *store.Raw
 		return store.Row{}, err
 	}
 	if len(r.Values) != len(spec.Values) {
-		return store.Row{}, fmt.Errorf("%w: row has %d values, the table %d", store.ErrInvalid, len(r.Values), len(spec.Values))
+		return store.Row{}, store.Errorf(store.ErrInvalid, "row has %d values, the table %d", len(r.Values), len(spec.Values))
 	}
 	vals := d.a.Take(len(spec.Values))
 	for i, c := range spec.Values {
@@ -99,7 +99,7 @@ func DecodeRawValue(t store.Type, p []byte) (any, error) {
 		return append([]byte{}, p...), nil
 	case store.TypeInt64, store.TypeTimestamp:
 		if len(p) != 8 {
-			return nil, fmt.Errorf("%w: a %s payload of %d bytes", store.ErrInvalid, t, len(p))
+			return nil, store.Errorf(store.ErrInvalid, "a %s payload of %d bytes", t, len(p))
 		}
 		n := int64(binary.BigEndian.Uint64(p))
 		if t == store.TypeInt64 {
@@ -107,5 +107,5 @@ func DecodeRawValue(t store.Type, p []byte) (any, error) {
 		}
 		return time.UnixMilli(n).UTC(), nil
 	}
-	return nil, fmt.Errorf("%w: unknown type %s", store.ErrInvalid, t)
+	return nil, store.Errorf(store.ErrInvalid, "unknown type %s", t)
 }

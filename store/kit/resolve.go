@@ -189,7 +189,7 @@ func resolve(spec *store.TableSpec, m *store.Mutation, now time.Time, maxRowByte
 		*keys = EncodeTuple(*keys, r.Partition, false)
 		r.PartitionKey = (*keys)[start:len(*keys):len(*keys)]
 		if len(r.PartitionKey) > store.MaxKeyBytes {
-			return fmt.Errorf("%w: partition key is %d bytes encoded, at most %d", store.ErrTooLarge, len(r.PartitionKey), store.MaxKeyBytes)
+			return store.Errorf(store.ErrTooLarge, "partition key is %d bytes encoded, at most %d", len(r.PartitionKey), store.MaxKeyBytes)
 		}
 		if keyed {
 			parts.add(m.Partition, r)
@@ -206,38 +206,38 @@ func resolve(spec *store.TableSpec, m *store.Mutation, now time.Time, maxRowByte
 	*keys = EncodeTuple(*keys, r.Clustering, spec.ClusteringOrder == store.Desc)
 	r.ClusteringKey = (*keys)[start:len(*keys):len(*keys)]
 	if len(r.ClusteringKey) > store.MaxKeyBytes {
-		return fmt.Errorf("%w: clustering key is %d bytes encoded, at most %d", store.ErrTooLarge, len(r.ClusteringKey), store.MaxKeyBytes)
+		return store.Errorf(store.ErrTooLarge, "clustering key is %d bytes encoded, at most %d", len(r.ClusteringKey), store.MaxKeyBytes)
 	}
 	r.Size = len(r.PartitionKey) + len(r.ClusteringKey)
 	switch m.Kind {
 	case store.DeleteRow, store.DeleteIfExpired:
 		if len(m.Cells) > 0 {
-			return fmt.Errorf("%w: %s takes no cells", store.ErrInvalid, kindName(m.Kind))
+			return store.Errorf(store.ErrInvalid, "%s takes no cells", kindName(m.Kind))
 		}
 		return nil
 	case store.DeleteCells:
 		if len(m.Cells) == 0 {
-			return fmt.Errorf("%w: delete of no columns", store.ErrInvalid)
+			return store.Errorf(store.ErrInvalid, "delete of no columns")
 		}
 		for _, c := range m.Cells {
 			col := spec.ValueIndex(c.Column)
 			if col < 0 {
-				return fmt.Errorf("%w: unknown column %q", store.ErrInvalid, c.Column)
+				return store.Errorf(store.ErrInvalid, "unknown column %q", c.Column)
 			}
 			r.Cells = append(r.Cells, ResolvedCell{Col: col})
 		}
 		return nil
 	case store.Upsert:
 	default:
-		return fmt.Errorf("%w: unknown mutation kind %d", store.ErrInvalid, m.Kind)
+		return store.Errorf(store.ErrInvalid, "unknown mutation kind %d", m.Kind)
 	}
 	switch {
 	case m.NoExpiry && !m.ExpiresAt.IsZero():
-		return fmt.Errorf("%w: both NoExpiry and ExpiresAt set", store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "both NoExpiry and ExpiresAt set")
 	case m.NoExpiry:
 	case !m.ExpiresAt.IsZero():
 		if r.ExpiresAt = m.ExpiresAt.UnixMilli(); r.ExpiresAt <= 0 {
-			return fmt.Errorf("%w: expiry %s is not after 1970", store.ErrInvalid, m.ExpiresAt.UTC().Format(time.RFC3339))
+			return store.Errorf(store.ErrInvalid, "expiry %s is not after 1970", m.ExpiresAt.UTC().Format(time.RFC3339))
 		}
 	case spec.DefaultTTL > 0:
 		r.ExpiresAt = now.Add(spec.DefaultTTL).UnixMilli()
@@ -246,10 +246,10 @@ func resolve(spec *store.TableSpec, m *store.Mutation, now time.Time, maxRowByte
 	for _, c := range m.Cells {
 		col := spec.ValueIndex(c.Column)
 		if col < 0 {
-			return fmt.Errorf("%w: unknown column %q", store.ErrInvalid, c.Column)
+			return store.Errorf(store.ErrInvalid, "unknown column %q", c.Column)
 		}
 		if seen&(1<<col) != 0 {
-			return fmt.Errorf("%w: column %q set twice", store.ErrInvalid, c.Column)
+			return store.Errorf(store.ErrInvalid, "column %q set twice", c.Column)
 		}
 		seen |= 1 << col
 		v, err := CheckValue(spec.Values[col].Type, c.Value)
@@ -259,14 +259,14 @@ func resolve(spec *store.TableSpec, m *store.Mutation, now time.Time, maxRowByte
 		exp := r.ExpiresAt
 		if !c.ExpiresAt.IsZero() {
 			if exp = c.ExpiresAt.UnixMilli(); exp <= 0 {
-				return fmt.Errorf("%w: column %q: expiry is not after 1970", store.ErrInvalid, c.Column)
+				return store.Errorf(store.ErrInvalid, "column %q: expiry is not after 1970", c.Column)
 			}
 		}
 		r.Cells = append(r.Cells, ResolvedCell{Col: col, Value: v, ExpiresAt: exp})
 		r.Size += ValueSize(v) + len(c.Column) + 9
 	}
 	if maxRowBytes > 0 && r.Size > maxRowBytes {
-		return fmt.Errorf("%w: row is %d bytes, at most %d", store.ErrTooLarge, r.Size, maxRowBytes)
+		return store.Errorf(store.ErrTooLarge, "row is %d bytes, at most %d", r.Size, maxRowBytes)
 	}
 	return nil
 }
@@ -276,22 +276,22 @@ func resolve(spec *store.TableSpec, m *store.Mutation, now time.Time, maxRowByte
 func resolveCondition(spec *store.TableSpec, m *store.Mutation, batchLen, conds int, guarded bool) (*ResolvedCondition, error) {
 	switch {
 	case guarded && conds > 1:
-		return nil, fmt.Errorf("%w: a batch holds at most one conditional mutation", store.ErrInvalid)
+		return nil, store.Errorf(store.ErrInvalid, "a batch holds at most one conditional mutation")
 	case !guarded && batchLen != 1:
-		return nil, fmt.Errorf("%w: a conditional mutation must be alone in its batch", store.ErrInvalid)
+		return nil, store.Errorf(store.ErrInvalid, "a conditional mutation must be alone in its batch")
 	}
 	if m.Kind == store.DeleteIfExpired {
-		return nil, fmt.Errorf("%w: store.DeleteIfExpired takes no condition", store.ErrInvalid)
+		return nil, store.Errorf(store.ErrInvalid, "store.DeleteIfExpired takes no condition")
 	}
 	c := &ResolvedCondition{Kind: m.If.Kind, Col: -1}
 	switch m.If.Kind {
 	case store.IfAbsent, store.IfExists:
 		if m.If.Column != "" || m.If.Value != nil {
-			return nil, fmt.Errorf("%w: condition takes no column or value", store.ErrInvalid)
+			return nil, store.Errorf(store.ErrInvalid, "condition takes no column or value")
 		}
 	case store.IfEquals:
 		if c.Col = spec.ValueIndex(m.If.Column); c.Col < 0 {
-			return nil, fmt.Errorf("%w: condition on unknown column %q", store.ErrInvalid, m.If.Column)
+			return nil, store.Errorf(store.ErrInvalid, "condition on unknown column %q", m.If.Column)
 		}
 		v, err := CheckValue(spec.Values[c.Col].Type, m.If.Value)
 		if err != nil {
@@ -299,7 +299,7 @@ func resolveCondition(spec *store.TableSpec, m *store.Mutation, batchLen, conds 
 		}
 		c.Value = v
 	default:
-		return nil, fmt.Errorf("%w: unknown condition kind %d", store.ErrInvalid, m.If.Kind)
+		return nil, store.Errorf(store.ErrInvalid, "unknown condition kind %d", m.If.Kind)
 	}
 	return c, nil
 }
@@ -327,6 +327,19 @@ func ValueSize(v any) int {
 	return 8
 }
 
+// ResolveRowKey validates a row's key, as Get takes it: the partition
+// tuple, returned canonical and encoded, and the clustering tuple,
+// returned canonical.
+func ResolveRowKey(spec *store.TableSpec, partition, clustering []any) (p []any, pk []byte, c []any, err error) {
+	if p, pk, err = ResolvePartition(spec, partition); err != nil {
+		return nil, nil, nil, err
+	}
+	if c, err = CheckKey(spec.Clustering, clustering, false); err != nil {
+		return nil, nil, nil, err
+	}
+	return p, pk, c, nil
+}
+
 // ResolvePartition validates a partition tuple and returns it canonical and
 // encoded.
 func ResolvePartition(spec *store.TableSpec, partition []any) ([]any, []byte, error) {
@@ -336,7 +349,7 @@ func ResolvePartition(spec *store.TableSpec, partition []any) ([]any, []byte, er
 	}
 	enc := EncodeTuple(make([]byte, 0, encodedSizeHint(p)), p, false)
 	if len(enc) > store.MaxKeyBytes {
-		return nil, nil, fmt.Errorf("%w: partition key is %d bytes encoded, at most %d", store.ErrTooLarge, len(enc), store.MaxKeyBytes)
+		return nil, nil, store.Errorf(store.ErrTooLarge, "partition key is %d bytes encoded, at most %d", len(enc), store.MaxKeyBytes)
 	}
 	return p, enc, nil
 }
@@ -351,7 +364,7 @@ func ResolvePartition(spec *store.TableSpec, partition []any) ([]any, []byte, er
 func ResolveIndexLookup(spec *store.TableSpec, index string, partition []any, value any) (col int, v any, pk []byte, err error) {
 	ix, ok := spec.Index(index)
 	if !ok {
-		return 0, nil, nil, fmt.Errorf("%w: table %q has no index %q", store.ErrInvalid, spec.Name, index)
+		return 0, nil, nil, store.Errorf(store.ErrInvalid, "table %q has no index %q", spec.Name, index)
 	}
 	col = spec.ValueIndex(ix.Column)
 	if v, err = CheckValue(spec.Values[col].Type, value); err != nil {
@@ -411,7 +424,7 @@ func ClusteringRange(spec *store.TableSpec, q *store.Query) (KeyRange, error) {
 	desc := spec.ClusteringOrder == store.Desc
 	enc := func(b store.Bound) ([]byte, error) {
 		if len(b.Values) > len(spec.Clustering) {
-			return nil, fmt.Errorf("%w: bound has %d values, table has %d clustering columns", store.ErrInvalid, len(b.Values), len(spec.Clustering))
+			return nil, store.Errorf(store.ErrInvalid, "bound has %d values, table has %d clustering columns", len(b.Values), len(spec.Clustering))
 		}
 		vals, err := CheckKey(spec.Clustering[:len(b.Values)], b.Values, false)
 		if err != nil {
@@ -452,7 +465,7 @@ func ClusteringRange(spec *store.TableSpec, q *store.Query) (KeyRange, error) {
 	}
 	if len(q.PageToken) > 0 {
 		if _, err := store.DecodeClustering(spec, q.PageToken); err != nil {
-			return KeyRange{}, fmt.Errorf("%w: malformed page token", store.ErrInvalid)
+			return KeyRange{}, store.Errorf(store.ErrInvalid, "malformed page token")
 		}
 		// Resume strictly after (or, reversed, strictly before) the last row.
 		if q.Reverse {

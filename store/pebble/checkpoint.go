@@ -20,7 +20,7 @@ var _ store.Checkpointer = (*Store)(nil)
 // ErrCheckpointTarget: a checkpoint's directory cannot be what it names
 // (inside the live data directory, under a file, on a file system that
 // takes no directories, holding a NUL byte); it wraps store.ErrInvalid.
-var ErrCheckpointTarget = fmt.Errorf("%w: pebble: checkpoint directory refused", store.ErrInvalid)
+var ErrCheckpointTarget = store.Mark(store.ErrInvalid, "pebble", "checkpoint directory refused")
 
 // Checkpoint writes a consistent copy of the whole store, every table and
 // ebb's own metadata, into dir, which must not exist; see
@@ -57,7 +57,7 @@ func (s *Store) Checkpoint(ctx context.Context, dir string) (int64, error) {
 		return 0, fmt.Errorf("pebble: checkpoint to %s: %w", dir, err)
 	}
 	if free := s.diskFree(); s.guard.minFree > 0 && free >= 0 && free < s.guard.minFree {
-		return 0, fmt.Errorf("%w: pebble: checkpoint to %s: %d bytes free on the data directory's disk, below the floor of %d bytes (--min-free-bytes)", store.ErrInsufficientStorage, dir, free, s.guard.minFree)
+		return 0, store.Errorf(store.ErrInsufficientStorage, "checkpoint to %s: %d bytes free on the data directory's disk, below the floor of %d bytes (--min-free-bytes)", dir, free, s.guard.minFree)
 	}
 	if err := s.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
 		return 0, s.checkpointFailed(dir, err)
@@ -74,15 +74,15 @@ func (s *Store) Checkpoint(ctx context.Context, dir string) (int64, error) {
 // Pebble's own checkpoint does, and nothing else.
 func (s *Store) checkpointTarget(dir string) (string, error) {
 	if strings.ContainsRune(dir, 0) {
-		return "", fmt.Errorf("%w: %q holds a NUL byte", ErrCheckpointTarget, dir)
+		return "", store.Errorf(ErrCheckpointTarget, "%q holds a NUL byte", dir)
 	}
 	dir = filepath.Clean(dir)
 	fs := s.guard.fs
 	if inside(resolve(fs, dir), resolve(fs, s.guard.dir)) {
-		return "", fmt.Errorf("%w: %s is inside the live data directory %s; back up to a directory outside it", ErrCheckpointTarget, dir, s.guard.dir)
+		return "", store.Errorf(ErrCheckpointTarget, "%s is inside the live data directory %s; back up to a directory outside it", dir, s.guard.dir)
 	}
 	if _, err := fs.Stat(dir); err == nil {
-		return "", fmt.Errorf("%w: checkpoint directory %s exists; name a new one", store.ErrConflict, dir)
+		return "", store.Errorf(store.ErrConflict, "checkpoint directory %s exists; name a new one", dir)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", targetError(dir, err)
 	}
@@ -103,11 +103,11 @@ func (s *Store) checkpointTarget(dir string) (string, error) {
 func targetError(dir string, err error) error {
 	switch {
 	case isNoSpace(err):
-		return fmt.Errorf("%w: pebble: checkpoint to %s: %v", store.ErrInsufficientStorage, dir, err)
+		return store.Wrapf(store.ErrInsufficientStorage, err, "checkpoint to %s: the disk is full", dir)
 	case errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.EACCES),
 		errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EINVAL),
 		errors.Is(err, syscall.ENAMETOOLONG), errors.Is(err, syscall.EEXIST):
-		return fmt.Errorf("%w: cannot create %s: %v", ErrCheckpointTarget, dir, err)
+		return store.Errorf(ErrCheckpointTarget, "cannot create %s: %v", dir, err)
 	}
 	return fmt.Errorf("pebble: checkpoint to %s: %w", dir, err)
 }
@@ -119,7 +119,7 @@ func (s *Store) checkpointFailed(dir string, err error) error {
 		s.log.Error("embedded store: removing a failed checkpoint", "component", "pebble", "dir", dir, "err", rerr)
 	}
 	if isNoSpace(err) {
-		return fmt.Errorf("%w: pebble: checkpoint to %s: %v", store.ErrInsufficientStorage, dir, err)
+		return store.Wrapf(store.ErrInsufficientStorage, err, "checkpoint to %s: the disk is full", dir)
 	}
 	return fmt.Errorf("pebble: checkpoint to %s: %w", dir, err)
 }

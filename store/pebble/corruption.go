@@ -1,7 +1,6 @@
 package pebble
 
 import (
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -72,7 +71,7 @@ func (s *Store) corruptionHealth() error {
 	if len(files) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: on-disk corruption in %s: reads of the damaged keys fail; restore the latest backup into a new directory (ebb restore) and serve from it", store.ErrStorageFault, strings.Join(files, ", "))
+	return store.Errorf(store.ErrStorageFault, "on-disk corruption in %s: reads of the damaged keys fail; restore the latest backup into a new directory (ebb restore) and serve from it", strings.Join(files, ", "))
 }
 
 // onBackgroundError is Pebble's BackgroundError event: a failed flush or

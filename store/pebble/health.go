@@ -3,7 +3,6 @@ package pebble
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -58,12 +57,12 @@ func (s *Store) Health() error {
 func (s *Store) writeHealth() error {
 	if p := s.guard.fault.Load(); p != nil {
 		if s.recovering() {
-			return fmt.Errorf("%w: the disk is full: a write to the log failed for want of space (%v): writes, deletes and drops are refused until space returns, then accepted again without a restart", store.ErrStorageFault, *p)
+			return store.Wrapf(store.ErrStorageFault, *p, "the disk is full: a write to the log failed for want of space: writes, deletes and drops are refused until space returns, then accepted again without a restart")
 		}
-		return fmt.Errorf("%w: the disk failed a write or a sync (%v): writes are refused until the server restarts and recovers what was made durable", store.ErrStorageFault, *p)
+		return store.Wrapf(store.ErrStorageFault, *p, "the disk failed a write or a sync: writes are refused until the server restarts and recovers what was made durable")
 	}
 	if p := s.guard.flushFault.Load(); p != nil {
-		return fmt.Errorf("%w: the disk refuses to take memtables flushed to sstables (%v): writes are refused until a flush succeeds", store.ErrStorageFault, *p)
+		return store.Wrapf(store.ErrStorageFault, *p, "the disk refuses to take memtables flushed to sstables: writes are refused until a flush succeeds")
 	}
 	return nil
 }
@@ -93,7 +92,7 @@ func (s *Store) admit(table string, upserts bool) error {
 	if s.guard.insufficientAt.CompareAndSwap(false, true) {
 		s.log.Error("free disk space below the floor: refusing writes that add data until expiry, deletes or drops free space", "component", "pebble", "free_bytes", free, "min_free_bytes", s.guard.minFree)
 	}
-	return fmt.Errorf("%w: %d bytes free on the data directory's disk, below the floor of %d bytes (--min-free-bytes); deletes and drops are still accepted", store.ErrInsufficientStorage, free, s.guard.minFree)
+	return store.Errorf(store.ErrInsufficientStorage, "%d bytes free on the data directory's disk, below the floor of %d bytes (--min-free-bytes); deletes and drops are still accepted", free, s.guard.minFree)
 }
 
 // freeReuse is how long admit trusts a reading of the free space that is
@@ -211,5 +210,5 @@ func (s *Store) readFault(op, table string, err error) error {
 		return err
 	}
 	s.log.Error("embedded store: read failed", "component", "pebble", "op", op, "table", table, "err", err)
-	return fmt.Errorf("%w: %s %s: reading the disk failed: %v", store.ErrUnavailable, op, table, err)
+	return store.Wrapf(store.ErrUnavailable, err, "%s %s: reading the disk failed", op, table)
 }

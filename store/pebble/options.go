@@ -1,7 +1,6 @@
 package pebble
 
 import (
-	"fmt"
 	"math"
 	"time"
 
@@ -45,10 +44,10 @@ func DefaultOptions() Options {
 // memtables' share is added.
 func (o Options) Validate() error {
 	if o.CacheSize < 0 || o.CacheSize > math.MaxInt64-memTableStopWrites*maxMemTableSize {
-		return fmt.Errorf("%w: pebble: Options.CacheSize %d is negative or too large", store.ErrInvalid, o.CacheSize)
+		return store.Errorf(store.ErrInvalid, "pebble: Options.CacheSize %d is negative or too large", o.CacheSize)
 	}
 	if o.MemTableSize < 0 || o.MemTableSize > maxMemTableSize {
-		return fmt.Errorf("%w: pebble: Options.MemTableSize %d outside 0..%d", store.ErrInvalid, o.MemTableSize, int64(maxMemTableSize))
+		return store.Errorf(store.ErrInvalid, "pebble: Options.MemTableSize %d outside 0..%d", o.MemTableSize, int64(maxMemTableSize))
 	}
 	return nil
 }

@@ -19,11 +19,7 @@ func (s *Store) Get(ctx context.Context, name string, partition, clustering []an
 	if err != nil {
 		return store.Row{}, err
 	}
-	p, pk, err := kit.ResolvePartition(&t.Spec, partition)
-	if err != nil {
-		return store.Row{}, err
-	}
-	c, err := kit.CheckKey(t.Spec.Clustering, clustering, false)
+	p, pk, c, err := kit.ResolveRowKey(&t.Spec, partition, clustering)
 	if err != nil {
 		return store.Row{}, err
 	}

@@ -271,7 +271,7 @@ func (s *Store) lookup(name string) (*table, error) {
 	}
 	t, ok := s.tables[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
+		return nil, store.Errorf(store.ErrTableNotFound, "%q", name)
 	}
 	return t, nil
 }
@@ -290,7 +290,7 @@ func (s *Store) CreateTable(ctx context.Context, spec store.TableSpec) error {
 		if t.Spec.Equal(spec) {
 			return nil
 		}
-		return fmt.Errorf("%w: %q", store.ErrTableExists, spec.Name)
+		return store.Errorf(store.ErrTableExists, "%q", spec.Name)
 	}
 	t := &table{ID: s.nextID, Spec: spec, prefix: tablePrefix(s.nextID)}
 	doc, err := json.Marshal(t)
@@ -354,7 +354,7 @@ func (s *Store) excise(t *table) error {
 		// The catalog still says Dropping: the next Open finishes the drop.
 		err = fmt.Errorf("drop %s: excise: %w", t.Spec.Name, err)
 		s.fail(err)
-		return fmt.Errorf("%w: %v", store.ErrStorageFault, err)
+		return store.Wrapf(store.ErrStorageFault, err, "the disk failed a write")
 	}
 	// Unsynced: if this delete is lost in a crash, the entry still says
 	// Dropping and the next Open excises the (already empty) range again.
@@ -399,7 +399,7 @@ func (s *Store) Spec(ctx context.Context, name string) (store.TableSpec, error) 
 // throughput to change.
 func (s *Store) SetCapacity(ctx context.Context, name string, c store.Capacity) error {
 	if c.Mode == store.Provisioned && (c.ReadUnits <= 0 || c.WriteUnits <= 0) {
-		return fmt.Errorf("%w: provisioned capacity needs positive read and write units", store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "provisioned capacity needs positive read and write units")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -226,7 +226,7 @@ func (s *Store) commit(b *pebble.Batch, wo *pebble.WriteOptions, applied func())
 		}
 		if err != nil {
 			s.fail(err)
-			err = fmt.Errorf("%w: %v", store.ErrStorageFault, err)
+			err = store.Wrapf(store.ErrStorageFault, err, "the write failed")
 		}
 	}()
 	if !wo.Sync {

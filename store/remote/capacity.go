@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/ebb-data/ebb/store"
@@ -14,11 +13,11 @@ import (
 func checkCapacity(c store.Capacity) error {
 	switch {
 	case c.Mode != store.OnDemand && c.Mode != store.Provisioned:
-		return fmt.Errorf("%w: unknown capacity mode %d", store.ErrInvalid, c.Mode)
+		return store.Errorf(store.ErrInvalid, "unknown capacity mode %d", c.Mode)
 	case c.Mode == store.Provisioned && (c.ReadUnits <= 0 || c.WriteUnits <= 0):
-		return fmt.Errorf("%w: provisioned capacity needs positive read and write units", store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "provisioned capacity needs positive read and write units")
 	case c.WarmRead < 0 || c.WarmWrite < 0:
-		return fmt.Errorf("%w: negative warm throughput", store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "negative warm throughput")
 	}
 	return nil
 }

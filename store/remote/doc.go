@@ -17,6 +17,8 @@
 //   - Tables, the cache of what a backend derives from a table's catalog
 //     entry, read on a miss and evicted when the service says the table is
 //     gone, so that a dropped table is never served from memory for long.
+//     It also begins an operation on a table with its entry (Begin), and
+//     gives the start every backend's Spec and Write share (Spec, Resolve).
 //   - Metrics, the requests and latency every remote backend exports by
 //     operation; the outcome labels and any further metrics stay with the
 //     backend, because they name what its service reports.

@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -52,10 +51,10 @@ func DefaultCommon() Common {
 // name backend, as the backend's own checks do.
 func (c Common) Validate(backend string) error {
 	if c.Timeout < 0 || c.TableTimeout < 0 || c.MaxBackoff < 0 || c.TTLMargin < 0 {
-		return fmt.Errorf("%w: %s: negative timeout, backoff or TTL margin", store.ErrInvalid, backend)
+		return store.Errorf(store.ErrInvalid, "%s: negative timeout, backoff or TTL margin", backend)
 	}
 	if c.MaxAttempts < 0 || c.MaxAttempts > 100 {
-		return fmt.Errorf("%w: %s: max attempts %d outside 0..100", store.ErrInvalid, backend, c.MaxAttempts)
+		return store.Errorf(store.ErrInvalid, "%s: max attempts %d outside 0..100", backend, c.MaxAttempts)
 	}
 	return nil
 }

@@ -3,10 +3,11 @@ package remote
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
+	"time"
 
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/kit"
 )
 
 // Tables caches, by table name, what a backend derives from a table's
@@ -44,7 +45,7 @@ func (t *Tables[T]) Lookup(ctx context.Context, name string) (T, error) {
 	}
 	if !t.core.Valid(name) {
 		var zero T
-		return zero, fmt.Errorf("%w: %q", store.ErrTableNotFound, name)
+		return zero, store.Errorf(store.ErrTableNotFound, "%q", name)
 	}
 	v, err := t.load(ctx, name)
 	if err != nil {
@@ -77,4 +78,48 @@ func (t *Tables[T]) Err(ctx context.Context, name, op string, err error) error {
 		t.Forget(name)
 	}
 	return err
+}
+
+// Begin starts a data operation on table name (Core.Begin) and returns
+// the table's cached entry, loading it on a miss (Lookup). cancel is nil
+// when err is not; otherwise the caller must call it.
+func (t *Tables[T]) Begin(ctx context.Context, name string) (_ context.Context, cancel context.CancelFunc, v T, err error) {
+	ctx, cancel, err = t.core.Begin(ctx)
+	if err != nil {
+		return ctx, nil, v, err
+	}
+	if v, err = t.Lookup(ctx, name); err != nil {
+		cancel()
+		return ctx, nil, v, err
+	}
+	return ctx, cancel, v, nil
+}
+
+// Entry is what a backend caches of a table that has a spec.
+type Entry interface {
+	// TableSpec returns the table's spec, as its catalog entry says.
+	TableSpec() store.TableSpec
+}
+
+// Spec is every remote backend's Catalog.Spec: the table's spec from the
+// cache, reading the catalog on a miss.
+func Spec[T Entry](ctx context.Context, t *Tables[T], name string) (store.TableSpec, error) {
+	_, cancel, v, err := t.Begin(ctx, name)
+	if err != nil {
+		return store.TableSpec{}, err
+	}
+	defer cancel()
+	return v.TableSpec(), nil
+}
+
+// Resolve is how every remote backend's Write starts once begun: the
+// table's cached entry, and the batch validated and resolved against its
+// spec at now (kit.ResolveBatch, with maxRowBytes).
+func Resolve[T Entry](ctx context.Context, t *Tables[T], name string, batch []store.Mutation, now time.Time, maxRowBytes int) (v T, rs []kit.ResolvedMutation, err error) {
+	if v, err = t.Lookup(ctx, name); err != nil {
+		return v, nil, err
+	}
+	spec := v.TableSpec()
+	rs, err = kit.ResolveBatch(&spec, batch, now, maxRowBytes)
+	return v, rs, err
 }

@@ -44,6 +44,12 @@ import (
 // call twice.
 type Factory func(t testing.TB, now func() time.Time) store.Store
 
+// Of is the Factory of a backend's test package whose opener returns its
+// own Store type.
+func Of[S store.Store](open func(t testing.TB, now func() time.Time) S) Factory {
+	return func(t testing.TB, now func() time.Time) store.Store { return open(t, now) }
+}
+
 // Epoch is where every test's Clock starts: millisecond aligned, after 1970,
 // and fixed so that failures reproduce.
 var Epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
