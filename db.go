@@ -108,7 +108,7 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 	// carrying an expiry are indexed and swept.
 	exp, err := expiry.Wrap(ctx, db.st, expiry.Options{
 		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, SweepInterval: o.SweepInterval,
-		CacheTTL: o.CacheTTL,
+		CacheTTL: o.CacheTTL, MaxDeletesPerSecond: o.SweepMaxDeletesPerSecond,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ebb: expiry: %w", err)

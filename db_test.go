@@ -70,6 +70,7 @@ func TestOptionsValidate(t *testing.T) {
 		{Dir: "x", Store: memStore(t)},
 		{Dir: "x", SweepInterval: -time.Second},
 		{Dir: "x", LeaseDuration: time.Millisecond},
+		{Dir: "x", SweepMaxDeletesPerSecond: -1},
 	} {
 		if err := o.Validate(); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("Validate(%+v) = %v, want ErrInvalid", o, err)

@@ -50,6 +50,12 @@ type Options struct {
 	// SweepInterval is how often the expiry sweeper deletes expired rows.
 	// Default 1 s.
 	SweepInterval time.Duration
+	// SweepMaxDeletesPerSecond paces the sweeper's physical deletes, so
+	// that a mass expiry does not take the backend's capacity from
+	// foreground traffic (a provisioned DynamoDB table, a CQL cluster
+	// under load); rows then leave storage later, never reads, which
+	// resolve expiry themselves. Zero means unlimited.
+	SweepMaxDeletesPerSecond float64
 	// LeaseDuration bounds how long the shard manager and the sweeper stay
 	// with a replica that stopped renewing its lease: another replica
 	// takes over within two of them. Default 15 s. Only backends shared
@@ -151,6 +157,8 @@ func (o Options) Validate() error {
 		return store.Errorf(store.ErrInvalid, "ebb: intervals and the lease duration must be positive")
 	case o.MaxReadPartitions < 0:
 		return store.Errorf(store.ErrInvalid, "ebb: MaxReadPartitions %d is negative", o.MaxReadPartitions)
+	case o.SweepMaxDeletesPerSecond < 0:
+		return store.Errorf(store.ErrInvalid, "ebb: SweepMaxDeletesPerSecond %g is negative; zero means unlimited", o.SweepMaxDeletesPerSecond)
 	case o.LeaseDuration > 0 && o.LeaseDuration < 100*time.Millisecond:
 		return store.Errorf(store.ErrInvalid, "ebb: LeaseDuration %s is below 100ms: renewals could not keep up", o.LeaseDuration)
 	}

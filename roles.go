@@ -33,8 +33,11 @@ type role struct {
 	interval time.Duration
 	// next, if set, says how long to wait after a successful pass
 	// instead of interval (the manager follows the narrowest runway).
-	next    func() time.Duration
-	pass    func(ctx context.Context) error
+	next func() time.Duration
+	pass func(ctx context.Context) error
+	// wake, if set, runs a pass at once when it receives (the sweeper's
+	// wake-up by a write due sooner than it sleeps).
+	wake    <-chan struct{}
 	log     *slog.Logger
 	held    prometheus.Gauge
 	epoch   prometheus.Gauge
@@ -112,7 +115,11 @@ func (db *DB) startRoles(leases map[string]*lease.Lease) error {
 	}
 	mk(RoleShardManager, o.ReconcileInterval, mgr.NextRun, managerPass)
 	exp, _ := store.As[*expiry.Store](db.st)
-	mk(RoleSweeper, o.SweepInterval, nil, exp.Sweeper().Pass)
+	// The sweeper sleeps until the earliest due time it knows of, and a
+	// write due sooner wakes it.
+	sw := exp.Sweeper()
+	mk(RoleSweeper, o.SweepInterval, sw.Next, sw.Pass)
+	db.roles[RoleSweeper].wake = sw.Wake()
 	if o.NoBackground {
 		return nil
 	}
@@ -139,9 +146,30 @@ func (r *role) run(ctx context.Context) {
 	defer wg.Wait()
 	defer func() { mu.Lock(); release(); mu.Unlock() }()
 
-	// The renewer: one attempt every third of the lease.
+	// The wake-ups, forwarded to the loop's trigger.
+	if r.wake != nil {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-r.wake:
+				}
+				select {
+				case r.trigger <- struct{}{}:
+				default:
+				}
+			}
+		})
+	}
+
+	// The renewer: a renewal every half lease, so that an idle replica
+	// writes at most two per lease period per role. An attempt may take a
+	// sixth of the lease, and a failed one is retried a tenth of the
+	// lease later, so that a second try fits before the lease lapses
+	// (lease.Options.Margin, a fifth, before it ends).
 	wg.Go(func() {
-		every := r.lease.Duration() / 3
+		every, timeout, retry := r.lease.Duration()/2, r.lease.Duration()/6, r.lease.Duration()/10
 		t := time.NewTimer(0)
 		defer t.Stop()
 		was := false
@@ -158,7 +186,7 @@ func (r *role) run(ctx context.Context) {
 			if late := time.Since(due); was && late > r.lease.Duration()/2 {
 				r.log.Warn("lease renewal ran late: this process was paused or starved; it acts on nothing until it holds the lease again", "late", late.Round(time.Millisecond))
 			}
-			actx, cancel := context.WithTimeout(ctx, every)
+			actx, cancel := context.WithTimeout(ctx, timeout)
 			held, err := r.lease.Acquire(actx)
 			cancel()
 			if err != nil && ctx.Err() == nil {
@@ -185,8 +213,12 @@ func (r *role) run(ctx context.Context) {
 				mu.Unlock()
 			}
 			was = held
-			due = time.Now().Add(every)
-			t.Reset(every)
+			wait := every
+			if err != nil {
+				wait = retry
+			}
+			due = time.Now().Add(wait)
+			t.Reset(wait)
 		}
 	})
 

@@ -32,12 +32,22 @@
 //
 // # The sweeper
 //
-// The Sweeper keeps a durable watermark in store.MetaTable (kind "sweeper"):
-// the start of the first window not yet completely swept. Each pass sweeps
-// every window from the watermark up to the one containing now (the current
-// window only up to now), then advances the watermark past the windows it
-// finished. A sweeper that was down for an hour catches up on restart; a
-// tick cadence that is not a multiple of the window misses nothing.
+// Each writer also records a due marker for every window it puts entries
+// in, before the entries (marks.go). Each pass reads the first page of
+// markers, sweeps every marked window up to the one containing now (the
+// current window only up to now), and removes the markers of the windows
+// it finished; the first marker past now is when the next pass is due
+// (Sweeper.Next), and a write through this process marking an earlier
+// window wakes the sweeper (Sweeper.Wake). An idle sweeper thus reads one
+// small page per IdleInterval and writes nothing. A sweeper that was down
+// for an hour catches up on restart; a tick cadence that is not a multiple
+// of the window misses nothing.
+//
+// An index created before markers existed keeps a durable watermark in
+// store.MetaTable (kind "sweeper"): the start of the first window not yet
+// completely swept. Its passes sweep every window from the watermark up to
+// the one containing now, then advance the watermark past the windows
+// they finished.
 //
 // Rows are removed with store.DeleteIfExpired, which the backend applies
 // only if the row has no live content at that moment, so a row whose expiry

@@ -344,15 +344,17 @@ func histogramCount(t testing.TB, g prometheus.Gatherer, name string) uint64 {
 	return 0
 }
 
-// startSweeper runs st's sweeper passes every SweepInterval in the
-// background, as ebb.DB's sweeper role does (with the same loop), until
+// startSweeper runs st's sweeper passes in the background when its Next
+// says and at once on its Wake, as ebb.DB's sweeper role does (with the
+// same loop), until
 // the returned stop is called or the test ends.
 func startSweeper(t testing.TB, st *Store) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = loop.Run(ctx, loop.Options{Interval: st.opts.SweepInterval}, st.Sweeper().Pass)
+		sw := st.Sweeper()
+		_ = loop.Run(ctx, loop.Options{Interval: st.opts.SweepInterval, Next: sw.Next, Trigger: sw.Wake()}, sw.Pass)
 	}()
 	var once sync.Once
 	stop = func() { once.Do(func() { cancel(); <-done }) }

@@ -144,7 +144,14 @@ type state struct {
 	Shards   int64 `json:"shards"`
 	// WatermarkMs is the start of the first window not yet completely
 	// swept: every entry in an earlier window has been processed.
+	// It is saved only by an index without due markers: with markers the
+	// sweeper needs no watermark, and an idle one writes nothing.
 	WatermarkMs int64 `json:"watermark_ms"`
+	// Marked: writers record a due marker per window (marks.go), so the
+	// sweeper reads only the windows named there. Set when the state is
+	// created; an index created without markers keeps walking every
+	// window, since its entries have none.
+	Marked bool `json:"marked,omitempty"`
 }
 
 // ErrLayout is returned by Wrap when the index was created with another
@@ -200,6 +207,6 @@ func setup(ctx context.Context, inner store.Store, l layout, now time.Time) (sta
 		}
 		return s, nil
 	}
-	s = state{WindowMs: l.windowMs, Shards: l.shards, WatermarkMs: l.windowOf(now.UnixMilli())}
+	s = state{WindowMs: l.windowMs, Shards: l.shards, WatermarkMs: l.windowOf(now.UnixMilli()), Marked: true}
 	return s, saveState(ctx, m, s)
 }

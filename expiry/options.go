@@ -37,8 +37,16 @@ type Options struct {
 	Logger *slog.Logger
 	// Registerer receives the metrics. Nil registers nothing.
 	Registerer prometheus.Registerer
-	// SweepInterval is the sweeper loop's tick. Default 1s.
+	// SweepInterval is the sweeper loop's tick while entries are due or
+	// falling due in the current window. Default 1s.
 	SweepInterval time.Duration
+	// IdleInterval bounds how long the sweeper sleeps when no window it
+	// knows of holds entries (see Sweeper.Next): a write through this
+	// process wakes it at once, but one through another replica sharing
+	// the backend is seen only when it next reads the due markers, at
+	// most IdleInterval later. An idle sweeper reads once per
+	// IdleInterval. Default 10s, at least SweepInterval.
+	IdleInterval time.Duration
 	// MaxDeletesPerSecond paces physical deletes so that a mass expiry does
 	// not starve foreground traffic. Zero means unlimited.
 	MaxDeletesPerSecond float64
@@ -66,6 +74,7 @@ func DefaultOptions() Options {
 		Shards:        16,
 		Grace:         time.Second,
 		SweepInterval: time.Second,
+		IdleInterval:  10 * time.Second,
 		Parallelism:   4,
 		CacheTTL:      store.DefaultCacheTTL,
 	}
@@ -93,6 +102,9 @@ func (o Options) Validate() error {
 	}
 	if o.SweepInterval < 0 {
 		bad("negative sweep interval %s", o.SweepInterval)
+	}
+	if o.IdleInterval < 0 {
+		bad("negative idle interval %s", o.IdleInterval)
 	}
 	if o.MaxDeletesPerSecond < 0 {
 		bad("negative max deletes per second %g", o.MaxDeletesPerSecond)
@@ -125,6 +137,10 @@ func (o Options) withDefaults(deleteBatch int) Options {
 	if o.SweepInterval == 0 {
 		o.SweepInterval = d.SweepInterval
 	}
+	if o.IdleInterval == 0 {
+		o.IdleInterval = d.IdleInterval
+	}
+	o.IdleInterval = max(o.IdleInterval, o.SweepInterval)
 	if o.Parallelism == 0 {
 		o.Parallelism = d.Parallelism
 	}

@@ -3,6 +3,7 @@ package expiry
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"time"
 
@@ -11,9 +12,36 @@ import (
 )
 
 // Pass runs one pass (SweepOnce) at the Store's clock, and counts and logs
-// it. The caller owns the schedule: ebb.DB's sweeper role calls it every
-// SweepInterval while it holds its lease.
+// it. The caller owns the schedule: ebb.DB's sweeper role calls it again
+// when Next says and at once on Wake, while it holds its lease.
 func (sw *Sweeper) Pass(ctx context.Context) error { return sw.tick(ctx) }
+
+// Next says how long to wait after a pass before the next one: until the
+// earliest window known to hold entries, at most IdleInterval (writes
+// through other replicas wake nobody), and SweepInterval while the window
+// containing now holds entries not yet due. An index without due markers
+// is swept every SweepInterval.
+func (sw *Sweeper) Next() time.Duration {
+	o := sw.s.opts
+	if !sw.s.marked {
+		return o.SweepInterval
+	}
+	at := min(sw.next.Load(), sw.woken.Load())
+	if at == math.MaxInt64 {
+		return o.IdleInterval
+	}
+	wait := time.Duration(at-o.Now().UnixMilli()) * time.Millisecond
+	if wait <= 0 {
+		return o.SweepInterval
+	}
+	return min(wait, o.IdleInterval)
+}
+
+// Wake receives when a write through this process marked a window earlier
+// than the one the sweeper waits for: the owner of the schedule runs a
+// pass then, so that a row due soon is not left to the end of a long
+// sleep.
+func (sw *Sweeper) Wake() <-chan struct{} { return sw.wake }
 
 func (sw *Sweeper) tick(ctx context.Context) error {
 	res, err := sw.SweepOnce(ctx, sw.s.opts.Now())

@@ -22,6 +22,11 @@ type Store struct {
 	// resolve validates a batch as the wrapped Store does.
 	resolve func(*store.TableSpec, []store.Mutation, time.Time, int) ([]kit.ResolvedMutation, error)
 	sweep   *Sweeper
+	// marked: the index keeps due markers (marks.go). An index created
+	// before markers existed has none for its entries, and its sweeper
+	// walks every window.
+	marked bool
+	marks  markCache
 }
 
 var (
@@ -48,7 +53,8 @@ func Wrap(ctx context.Context, inner store.Store, opts Options) (*Store, error) 
 		return nil, err
 	}
 	l := layout{windowMs: opts.Window.Milliseconds(), shards: int64(opts.Shards)}
-	if _, err := setup(ctx, inner, l, opts.Now()); err != nil {
+	st, err := setup(ctx, inner, l, opts.Now())
+	if err != nil {
 		return nil, err
 	}
 	s := &Store{
@@ -59,11 +65,12 @@ func Wrap(ctx context.Context, inner store.Store, opts Options) (*Store, error) 
 		m:       m,
 		maxRow:  caps.MaxRowBytes,
 		resolve: kit.ResolveBatch,
+		marked:  st.Marked,
 	}
 	if caps.GuardedBatch {
 		s.resolve = kit.ResolveGuardedBatch
 	}
-	s.sweep = newSweeper(s)
+	s.sweep = newSweeper(s, st)
 	return s, nil
 }
 
@@ -242,11 +249,15 @@ func (s *Store) plan(table string, spec *store.TableSpec, batch []store.Mutation
 	return out
 }
 
-// writeEntries writes index entries. Every caller writes to the inner store
+// writeEntries writes index entries, after the markers of their windows
+// (marks.go). Every caller writes to the inner store
 // right after, and that write's
 // sync makes the entries durable; so on a backend with one ordered log the
 // entries are written deferred, one sync per write instead of two.
 func (s *Store) writeEntries(ctx context.Context, entries []entry) error {
+	if err := s.writeMarks(ctx, entries); err != nil {
+		return err
+	}
 	muts := make([]store.Mutation, len(entries))
 	for i := range entries {
 		muts[i] = entries[i].upsert()

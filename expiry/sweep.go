@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ebb-data/ebb/internal/parallel"
@@ -28,14 +30,26 @@ type Sweeper struct {
 	pace  *pacer
 
 	pass sync.Mutex // one pass at a time
+	// wm is the first window not completely swept as of the last pass,
+	// for an index with due markers (which saves no watermark). Guarded
+	// by pass.
+	wm int64
+
+	// The schedule of an index with due markers (marks.go), in Unix ms:
+	// next is the earliest marked window the last pass left pending,
+	// woken the earliest window a write through this process marked since
+	// that pass began; math.MaxInt64 when none. wake is signalled when a
+	// write marks a window earlier than both.
+	next, woken atomic.Int64
+	wake        chan struct{}
 
 	// Retries of one backend call (constants; tests shorten them).
 	retryBase, retryMax time.Duration
 	retryAttempts       int
 }
 
-func newSweeper(s *Store) *Sweeper {
-	return &Sweeper{
+func newSweeper(s *Store, st state) *Sweeper {
+	sw := &Sweeper{
 		s:     s,
 		inner: s.inner,
 		meta:  store.Meta{S: s.inner},
@@ -45,7 +59,13 @@ func newSweeper(s *Store) *Sweeper {
 		retryBase:     retryBase,
 		retryMax:      retryMax,
 		retryAttempts: retryAttempts,
+
+		wm:   st.WatermarkMs,
+		wake: make(chan struct{}, 1),
 	}
+	sw.next.Store(math.MaxInt64)
+	sw.woken.Store(math.MaxInt64)
+	return sw
 }
 
 // Result summarises one pass.
@@ -79,14 +99,19 @@ func (r *Result) add(o Result) {
 // watermark is saved at least every saveEvery windows.
 const saveEvery = 64
 
-// SweepOnce sweeps every window from the watermark up to the one containing
-// now: entries due at or before now are processed (their rows deleted if
-// still expired, then the entries removed), and the watermark advances past
-// every window that ended at or before now and was swept without error.
-// An error stops the pass; the watermark keeps the progress made.
+// SweepOnce sweeps every window up to the one containing now that may hold
+// entries: entries due at or before now are processed (their rows deleted
+// if still expired, then the entries removed), and the watermark advances
+// past every window that ended at or before now and was swept without
+// error. An error stops the pass; what it finished stays done. The windows
+// are those named by due markers (marks.go), or, for an index created
+// without them, every window from the durable watermark on.
 func (sw *Sweeper) SweepOnce(ctx context.Context, now time.Time) (Result, error) {
 	sw.pass.Lock()
 	defer sw.pass.Unlock()
+	if sw.s.marked {
+		return sw.sweepMarked(ctx, now)
+	}
 	st, ok, err := loadState(ctx, sw.meta)
 	if err != nil {
 		return Result{}, err
@@ -131,6 +156,76 @@ func (sw *Sweeper) SweepOnce(ctx context.Context, now time.Time) (Result, error)
 	return res, passErr
 }
 
+// sweepMarked is SweepOnce for an index with due markers: it reads the
+// markers in window order, sweeps each marked window up to the one
+// containing now, and removes the marker of each window it finished. The
+// first marker past now is where the next pass is due (Next). Reading the
+// markers is the whole cost of a pass with nothing due: one read.
+func (sw *Sweeper) sweepMarked(ctx context.Context, now time.Time) (Result, error) {
+	// Writes that mark a window from here on are seen by this pass's
+	// read, or, if they land after it, are kept in woken for Next.
+	sw.woken.Store(math.MaxInt64)
+	l := sw.s.layout
+	nowMs := now.UnixMilli()
+	cur := l.windowOf(nowMs)
+	next, wm := int64(math.MaxInt64), cur
+	var res Result
+	var passErr error
+	var token []byte
+pages:
+	for {
+		ws, more, err := sw.readMarks(ctx, token)
+		if err != nil {
+			passErr, wm = err, min(wm, sw.wm)
+			break
+		}
+		for _, w := range ws {
+			if w > cur {
+				next = min(next, w)
+				break pages
+			}
+			// Until it is finished, w is the first window not swept.
+			wm = min(wm, w)
+			if passErr = ctx.Err(); passErr != nil {
+				break pages
+			}
+			if passErr = sw.sweepWindow(ctx, w, now, &res); passErr != nil {
+				break pages
+			}
+			if w+l.windowMs-1 > nowMs {
+				// The current window: more of its entries will fall due.
+				next = min(next, w)
+				continue
+			}
+			err := sw.retry(ctx, func() error {
+				return sw.inner.Write(ctx, IndexTable, []store.Mutation{markDeletion(w)})
+			})
+			if err != nil {
+				passErr = fmt.Errorf("expiry: remove due marker: %w", err)
+				break pages
+			}
+			wm = cur
+		}
+		if more == nil {
+			break
+		}
+		token = more
+	}
+	if passErr != nil {
+		// The loop backs off from the failure, up to IdleInterval (Next):
+		// a failing pass must not run every SweepInterval.
+		next = math.MaxInt64
+	}
+	sw.next.Store(next)
+	if wm > sw.wm {
+		res.Windows = int((wm - sw.wm) / l.windowMs)
+		sw.wm = wm
+	}
+	res.Watermark = time.UnixMilli(wm).UTC()
+	sw.s.m.wmLag.Set(now.Sub(res.Watermark).Seconds())
+	return res, passErr
+}
+
 // sweepWindow sweeps the shards of one window, Parallelism at a time. The
 // first failure stops the others; the pass is retried as a whole.
 func (sw *Sweeper) sweepWindow(ctx context.Context, w int64, now time.Time, res *Result) error {
@@ -162,12 +257,7 @@ func (sw *Sweeper) sweepPartition(ctx context.Context, w, shard int64, now time.
 	}
 	res.Partitions++
 	for {
-		var page store.Page
-		err := sw.retry(ctx, func() error {
-			var err error
-			page, err = kit.Query(ctx, sw.inner, IndexTable, q)
-			return err
-		})
+		page, err := sw.readIndex(ctx, q)
 		if err != nil {
 			return fmt.Errorf("expiry: read window %d shard %d: %w", w, shard, err)
 		}
@@ -181,6 +271,17 @@ func (sw *Sweeper) sweepPartition(ctx context.Context, w, shard int64, now time.
 		}
 		q.PageToken = page.NextPageToken
 	}
+}
+
+// readIndex reads a page of IndexTable, retried on throttling.
+func (sw *Sweeper) readIndex(ctx context.Context, q store.Query) (store.Page, error) {
+	var page store.Page
+	err := sw.retry(ctx, func() error {
+		var err error
+		page, err = kit.Query(ctx, sw.inner, IndexTable, q)
+		return err
+	})
+	return page, err
 }
 
 // processPage deletes the rows a page of entries points at, grouped by

@@ -123,6 +123,7 @@ type Server struct {
 	hotAddr     string
 	maxConns    int                    // Options.MaxConns; zero: DefaultMaxConns
 	hotURL      atomic.Pointer[string] // set once the hot listener listens
+	usage       usageHistory           // the meter's snapshots, for the rate over a window (usagewindow.go)
 }
 
 // New builds a Server: the built-in routes (/healthz, /metrics, admin), then

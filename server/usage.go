@@ -25,14 +25,19 @@ var _ UsageReporter = (*ebb.DB)(nil)
 // cost=true, its projection onto a month of each provider's prices.
 type usageAnswer struct {
 	meter.Usage
-	Cost *cost.Live `json:"cost,omitempty"`
+	// Recent is what was metered over the projection window: the last
+	// ten minutes or more, or since the start when shorter
+	// (usagewindow.go). The cost and the dashboard's rates read it.
+	Recent *meter.Usage `json:"recent,omitempty"`
+	Cost   *cost.Live   `json:"cost,omitempty"`
 }
 
 // adminUsage answers the metered request units per table class, operation
 // and provider model; with storage=true, also what each class of table
-// physically holds; with cost=true, what that rate of use costs a month on
-// the price sheet built into ebb (package cost), as `ebb cost --from`
-// projects it.
+// physically holds; with cost=true, what the rate of use over the last ten
+// minutes or more (since the start when shorter) costs a month on the
+// price sheet built into ebb (package cost), as `ebb cost --from` projects
+// a usage.
 func (s *Server) adminUsage(w http.ResponseWriter, r *http.Request) error {
 	storage, err := boolParam(r, "storage")
 	if err != nil {
@@ -49,9 +54,10 @@ func (s *Server) adminUsage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	answer := usageAnswer{Usage: u}
-	if withCost && u.At.After(u.Since) {
-		if answer.Cost, err = cost.Project(u, cost.DefaultPrices()); err != nil {
+	recent := s.usage.recent(u)
+	answer := usageAnswer{Usage: u, Recent: &recent}
+	if withCost && recent.At.After(recent.Since) {
+		if answer.Cost, err = cost.Project(recent, cost.DefaultPrices()); err != nil {
 			return err
 		}
 	}

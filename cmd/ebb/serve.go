@@ -100,6 +100,7 @@ Flags given on the command line override the file; a relative path in it
 	f.StringVar(&cfg.cqlReplication, "cql-replication", "", "replication map for --cql-create-keyspace, e.g. {'class':'NetworkTopologyStrategy','dc1':3} (default: SingleRegionStrategy on Keyspaces, SimpleStrategy RF 1 elsewhere)")
 	f.DurationVar(&cfg.db.ReconcileInterval, "reconcile-interval", cfg.db.ReconcileInterval, "how often the shard manager reconciles every index")
 	f.DurationVar(&cfg.db.SweepInterval, "sweep-interval", cfg.db.SweepInterval, "how often the expiry sweeper deletes expired rows")
+	f.Float64Var(&cfg.db.SweepMaxDeletesPerSecond, "sweep-max-deletes-per-second", cfg.db.SweepMaxDeletesPerSecond, "pace the expiry sweeper's physical deletes to at most this many per second, so that a mass expiry leaves capacity to other traffic (reads never return expired rows meanwhile); 0: unlimited")
 	f.DurationVar(&cfg.db.LeaseDuration, "lease-duration", cfg.db.LeaseDuration, "lease of the shard manager and sweeper roles among replicas sharing a backend; another replica takes over within two of them")
 	f.StringVar(&cfg.db.ReplicaID, "replica-id", "", "this replica's name in leases and /v1/admin/cluster (default host:pid)")
 	f.StringVar(&cfg.authFile, "auth-file", "", "YAML file of bearer tokens and their scopes; required to listen on a non-loopback address")
@@ -142,6 +143,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	}
 	if cfg.minFreeBytes < 0 {
 		return fmt.Errorf("--min-free-bytes %d is negative; 0 turns the floor off", cfg.minFreeBytes)
+	}
+	if cfg.db.SweepMaxDeletesPerSecond < 0 {
+		return fmt.Errorf("--sweep-max-deletes-per-second %g is negative; 0 means unlimited", cfg.db.SweepMaxDeletesPerSecond)
 	}
 	// Auth is settled before anything is opened, so a refusal is instant
 	// and leaves the data directory alone.
@@ -187,6 +191,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	opts.ReconcileInterval, opts.SweepInterval = cfg.db.ReconcileInterval, cfg.db.SweepInterval
 	opts.LeaseDuration, opts.ReplicaID, opts.CacheTTL = cfg.db.LeaseDuration, cfg.db.ReplicaID, cfg.db.CacheTTL
 	opts.MinFreeBytes = cfg.minFreeBytes
+	opts.SweepMaxDeletesPerSecond = cfg.db.SweepMaxDeletesPerSecond
 	if cfg.minFreeBytes == 0 {
 		opts.MinFreeBytes = -1 // off; zero in ebb.Options takes the default
 	}

@@ -16,9 +16,10 @@ func TestServeFlagDefaults(t *testing.T) {
 	d, limits := ebb.DefaultOptions(), server.DefaultLimits()
 	f := newServeCmd(nil).Flags()
 	for flag, want := range map[string]string{
-		"reconcile-interval": d.ReconcileInterval.String(),
-		"sweep-interval":     d.SweepInterval.String(),
-		"lease-duration":     d.LeaseDuration.String(),
+		"reconcile-interval":           d.ReconcileInterval.String(),
+		"sweep-interval":               d.SweepInterval.String(),
+		"lease-duration":               d.LeaseDuration.String(),
+		"sweep-max-deletes-per-second": strconv.FormatFloat(d.SweepMaxDeletesPerSecond, 'g', -1, 64),
 		// Per process (host:pid): ebb.Open fills it in.
 		"replica-id":      "",
 		"min-free-bytes":  strconv.FormatInt(ebb.DefaultMinFreeBytes, 10),

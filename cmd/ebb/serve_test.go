@@ -351,6 +351,7 @@ func TestServeBadConfig(t *testing.T) {
 		{[]string{"--max-writes", "0"}, "must be positive"},
 		{[]string{"--max-response-bytes", "0"}, "--max-response-bytes must be positive"},
 		{[]string{"--max-runnable", "-1"}, "--max-runnable -1 is negative"},
+		{[]string{"--sweep-max-deletes-per-second", "-5"}, "--sweep-max-deletes-per-second -5 is negative"},
 		{[]string{"--addr", "nonsense"}, `--addr "nonsense"`},
 		{[]string{"--auth-file", badAuth}, "invalid auth file"},
 		{[]string{"--auth-file", filepath.Join(dir, "missing.yaml")}, "read auth file"},

@@ -18,7 +18,8 @@
 // is recognised afterwards by holder and epoch, which only this process
 // writes together.
 //
-// Timing: a holder renews every Duration/3 and trusts its lease only until
+// Timing: a holder renews every Duration/2 (ebb's roles; a renewal of a
+// held lease is one conditional write, with no read) and trusts its lease only until
 // Duration minus Margin after it last started a successful renewal, by its
 // own clock; another process takes over once Duration has passed since the
 // expiry recorded in the document, by its clock. Clocks of the processes
@@ -119,6 +120,9 @@ type Lease struct {
 	// the document (Acquire, Fence, Release), so that a renewal and a
 	// fence never race each other into a conflict.
 	writeMu sync.Mutex
+	// ensured: MetaTable was created (or found) once; a renewal then
+	// costs no create_table call. Guarded by writeMu.
+	ensured bool
 
 	mu      sync.Mutex
 	doc     []byte    // the document this process last wrote, when held
@@ -159,14 +163,46 @@ func (l *Lease) Status() Status {
 // process holds, takes a free or expired one with the next epoch, and
 // otherwise leaves the lease to its holder.
 func (l *Lease) Acquire(ctx context.Context) (bool, error) {
-	if err := (store.Meta{S: l.o.Store}).Ensure(ctx); err != nil {
-		// The outcome says nothing of the lease: keep trusting it until
-		// it would have lapsed anyway.
-		return l.Held(), fmt.Errorf("lease %s: %w", l.o.Role, err)
-	}
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
+	held, err := l.acquireLocked(ctx)
+	if errors.Is(err, store.ErrTableNotFound) {
+		l.ensured = false // dropped under us: create it again next time
+	}
+	return held, err
+}
+
+// acquireLocked is Acquire under writeMu.
+func (l *Lease) acquireLocked(ctx context.Context) (bool, error) {
+	if !l.ensured {
+		if err := (store.Meta{S: l.o.Store}).Ensure(ctx); err != nil {
+			// The outcome says nothing of the lease: keep trusting it
+			// until it would have lapsed anyway.
+			return l.Held(), fmt.Errorf("lease %s: %w", l.o.Role, err)
+		}
+		l.ensured = true
+	}
 	start := l.o.Now()
+	// A renewal of a lease this process holds writes against the document
+	// it last wrote, without reading it first: an idle holder then costs
+	// one conditional write per renewal. Only a conflict (a takeover, or
+	// an earlier write of this process whose outcome it did not learn)
+	// needs the read below.
+	l.mu.Lock()
+	held, last, rec := l.heldLocked(start), l.doc, l.rec
+	l.mu.Unlock()
+	if held {
+		next := rec
+		next.Expires = start.Add(l.o.Duration)
+		if ok, err := l.swap(ctx, last, next, start); ok || err != nil {
+			return ok, err
+		}
+		// swap forgot the document on the conflict; until the read tells,
+		// it is still this process's last word (ownsLocked needs it).
+		l.mu.Lock()
+		l.doc = last
+		l.mu.Unlock()
+	}
 	old, cur, err := l.read(ctx)
 	if err != nil {
 		return l.Held(), err

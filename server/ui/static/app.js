@@ -24,7 +24,6 @@
     again: false,
     rendered: {},
     loginShown: false,
-    usage: null,
   };
 
   // ---- DOM helpers -------------------------------------------------------
@@ -861,30 +860,34 @@
 
   // renderUsage shows the request units the server metered (GET
   // /v1/admin/usage), per table class and provider model, with the rate
-  // since the previous refresh projected over 30 days. A server without
-  // the route shows no panel at all.
+  // over the server's projection window (its `recent` usage: the last ten
+  // minutes or more, or since the start when shorter) projected over 30
+  // days. A server without the route shows no panel at all.
   function renderUsage(model) {
     const u = model.usage;
     const panel = $('usage-panel');
     const noRoute = u.status === 404 && /no such route/.test(u.error) || u.status === 405;
     panel.hidden = noRoute;
     if (noRoute) return;
-    const totals = {};
-    if (u.ok) {
-      for (const op of u.body.operations || []) {
+    const sum = (usage) => {
+      const out = {};
+      for (const op of (usage && usage.operations) || []) {
         for (const [model, units] of Object.entries(op.units || {})) {
           for (const [unit, n] of Object.entries(units)) {
             const k = `${op.class}\u0000${model}\u0000${unit}`;
-            totals[k] = (totals[k] || 0) + n;
+            out[k] = (out[k] || 0) + n;
           }
         }
       }
-    }
-    const prev = state.usage;
-    // Rates are over the browser's time between two answers, as the
-    // expiry chart's are.
-    state.usage = u.ok ? { at: Date.now(), totals } : null;
-    replace($('usage'), JSON.stringify([u.status, u.error, totals, prev && prev.totals, u.ok && u.body.cost]), () => {
+      return out;
+    };
+    const totals = u.ok ? sum(u.body) : {};
+    // A server older than the projection window reports none: its rate
+    // since the start stands in.
+    const recent = u.ok ? (u.body.recent || u.body) : null;
+    const recentTotals = recent ? sum(recent) : {};
+    const secs = recent ? (Date.parse(recent.at) - Date.parse(recent.since)) / 1000 : 0;
+    replace($('usage'), JSON.stringify([u.status, u.error, totals, recentTotals, secs, u.ok && u.body.cost]), () => {
       if (u.status === 401 || u.status === 403) {
         return h('p', { class: 'notice', dataset: { needs: 'admin' } }, 'Usage needs the admin scope.');
       }
@@ -896,11 +899,11 @@
       // One row per table class and provider model, one column per unit.
       const units = [...new Set(keys.map((k) => k.split('\u0000')[2]))].sort();
       const rows = [...new Set(keys.map((k) => k.split('\u0000').slice(0, 2).join('\u0000')))];
-      const secs = prev && isFinite(prev.at) ? (state.usage.at - prev.at) / 1000 : 0;
-      const rate = (k) => (secs > 0 ? Math.max(0, (totals[k] || 0) - (prev.totals[k] || 0)) / secs : null);
+      const rate = (k) => (secs > 0 ? Math.max(0, recentTotals[k] || 0) / secs : null);
       return h('div', { class: 'scroll' }, h('table', { class: 'data' },
         h('caption', {}, `Request units metered since ${formatTime(Date.parse(u.body.since))}; `,
-          'each figure is the total so far, then the last refresh\'s rate projected over 30 days'),
+          `each figure is the total so far, then the rate since ${formatTime(Date.parse(recent.since))} `,
+          '(the last ten minutes or more, or since the start) projected over 30 days'),
         h('thead', {}, h('tr', {}, h('th', {}, 'class'), h('th', {}, 'model'),
           units.map((unit) => h('th', { class: 'num' }, `${unit.replace(/_/g, ' ')} units`)))),
         h('tbody', {}, rows.map((row) => {
