@@ -145,7 +145,8 @@ type Config struct {
 	// means they never expire. Whole milliseconds.
 	DefaultTTL time.Duration
 	// Expiry is how expired items are removed from disk (see
-	// store.ExpiryMode). Creating a table with store.ExpiryDefault gives
+	// store.ExpiryMode): store.ExpirySweep or store.ExpiryNative, never
+	// store.ExpiryDrop (ErrDropMode). Creating a table with store.ExpiryDefault gives
 	// it store.DefaultExpiryMode of the backend, and CreateTable of an
 	// existing table with it keeps the table's mode; a Table read back
 	// always names its mode. Another mode for an existing table changes it
@@ -298,6 +299,9 @@ func (g *Registry) CreateTable(ctx context.Context, name string, cfg Config) (t 
 	}
 	if err := store.CheckExpiryMode(g.st.Capabilities(), cfg.Expiry); err != nil {
 		return Table{}, false, fmt.Errorf("table %q: %w", name, err)
+	}
+	if cfg.Expiry == store.ExpiryDrop {
+		return Table{}, false, fmt.Errorf("%w: table %q", ErrDropMode, name)
 	}
 	g.ddl.Lock()
 	defer g.ddl.Unlock()

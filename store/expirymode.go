@@ -92,4 +92,3 @@ func CheckExpiryMode(c Capabilities, m ExpiryMode) error {
 	}
 	return fmt.Errorf("%w: unknown expiry mode %d", ErrInvalid, uint8(m))
 }
-
