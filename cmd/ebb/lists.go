@@ -215,7 +215,7 @@ existing one keeps its mode. Another mode for an existing version changes
 it for the items written from then on.`,
 		Example: `  ebb lists create-feature user stories_presented _ --ttl 720h
   ebb lists create-feature user stories_presented v2 --ttl 720h --expiry drop`,
-		Args:    cobra.ExactArgs(3),
+		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ttl <= 0 {
 				return errors.New("--ttl is required: a positive Go duration such as 720h")

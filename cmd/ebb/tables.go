@@ -75,7 +75,7 @@ backend's default and an existing one keeps its mode. Another mode for an
 existing table changes it for the items written from then on.`,
 		Example: `  ebb tables create orders --default-ttl 720h
   ebb tables create sessions --default-ttl 24h --expiry native`,
-		Args:    cobra.ExactArgs(1),
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := c.api()
 			if err != nil {
