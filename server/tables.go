@@ -223,6 +223,8 @@ type sharedTableUsageJSON struct {
 	// and timestamps.
 	Items int64 `json:"items"`
 	Bytes int64 `json:"bytes"`
+	// Expiry is the table's expiry mode.
+	Expiry string `json:"expiry"`
 }
 
 // logicalTableUsage reports every shared table in the store, for the admin
@@ -235,7 +237,8 @@ func (s *Server) logicalTableUsage(ctx context.Context) ([]sharedTableUsageJSON,
 	}
 	out := make([]sharedTableUsageJSON, 0, len(usage))
 	for _, u := range usage {
-		out = append(out, sharedTableUsageJSON{Name: u.Name, DefaultTTL: durfmt.Format(u.DefaultTTL), Items: u.Items, Bytes: u.Bytes})
+		out = append(out, sharedTableUsageJSON{Name: u.Name, DefaultTTL: durfmt.Format(u.DefaultTTL), Items: u.Items, Bytes: u.Bytes,
+			Expiry: u.Expiry.String()})
 	}
 	return out, nil
 }
