@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/ebb-data/ebb"
 	"github.com/ebb-data/ebb/cost"
@@ -32,7 +33,8 @@ type usageAnswer struct {
 // and provider model; with storage=true, also what each class of table
 // physically holds; with cost=true, what that rate of use costs a month on
 // the price sheet built into ebb (package cost), as `ebb cost --from`
-// projects it.
+// projects it, with the expiry modes compared and the cheapest one whose
+// promptness is within gone_within (a duration; absent: no bound) named.
 func (s *Server) adminUsage(w http.ResponseWriter, r *http.Request) error {
 	storage, err := boolParam(r, "storage")
 	if err != nil {
@@ -41,6 +43,12 @@ func (s *Server) adminUsage(w http.ResponseWriter, r *http.Request) error {
 	withCost, err := boolParam(r, "cost")
 	if err != nil {
 		return err
+	}
+	var goneWithin time.Duration
+	if v := r.URL.Query().Get("gone_within"); v != "" {
+		if goneWithin, err = ParseDuration(v); err != nil {
+			return err
+		}
 	}
 	u, err := s.admin.(UsageReporter).Usage(r.Context(), storage)
 	if errors.Is(err, ebb.ErrNoMetering) {
@@ -54,6 +62,7 @@ func (s *Server) adminUsage(w http.ResponseWriter, r *http.Request) error {
 		if answer.Cost, err = cost.Project(u, cost.DefaultPrices()); err != nil {
 			return err
 		}
+		answer.Cost.CompareModes(u, cost.DefaultPrices(), goneWithin)
 	}
 	return WriteJSON(w, http.StatusOK, answer)
 }
