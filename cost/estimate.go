@@ -476,10 +476,8 @@ func (e *Estimate) finite() error {
 			}
 		}
 		for _, b := range p.Modes {
-			for _, v := range []float64{b.Writes, b.Reads, b.Storage, b.Expiry, b.Total, b.StoredGB} {
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					return fmt.Errorf("cost: mode %s: the estimate is not a number; the figures are out of range", b.Mode)
-				}
+			if err := check([]Breakdown{b.Breakdown}); err != nil {
+				return err
 			}
 		}
 	}

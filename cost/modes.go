@@ -32,15 +32,9 @@ const SweepLag = 5 * time.Second
 // ModeBreakdown is one expiry mode's monthly cost for every row of the
 // workload (each row expiring at its TTL: retention, or own TTL for the
 // own-TTL share), with how long after its expiry a row may still be on
-// disk.
+// disk. Its Strategy is the mode: sweep, native or drop.
 type ModeBreakdown struct {
-	Mode     string  `json:"mode"`
-	Writes   float64 `json:"writes"`
-	Reads    float64 `json:"reads"`
-	Storage  float64 `json:"storage"`
-	Expiry   float64 `json:"expiry"`
-	Total    float64 `json:"total"`
-	StoredGB float64 `json:"stored_gb"`
+	Breakdown
 	// GoneWithin is the promptness: the longest a row stays on disk past
 	// its expiry (sweep: SweepLag; native: the TTL lag; drop: the shard
 	// period, a table being dropped once its last row has expired).
@@ -61,7 +55,7 @@ func (m model) mode(name string) ModeBreakdown {
 	ret := time.Duration(w.Retention).Seconds()
 	ownTTL := time.Duration(w.OwnTTL).Seconds()
 	period := time.Duration(w.ShardPeriod)
-	b := ModeBreakdown{Mode: name, Writes: m.writeCost(r * m.wu), Reads: m.readCost(w.ReadsPerSecond * m.ru)}
+	b := ModeBreakdown{Breakdown: Breakdown{Strategy: name, Writes: m.writeCost(r * m.wu), Reads: m.readCost(w.ReadsPerSecond * m.ru)}}
 	var extra float64
 	switch name {
 	case ModeSweep:
@@ -88,7 +82,7 @@ func cheapest(modes []ModeBreakdown) string {
 	best, total := "", math.Inf(1)
 	for _, b := range modes {
 		if b.Meets && b.Total < total {
-			best, total = b.Mode, b.Total
+			best, total = b.Strategy, b.Total
 		}
 	}
 	return best

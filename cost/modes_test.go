@@ -38,13 +38,13 @@ func TestModesWorkedExample(t *testing.T) {
 			t.Fatalf("%d modes, want 3", len(p.Modes))
 		}
 		for _, b := range p.Modes {
-			wnt := want[b.Mode]
+			wnt := want[b.Strategy]
 			for _, f := range []struct {
 				name      string
 				got, want float64
 			}{{"writes", b.Writes, 16425}, {"reads", b.Reads, 1642.5}, {"storage", b.Storage, wnt.storage}, {"expiry", b.Expiry, wnt.expiry}, {"total", b.Total, wnt.total}} {
 				if math.Abs(f.got-f.want) > 0.005 {
-					t.Errorf("%s %s = %.2f, want %.2f", b.Mode, f.name, f.got, f.want)
+					t.Errorf("%s %s = %.2f, want %.2f", b.Strategy, f.name, f.got, f.want)
 				}
 			}
 		}
@@ -56,7 +56,7 @@ func TestModesWorkedExample(t *testing.T) {
 	est, _ := Run(w, DefaultPrices())
 	for i, want := range []time.Duration{SweepLag, 48 * time.Hour, 168 * time.Hour} {
 		if got := time.Duration(est.Providers[0].Modes[i].GoneWithin); got != want {
-			t.Errorf("%s gone within %s, want %s", est.Providers[0].Modes[i].Mode, got, want)
+			t.Errorf("%s gone within %s, want %s", est.Providers[0].Modes[i].Strategy, got, want)
 		}
 	}
 	w.GoneWithin = Duration(-time.Second)

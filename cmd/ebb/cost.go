@@ -290,7 +290,7 @@ func printModes(out io.Writer, e *cost.Estimate, p *cost.ProviderEstimate) error
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mode\twrites\treads\tstorage\texpiry\ttotal\tstored GB\tgone within\t")
 	for _, b := range p.Modes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b.Mode, cost.Money(b.Writes), cost.Money(b.Reads),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b.Strategy, cost.Money(b.Writes), cost.Money(b.Reads),
 			cost.Money(b.Storage), cost.Money(b.Expiry), cost.Money(b.Total), num(b.StoredGB), durfmt.Format(time.Duration(b.GoneWithin)))
 	}
 	if err := tw.Flush(); err != nil {

@@ -190,14 +190,14 @@ func TestCostExampleModes(t *testing.T) {
 	cheapest := map[string]string{"dynamodb": cost.ModeNative, "keyspaces": cost.ModeSweep}
 	for _, p := range e.Providers {
 		for _, b := range p.Modes {
-			w := wants[p.Provider][b.Mode]
+			w := wants[p.Provider][b.Strategy]
 			stated(t, doc, w.writes, w.reads, w.storage, w.expiry, w.total)
 			for _, f := range []struct {
 				name      string
 				got, want float64
 			}{{"writes", b.Writes, w.writes}, {"reads", b.Reads, w.reads}, {"storage", b.Storage, w.storage}, {"expiry", b.Expiry, w.expiry}, {"total", b.Total, w.total}} {
 				if math.Abs(f.got-f.want) > 0.005 {
-					t.Errorf("%s %s %s: %.4f, docs/cost.md works out %.2f", p.Provider, b.Mode, f.name, f.got, f.want)
+					t.Errorf("%s %s %s: %.4f, docs/cost.md works out %.2f", p.Provider, b.Strategy, f.name, f.got, f.want)
 				}
 			}
 		}
