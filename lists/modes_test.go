@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,32 +15,13 @@ import (
 	"github.com/ebb-data/ebb/store/storetest"
 )
 
-// indexCounter counts the expiry-index entries written through it. It
-// declares no Unwrap, so the expiry decorator above it writes every entry
-// with Write.
-type indexCounter struct {
-	store.Store
-	entries atomic.Int64
-}
-
-func (c *indexCounter) Write(ctx context.Context, table string, batch []store.Mutation) error {
-	if table == expiry.IndexTable {
-		for _, m := range batch {
-			if m.Kind == store.Upsert {
-				c.entries.Add(1)
-			}
-		}
-	}
-	return c.Store.Write(ctx, table, batch)
-}
-
 // modeEnv is a Service on the expiry decorator over a backend, with the
 // index writes counted.
 type modeEnv struct {
 	ctx     context.Context
 	clock   *storetest.Clock
 	raw     store.Store
-	counter *indexCounter
+	counter *storetest.UpsertCounter
 	wrapped *expiry.Store
 	svc     *lists.Service
 }
@@ -50,7 +30,7 @@ func newModeEnv(t *testing.T, open testbackend.Factory) *modeEnv {
 	ctx := t.Context()
 	c := storetest.NewClock(start)
 	raw := open(t, c.Now)
-	counter := &indexCounter{Store: raw}
+	counter := storetest.NewUpsertCounter(raw, expiry.IndexTable)
 	wrapped, err := expiry.Wrap(ctx, counter, expiry.Options{Now: c.Now, Window: time.Minute, Shards: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +69,7 @@ func (e *modeEnv) present(t *testing.T, table, entity string) int {
 // many index entries the write made.
 func (e *modeEnv) add(t *testing.T, id lists.FeatureID, prefix string, n int) int64 {
 	t.Helper()
-	before := e.counter.entries.Load()
+	before := e.counter.Upserts()
 	var items []lists.Item
 	for i := range n {
 		items = append(items, item(fmt.Sprint(prefix, i), start.Add(-50*time.Minute)))
@@ -97,7 +77,7 @@ func (e *modeEnv) add(t *testing.T, id lists.FeatureID, prefix string, n int) in
 	if _, err := e.svc.Add(e.ctx, id, "alice", items); err != nil {
 		t.Fatal(err)
 	}
-	return e.counter.entries.Load() - before
+	return e.counter.Upserts() - before
 }
 
 // TestExpiryModes checks each expiry mode on every backend selected: a

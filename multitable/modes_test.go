@@ -1,10 +1,8 @@
 package multitable
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,22 +12,21 @@ import (
 	"github.com/ebb-data/ebb/store/storetest"
 )
 
-// indexCounter counts the expiry-index entries written through it; it
-// declares no Unwrap, so the decorator above writes them with Write.
-type indexCounter struct {
-	store.Store
-	entries atomic.Int64
-}
-
-func (c *indexCounter) Write(ctx context.Context, table string, batch []store.Mutation) error {
-	if table == expiry.IndexTable {
-		for _, m := range batch {
-			if m.Kind == store.Upsert {
-				c.entries.Add(1)
-			}
-		}
+// newSweptEnv is an env whose Registry writes through the expiry
+// decorator over st, as `ebb serve` does; raw is the backend beneath,
+// which the env reads directly. opts.Now is the clock's.
+func newSweptEnv(t *testing.T, clock *storetest.Clock, raw, st store.Store, opts Options) (*env, *expiry.Store) {
+	t.Helper()
+	wrapped, err := expiry.Wrap(t.Context(), st, expiry.Options{Now: clock.Now, Window: time.Minute, Shards: 2})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return c.Store.Write(ctx, table, batch)
+	opts.Now = clock.Now
+	reg, err := New(t.Context(), wrapped, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, ctx: t.Context(), clock: clock, raw: raw, reg: reg}, wrapped
 }
 
 // TestExpiryModes checks each expiry mode of a shared table on every
@@ -42,16 +39,9 @@ func TestExpiryModes(t *testing.T) {
 		ctx := t.Context()
 		clock := storetest.NewClock(t0)
 		raw := open(t, clock.Now)
-		counter := &indexCounter{Store: raw}
-		wrapped, err := expiry.Wrap(ctx, counter, expiry.Options{Now: clock.Now, Window: time.Minute, Shards: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		reg, err := New(ctx, wrapped, Options{Now: clock.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e := &env{t: t, ctx: ctx, clock: clock, raw: raw, reg: reg}
+		counter := storetest.NewUpsertCounter(raw, expiry.IndexTable)
+		e, wrapped := newSweptEnv(t, clock, raw, counter, Options{})
+		reg := e.reg
 		caps := raw.Capabilities()
 		// Five items expiring together make five item rows, five entries
 		// and one bucket row: eleven rows with an expiry.
@@ -79,11 +69,11 @@ func TestExpiryModes(t *testing.T) {
 				t.Fatalf("table %s read back: %+v %v", name, got, err)
 			}
 			tables = append(tables, mode)
-			before := counter.entries.Load()
+			before := counter.Upserts()
 			for i := range items {
 				e.put(name, fmt.Sprint("k", i), at(0), attrsOf(i), nil)
 			}
-			n := counter.entries.Load() - before
+			n := counter.Upserts() - before
 			if mode == store.ExpirySweep && n < rowsPerTable {
 				t.Fatalf("sweep: %d index entries for %d rows with an expiry, want at least that many", n, rowsPerTable)
 			}
@@ -144,21 +134,14 @@ func TestExpiryModeSwitch(t *testing.T) {
 	ctx := t.Context()
 	clock := storetest.NewClock(t0)
 	raw := testbackend.Pebble(t, clock.Now)
-	counter := &indexCounter{Store: nativeTTL{raw}}
-	wrapped, err := expiry.Wrap(ctx, counter, expiry.Options{Now: clock.Now, Window: time.Minute, Shards: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := New(ctx, wrapped, Options{Now: clock.Now, CacheTTL: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, ctx: ctx, clock: clock, raw: raw, reg: reg}
+	counter := storetest.NewUpsertCounter(nativeTTL{raw}, expiry.IndexTable)
+	e, wrapped := newSweptEnv(t, clock, raw, counter, Options{CacheTTL: -1})
+	reg := e.reg
 	if _, _, err := reg.CreateTable(ctx, "t", Config{DefaultTTL: time.Minute, Expiry: store.ExpirySweep}); err != nil {
 		t.Fatal(err)
 	}
 	e.put("t", "a", at(0), `{}`, nil)
-	swept := counter.entries.Load()
+	swept := counter.Upserts()
 	if swept == 0 {
 		t.Fatal("no index entries under sweep")
 	}
@@ -170,7 +153,7 @@ func TestExpiryModeSwitch(t *testing.T) {
 		t.Fatalf("create again without a mode: %+v created=%v %v", tbl, created, err)
 	}
 	e.put("t", "b", at(0), `{}`, nil)
-	if n := counter.entries.Load() - swept; n != 0 {
+	if n := counter.Upserts() - swept; n != 0 {
 		t.Fatalf("%d index entries under native, want none", n)
 	}
 	clock.Set(at(2 * time.Hour))
