@@ -165,6 +165,13 @@ type Mutation struct {
 	// NoExpiry, for Upsert, overrides the table default TTL: the row and its
 	// cells without their own expiry never expire.
 	NoExpiry bool
+	// Expiry says how the row is physically removed once expired (see
+	// ExpiryMode); the zero mode is swept. The expiry decorator indexes
+	// only the upserts and cell deletes of a swept mode, and a remote
+	// backend writes no native TTL for an ExpiryDrop upsert. A backend
+	// never refuses a mode here: whoever chose it checked it with
+	// CheckExpiryMode.
+	Expiry ExpiryMode
 	// If, when set, makes the mutation conditional: it is applied only when
 	// the condition holds for the row's live content at the moment the
 	// write is applied, atomically with respect to every other writer of

@@ -52,6 +52,17 @@ type writeParams struct {
 
 func (w writeParams) ttl(exp int64) int64 { return ttlSeconds(exp, w.now, w.margin, w.cap) }
 
+// forMutation returns the parameters of r's statements: an
+// store.ExpiryDrop upsert is written with TTL 0, which overrides the
+// table's default_time_to_live, so that only dropping the table removes
+// it.
+func (w writeParams) forMutation(r *kit.ResolvedMutation) writeParams {
+	if r.Expiry == store.ExpiryDrop {
+		w.cap = 0
+	}
+	return w
+}
+
 func orNever(exp int64) int64 {
 	if exp == 0 {
 		return never
@@ -66,6 +77,7 @@ func orNever(exp int64) int64 {
 // statements then carry no timestamp (Paxos sets it) and no index entries
 // (written before, by the caller).
 func upsertStmts(sc *schema, r *kit.ResolvedMutation, w writeParams, cond *stmt) []stmt {
+	w = w.forMutation(r)
 	type group struct {
 		exp   int64
 		cells []kit.ResolvedCell
@@ -119,6 +131,7 @@ func upsertStmts(sc *schema, r *kit.ResolvedMutation, w writeParams, cond *stmt)
 // cells: keyed by (partition, index, value, clustering), holding the cell's
 // expiry, with the cell's TTL and timestamp.
 func indexEntryStmts(sc *schema, r *kit.ResolvedMutation, w writeParams) []stmt {
+	w = w.forMutation(r)
 	var out []stmt
 	for _, c := range r.Cells {
 		ix := indexOf(&sc.spec, c.Col)

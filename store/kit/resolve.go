@@ -28,6 +28,8 @@ type ResolvedMutation struct {
 	ClusteringKey []byte // EncodeClustering
 	Cells         []ResolvedCell
 	ExpiresAt     int64
+	// Expiry is the mutation's store.Mutation.Expiry.
+	Expiry store.ExpiryMode
 	// Cond is the mutation's condition, nil when it has none.
 	Cond *ResolvedCondition
 	// Size is the approximate stored size of the cells and keys, for limits.
@@ -174,6 +176,10 @@ func sameKey(a, b []any) bool {
 func resolve(spec *store.TableSpec, m *store.Mutation, now time.Time, maxRowBytes int, r *ResolvedMutation, keys *[]byte, parts *partitions) error {
 	var err error
 	r.Kind = m.Kind
+	if m.Expiry > store.ExpiryDrop {
+		return store.Errorf(store.ErrInvalid, "unknown expiry mode %d", m.Expiry)
+	}
+	r.Expiry = m.Expiry
 	var shared *ResolvedMutation
 	keyed := len(m.Partition) == len(spec.PartitionKey) && len(m.Partition) > 0
 	if keyed {
