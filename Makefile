@@ -35,11 +35,20 @@ test-cql:
 	./scripts/with-cassandra.sh $(GO) test -race -timeout 9m ./store/cql/... ./timeseries/ ./shardmgr/ ./lists/ ./expiry/ ./multitable/ ./migrate/cqllegacy/
 
 # NORACE_TESTS are the tests check runs without the race detector, after
-# the race run that skips them: they fill and read pages at the 4 MiB
-# limit that is their point, megabytes through encoding/json, work the
-# race detector slows about tenfold while adding nothing the race run of
-# the same handlers at smaller sizes does not.
-NORACE_TESTS = ^(TestPageBytesAreBounded)$$
+# the race run that skips them. Each moves data at the size that is its
+# point: pages filled to the 4 MiB limit through encoding/json, on both
+# listeners (TestPageBytesAreBounded); a query window of 480,000
+# partitions paged through against the partition budget
+# (TestQueryVisitsAtMostTheBudget); a 48 MiB disk filled to its
+# free-space floor (TestFullDisk); a migration off an embedded legacy
+# table of 100,000 events (TestEndToEndTable). Under the race detector
+# these took 2 minutes of CPU between them, 10 to 20 times what they take
+# without it (Pebble's invariant checks, on under -race, weigh most),
+# while the race run covers the same code at smaller sizes: the page
+# budget in TestResponseBudget, the router in the timeseries suites, the
+# disk floor in TestFullDiskWithoutFloorRecovers and TestDiskFaults, the
+# migration in the DynamoDB and Cassandra end-to-end tests.
+NORACE_TESTS = ^(TestPageBytesAreBounded|TestQueryVisitsAtMostTheBudget|TestFullDisk|TestEndToEndTable)$$
 
 # check is vet, formatting and every test under the race detector, with
 # every backend selected (EBB_TEST_BACKENDS=all), against the
@@ -61,7 +70,7 @@ check:
 	EBB_TEST_LISTENER=both $(GO) test -race -timeout 9m -skip '$(NORACE_TESTS)' ./...
 	# The tests whose size is their point run without the race detector
 	# (see NORACE_TESTS), on both listeners.
-	EBB_TEST_LISTENER=both $(GO) test -count=1 -run '$(NORACE_TESTS)' ./server/
+	EBB_TEST_LISTENER=both $(GO) test -count=1 -run '$(NORACE_TESTS)' ./server/ ./timeseries/ ./internal/faultfs/ ./migrate/
 	# The peer benchmarks' module (its own go.mod, which must follow the
 	# main module's requirements) builds, and its MessagePack decoder reads
 	# what the server writes.
