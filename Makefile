@@ -20,8 +20,13 @@ PKG     ?= ./...
 # Prometheus's promtool (Debian's prometheus package, installed when
 # missing) checks and unit-tests docs/prometheus/alerts.yml. Debian's
 # chromium (installed when missing) runs the dashboard's browser tests.
+# The servers boot at the same time, while check vets: each script records
+# the wait for its server in EBB_TEST_SERVERS_PENDING, and check waits
+# for them all (scripts/await-test-servers.sh) before the tests.
 test: override export EBB_TEST_BACKENDS = all
 test:
+	pending="$$(mktemp)"; trap 'rm -f "$$pending"' EXIT; \
+	EBB_TEST_SERVERS_PENDING="$$pending" \
 	./scripts/with-chromium.sh ./scripts/with-promtool.sh ./scripts/with-dynalite.sh ./scripts/with-dynamodb-local.sh \
 		env EBB_DYNAMODB_LOCAL_VAR=EBB_DYNAMODB_TTL_ENDPOINT ./scripts/with-dynamodb-local.sh \
 		./scripts/with-cassandra.sh $(MAKE) --no-print-directory check
@@ -63,6 +68,7 @@ check:
 	if [ -n "$$unformatted" ]; then \
 		echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$unformatted"; exit 1; \
 	fi
+	./scripts/await-test-servers.sh
 	# EBB_TEST_LISTENER=both: the server's tests run twice in their one
 	# test process, the second time with every request sent to the hot
 	# listener (ebb serve --hot-addr) instead of net/http (each test that
