@@ -84,6 +84,13 @@ defer_wait() {
 	echo "$line" >>"$EBB_TEST_SERVERS_PENDING"
 }
 
+# start_wait NAME PID PORT SECONDS LOGS [LINE...] defers the wait for a
+# server (defer_wait) when EBB_TEST_SERVERS_PENDING is set, and otherwise
+# waits for it now (await_server).
+start_wait() {
+	defer_wait "$@" || await_server "$@"
+}
+
 # await_server NAME PID PORT SECONDS LOGS [LINE...] waits up to SECONDS
 # for the process PID to accept connections on loopback PORT, with each
 # LINE (a fixed string) in the first of the colon-separated files LOGS. It

@@ -57,16 +57,10 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 endpoint="http://127.0.0.1:$port"
-if defer_wait "with-dynalite: dynalite" "$pid" "$port" 10 "$log"; then
-	echo "with-dynalite: dynalite starting on $endpoint" >&2
-else
-	if ! wait_port "$pid" "$port" 100; then
-		echo "with-dynalite: dynalite did not start on $endpoint:" >&2
-		cat "$log" >&2
-		exit 1
-	fi
-	echo "with-dynalite: dynalite on $endpoint" >&2
+if ! start_wait "with-dynalite: dynalite" "$pid" "$port" 10 "$log"; then
+	exit 1
 fi
+echo "with-dynalite: dynalite on $endpoint" >&2
 export EBB_DYNAMODB_ENDPOINT="$endpoint"
 status=0
 "$@" || status=$?

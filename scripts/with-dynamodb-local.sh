@@ -95,16 +95,10 @@ trap 'exit 143' TERM
 
 endpoint="http://127.0.0.1:$port"
 # The JVM takes a few seconds to start, more on a busy machine.
-if defer_wait "with-dynamodb-local: DynamoDB Local ($var)" "$pid" "$port" 60 "$log"; then
-	echo "with-dynamodb-local: DynamoDB Local starting on $endpoint ($var)" >&2
-else
-	if ! wait_port "$pid" "$port" 600; then
-		echo "with-dynamodb-local: DynamoDB Local did not start on $endpoint:" >&2
-		cat "$log" >&2
-		exit 1
-	fi
-	echo "with-dynamodb-local: DynamoDB Local on $endpoint ($var)" >&2
+if ! start_wait "with-dynamodb-local: DynamoDB Local ($var)" "$pid" "$port" 60 "$log"; then
+	exit 1
 fi
+echo "with-dynamodb-local: DynamoDB Local on $endpoint ($var)" >&2
 export "$var=$endpoint"
 status=0
 "$@" || status=$?
