@@ -153,6 +153,7 @@ func (c Config) shardConfig(g shardmgr.Guards, caps store.Capabilities) shardmgr
 		Guards:            g,
 		WarmThroughput:    caps.WarmThroughput,
 		DropKeepsSnapshot: caps.DropKeepsSnapshot,
+		Switches:          caps.Switches,
 	}
 }
 

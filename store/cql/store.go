@@ -129,6 +129,8 @@ func capabilities(p Provider) store.Capabilities {
 	}
 	if p == Keyspaces {
 		c.MaxAtomicBatch = 10
+		c.WarmThroughput = true
+		c.Switches = store.KeyspacesSwitches
 	} else {
 		// auto_snapshot: true is the shipped default of both engines.
 		c.DropKeepsSnapshot = true

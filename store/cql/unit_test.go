@@ -198,18 +198,14 @@ func TestSplitPhases(t *testing.T) {
 	}
 }
 
-func TestSwitchAllowed(t *testing.T) {
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	if h, ok := switchLimit.Allowed(nil, now); !ok || len(h) != 0 {
-		t.Fatalf("no history: %v %v", h, ok)
+func TestProviderSwitchRules(t *testing.T) {
+	if got := capabilities(Keyspaces); got.Switches != store.KeyspacesSwitches || !got.WarmThroughput {
+		t.Fatalf("Keyspaces: switches %+v warm %v; want the Keyspaces rules and warm throughput", got.Switches, got.WarmThroughput)
 	}
-	recent := now.Add(-23 * time.Hour).UnixMilli()
-	old := now.Add(-25 * time.Hour).UnixMilli()
-	if h, ok := switchLimit.Allowed([]int64{old, recent}, now); ok || !slices.Equal(h, []int64{recent}) {
-		t.Fatalf("a switch 23 h ago: history %v allowed %v; want [recent] false", h, ok)
-	}
-	if h, ok := switchLimit.Allowed([]int64{old}, now); !ok || len(h) != 0 {
-		t.Fatalf("a switch 25 h ago: history %v allowed %v; want forgotten and allowed", h, ok)
+	for _, p := range []Provider{Cassandra, ScyllaDB} {
+		if got := capabilities(p); got.Switches.Limited() || got.WarmThroughput {
+			t.Fatalf("%v: switches %+v warm %v; want no limit and no warm throughput", p, got.Switches, got.WarmThroughput)
+		}
 	}
 }
 
