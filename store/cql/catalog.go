@@ -192,6 +192,9 @@ func (s *Store) CreateTable(ctx context.Context, spec store.TableSpec) (err erro
 	}
 	defer cancel()
 	defer s.observe("create_table", timeNow(), &err)
+	if err := s.reserveTables(ctx, spec); err != nil {
+		return err
+	}
 	if err := s.claimName(ctx, spec); err != nil {
 		return err
 	}

@@ -46,6 +46,14 @@ type Options struct {
 	TLS        bool
 	CAFile     string
 	ServerName string
+	// MaxTables is the most CQL tables the keyspace may hold (the catalog,
+	// each table and each table's index companion count one); CreateTable
+	// refuses with ErrTableQuota what would exceed it. Zero means the
+	// provider's default: DefaultKeyspacesMaxTables on Amazon Keyspaces
+	// (its quota counts every keyspace of the account in the Region, so
+	// set what is left for ebb), none on Cassandra and ScyllaDB. Negative
+	// means none.
+	MaxTables int
 	// Common holds the options every remote backend has (see
 	// remote.Common). Here Timeout (10 s by default) bounds each data
 	// operation; TableTimeout (5 minutes) schema agreement and Keyspaces'

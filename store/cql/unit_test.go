@@ -390,3 +390,34 @@ func TestCapabilities(t *testing.T) {
 		t.Errorf("keyspaces: %+v: an atomic batch of plain upserts with up to two index entries each must fit 30 statements", c)
 	}
 }
+
+func TestTableQuota(t *testing.T) {
+	if got := maxTables(Options{}, Keyspaces); got != 256 {
+		t.Errorf("Keyspaces default quota %d, want 256", got)
+	}
+	if got := maxTables(Options{}, Cassandra); got != 0 {
+		t.Errorf("Cassandra default quota %d, want none", got)
+	}
+	if got := maxTables(Options{MaxTables: -1}, Keyspaces); got != 0 {
+		t.Errorf("MaxTables -1 gives %d, want none", got)
+	}
+	if got := maxTables(Options{MaxTables: 10}, ScyllaDB); got != 10 {
+		t.Errorf("MaxTables 10 gives %d", got)
+	}
+	existing := map[string]store.TableState{catalogTable: store.Active, "a": store.Active, "b": store.Active}
+	plain := store.TableSpec{Name: "c"}
+	indexed := store.TableSpec{Name: "c", Indexes: []store.IndexSpec{{Name: "i", Column: "v"}}}
+	if err := checkTableQuota(existing, plain, 4); err != nil {
+		t.Errorf("the 4th table of 4: %v", err)
+	}
+	err := checkTableQuota(existing, indexed, 4)
+	if !errors.Is(err, ErrTableQuota) || !errors.Is(err, store.ErrCapacityLimit) {
+		t.Errorf("a table and its companion past the quota: %v, want ErrTableQuota", err)
+	}
+	if err := checkTableQuota(existing, store.TableSpec{Name: "a"}, 3); err != nil {
+		t.Errorf("re-creating an existing table at the quota: %v", err)
+	}
+	if err := checkTableQuota(existing, plain, 0); err != nil {
+		t.Errorf("no quota: %v", err)
+	}
+}
