@@ -40,6 +40,9 @@ type Options struct {
 	// server's password authenticator (Keyspaces service-specific
 	// credentials work the same way).
 	Username, Password string
+	// SigV4, when set, authenticates with Amazon Keyspaces' SigV4 exchange
+	// instead (see SigV4); it excludes Username.
+	SigV4 *SigV4
 	// TLS turns TLS on; CAFile (PEM) adds root certificates and ServerName
 	// sets the name checked in the server's certificate (the host name of
 	// the first contact point when empty). Keyspaces requires TLS.
@@ -112,6 +115,9 @@ func (o Options) Validate() error {
 	}
 	if o.Password != "" && o.Username == "" {
 		return bad("a password without a username")
+	}
+	if o.SigV4 != nil && (o.Username != "" || o.SigV4.Region == "" || o.SigV4.Credentials == nil) {
+		return bad("SigV4 needs a region and credentials, and no username")
 	}
 	if (o.CAFile != "" || o.ServerName != "") && !o.TLS {
 		return bad("CAFile or ServerName set without TLS")
