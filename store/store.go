@@ -282,8 +282,8 @@ type Capacity struct {
 	// ReadUnits and WriteUnits apply to Provisioned.
 	ReadUnits, WriteUnits int64
 	// WarmRead and WarmWrite, where the backend has warm throughput
-	// (DynamoDB), pre-warm an on-demand table to this many units per
-	// second. Zero leaves warm throughput unchanged.
+	// (DynamoDB, Amazon Keyspaces), pre-warm an on-demand table to this
+	// many units per second. Zero leaves warm throughput unchanged.
 	WarmRead, WarmWrite int64
 }
 
