@@ -240,6 +240,8 @@ func resolve(spec *store.TableSpec, m *store.Mutation, now time.Time, maxRowByte
 	switch {
 	case m.NoExpiry && !m.ExpiresAt.IsZero():
 		return store.Errorf(store.ErrInvalid, "both NoExpiry and ExpiresAt set")
+	case spec.NeverExpires && !m.ExpiresAt.IsZero():
+		return store.Errorf(store.ErrInvalid, "table %q: rows never expire, yet an expiry is set", spec.Name)
 	case m.NoExpiry:
 	case !m.ExpiresAt.IsZero():
 		if r.ExpiresAt = m.ExpiresAt.UnixMilli(); r.ExpiresAt <= 0 {
@@ -264,6 +266,9 @@ func resolve(spec *store.TableSpec, m *store.Mutation, now time.Time, maxRowByte
 		}
 		exp := r.ExpiresAt
 		if !c.ExpiresAt.IsZero() {
+			if spec.NeverExpires {
+				return store.Errorf(store.ErrInvalid, "table %q: rows never expire, yet column %q has an expiry", spec.Name, c.Column)
+			}
 			if exp = c.ExpiresAt.UnixMilli(); exp <= 0 {
 				return store.Errorf(store.ErrInvalid, "column %q: expiry is not after 1970", c.Column)
 			}
