@@ -40,7 +40,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	// Every label value is exported from the start, at zero, so that
 	// rates and alerts see the first event.
-	for _, op := range []string{"put", "get", "delete", "list"} {
+	for _, op := range []string{"put", "patch", "get", "batch_get", "delete", "list"} {
 		m.ops.WithLabelValues(op)
 	}
 	for _, kind := range []string{"bucket", "stale_entry"} {
