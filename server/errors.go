@@ -23,6 +23,9 @@ const (
 	CodeNotFound         = "not_found"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeConflict         = "conflict"
+	// CodeFailedPrecondition (412): a conditional write's precondition
+	// (If-Match, If-None-Match) did not hold; nothing was written.
+	CodeFailedPrecondition = "failed_precondition"
 	CodeExpired          = "expired"
 	CodeNoShard          = "no_shard"
 	CodeTooLarge         = "too_large"
