@@ -268,15 +268,18 @@ func tablesDeleteCmd(c *client) *cobra.Command {
 }
 
 func tablesDropCmd(c *client) *cobra.Command {
-	return &cobra.Command{
+	return destructive(&cobra.Command{
 		Use:               "drop TABLE",
 		Short:             "Delete a shared table and every item in it",
-		Long:              `Delete a shared table and every item in it, at once; dropping a missing table is no error. A table created again under the name starts empty.`,
+		Long:              `Delete a shared table and every item in it, at once; dropping a missing table is no error. A table created again under the name starts empty. It asks for confirmation at the terminal; scripts pass --yes.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeTableNames(c),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := c.api()
 			if err != nil {
+				return err
+			}
+			if err := confirmDestroy(cmd, fmt.Sprintf("Drop shared table %s and every item in it", args[0])); err != nil {
 				return err
 			}
 			if err := api.DeleteTable(cmd.Context(), args[0]); err != nil {
@@ -285,7 +288,7 @@ func tablesDropCmd(c *client) *cobra.Command {
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "table %s dropped\n", args[0])
 			return err
 		},
-	}
+	})
 }
 
 func tablesItemsCmd(c *client) *cobra.Command {

@@ -83,7 +83,7 @@ func TestTablesCommands(t *testing.T) {
 	}
 	fails(t, url, "(not_found, HTTP 404)", "tables", "get", "orders", "o/1#?")
 	ok(t, url, "tables", "delete", "orders", "never-was")
-	if out := ok(t, url, "tables", "drop", "orders"); out != "table orders dropped\n" {
+	if out := ok(t, url, "tables", "drop", "orders", "--yes"); out != "table orders dropped\n" {
 		t.Fatalf("drop: %q", out)
 	}
 	fails(t, url, "(not_found, HTTP 404)", "tables", "get", "orders")
