@@ -131,6 +131,42 @@ func testDeleteIfVersion(t *testing.T, b backend) {
 	}
 }
 
+// racePuts runs four conditional puts (put(w) for writer w) at once and
+// returns what each put returned and the one writer that won, failing the
+// test unless exactly one won and the others failed their precondition.
+func racePuts(t *testing.T, e *env, put func(w int) PutItem) ([]Item, int) {
+	t.Helper()
+	const writers = 4
+	res := make([]Item, writers)
+	errs := make([]error, writers)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			<-start
+			res[w], errs[w] = e.reg.Put(e.ctx, "t", put(w))
+		})
+	}
+	close(start)
+	wg.Wait()
+	winner := -1
+	for w, err := range errs {
+		switch {
+		case err == nil:
+			if winner >= 0 {
+				t.Fatalf("writers %d and %d both won", winner, w)
+			}
+			winner = w
+		case !errors.Is(err, ErrPrecondition):
+			t.Fatalf("writer %d: %v, want success or ErrPrecondition", w, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no writer won")
+	}
+	return res, winner
+}
+
 // testRaceCompareAndSet: writers that read the same version and write at
 // it at once: exactly one wins, the others fail their precondition, and
 // the item is the winner's.
@@ -139,35 +175,10 @@ func testRaceCompareAndSet(t *testing.T, b backend) {
 	e.create("t", 0)
 	for round := range 5 {
 		base := e.put("t", "k", at(0), `{"w":-1}`, nil)
-		const writers = 4
-		res := make([]Item, writers)
-		errs := make([]error, writers)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for w := range writers {
-			wg.Go(func() {
-				<-start
-				res[w], errs[w] = e.reg.Put(e.ctx, "t", PutItem{Key: "k", Timestamp: at(time.Duration(w) * time.Minute),
-					Attributes: json.RawMessage(fmt.Sprintf(`{"w":%d}`, w)), IfVersion: base.Version})
-			})
-		}
-		close(start)
-		wg.Wait()
-		winner := -1
-		for w, err := range errs {
-			switch {
-			case err == nil:
-				if winner >= 0 {
-					t.Fatalf("round %d: writers %d and %d both won", round, winner, w)
-				}
-				winner = w
-			case !errors.Is(err, ErrPrecondition):
-				t.Fatalf("round %d: writer %d: %v, want success or ErrPrecondition", round, w, err)
-			}
-		}
-		if winner < 0 {
-			t.Fatalf("round %d: no writer won", round)
-		}
+		res, winner := racePuts(t, e, func(w int) PutItem {
+			return PutItem{Key: "k", Timestamp: at(time.Duration(w) * time.Minute),
+				Attributes: json.RawMessage(fmt.Sprintf(`{"w":%d}`, w)), IfVersion: base.Version}
+		})
 		got := e.mustGet("t", "k")
 		if !itemEqual(got, res[winner]) || got.Version != res[winner].Version {
 			t.Fatalf("round %d: item %+v, want the winner's %+v", round, got, res[winner])
@@ -185,35 +196,9 @@ func testRaceCreateOnly(t *testing.T, b backend) {
 	e.create("t", 0)
 	for round := range 5 {
 		key := fmt.Sprint("k", round)
-		const writers = 4
-		res := make([]Item, writers)
-		errs := make([]error, writers)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for w := range writers {
-			wg.Go(func() {
-				<-start
-				res[w], errs[w] = e.reg.Put(e.ctx, "t", PutItem{Key: key, Timestamp: at(0),
-					Attributes: json.RawMessage(fmt.Sprintf(`{"w":%d}`, w)), IfAbsent: true})
-			})
-		}
-		close(start)
-		wg.Wait()
-		winner := -1
-		for w, err := range errs {
-			switch {
-			case err == nil:
-				if winner >= 0 {
-					t.Fatalf("round %d: writers %d and %d both created the key", round, winner, w)
-				}
-				winner = w
-			case !errors.Is(err, ErrPrecondition):
-				t.Fatalf("round %d: writer %d: %v, want success or ErrPrecondition", round, w, err)
-			}
-		}
-		if winner < 0 {
-			t.Fatalf("round %d: no writer created the key", round)
-		}
+		res, winner := racePuts(t, e, func(w int) PutItem {
+			return PutItem{Key: key, Timestamp: at(0), Attributes: json.RawMessage(fmt.Sprintf(`{"w":%d}`, w)), IfAbsent: true}
+		})
 		if got := e.mustGet("t", key); got.Version != res[winner].Version || string(got.Attributes) != string(res[winner].Attributes) {
 			t.Fatalf("round %d: item %+v, want the winner's %+v", round, got, res[winner])
 		}
