@@ -149,6 +149,9 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, query url.V
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	for k, v := range requestHeaders(ctx) {
+		req.Header[k] = v
+	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}

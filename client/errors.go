@@ -19,6 +19,7 @@ const (
 	CodeNotFound            = "not_found"
 	CodeMethodNotAllowed    = "method_not_allowed"
 	CodeConflict            = "conflict"
+	CodeFailedPrecondition  = "failed_precondition"
 	CodeTooLarge            = "too_large"
 	CodeExpired             = "expired"
 	CodeNoShard             = "no_shard"
@@ -48,6 +49,9 @@ var (
 	// ErrConflict: the resource exists with another configuration, or a
 	// capacity change the provider would refuse (409).
 	ErrConflict = errors.New("client: conflict")
+	// ErrFailedPrecondition: a conditional write's If-Match or
+	// If-None-Match did not hold; nothing was written (412).
+	ErrFailedPrecondition = errors.New("client: failed precondition")
 	// ErrTooLarge: the body, a key, a value or a batch is over a limit
 	// (413).
 	ErrTooLarge = errors.New("client: too large")
@@ -83,6 +87,7 @@ var codeSentinels = map[string]error{
 	CodeNotFound:            ErrNotFound,
 	CodeMethodNotAllowed:    ErrMethodNotAllowed,
 	CodeConflict:            ErrConflict,
+	CodeFailedPrecondition:  ErrFailedPrecondition,
 	CodeTooLarge:            ErrTooLarge,
 	CodeExpired:             ErrExpired,
 	CodeNoShard:             ErrNoShard,
@@ -102,6 +107,7 @@ var statusSentinels = map[int]error{
 	http.StatusNotFound:              ErrNotFound,
 	http.StatusMethodNotAllowed:      ErrMethodNotAllowed,
 	http.StatusConflict:              ErrConflict,
+	http.StatusPreconditionFailed:    ErrFailedPrecondition,
 	http.StatusRequestEntityTooLarge: ErrTooLarge,
 	http.StatusInternalServerError:   ErrInternal,
 	http.StatusBadGateway:            ErrUnavailable,

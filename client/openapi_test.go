@@ -584,8 +584,8 @@ func TestOpenAPIValidator(t *testing.T) {
 		{"Event", `{"index_id":"a","event_id":"e","timestamp":"2026-11-22T10:00:00Z","payload":"not base64!"}`, false},
 		{"WriteEventsResponse", `{"written":1.5}`, false},
 		{"IndexConfig", `{"table_bucket":"1h","partition_bucket":"10m","retention":"3h","runway":0}`, false},
-		{"TableItem", `{"key":"k","timestamp":"2026-11-22T10:00:00Z","attributes":{"a":[1]},"expires_at":null}`, true},
-		{"TableItem", `{"key":"k","timestamp":"2026-11-22T10:00:00Z","attributes":[],"expires_at":null}`, false},
+		{"TableItem", `{"key":"k","timestamp":"2026-11-22T10:00:00Z","attributes":{"a":[1]},"expires_at":null,"version":"1"}`, true},
+		{"TableItem", `{"key":"k","timestamp":"2026-11-22T10:00:00Z","attributes":[],"expires_at":null,"version":"1"}`, false},
 	} {
 		v, err := decodeJSON([]byte(c.json))
 		if err != nil {

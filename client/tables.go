@@ -88,6 +88,10 @@ type TableItem struct {
 	Attributes json.RawMessage `json:"attributes"`
 	// ExpiresAt is nil when the item never expires.
 	ExpiresAt *time.Time `json:"expires_at"`
+	// Version is opaque and changes with every write of the item:
+	// PutTableItem.IfVersion, PatchTableItem.IfVersion and
+	// DeleteTableItemIf compare it.
+	Version string `json:"version"`
 }
 
 // PutTableItem is the body of PUT /v1/tables/{table}/items/{key}.
@@ -101,6 +105,13 @@ type PutTableItem struct {
 	// TTL, when not nil, is the item's own TTL from the write (0: never
 	// expires); nil takes the table's default.
 	TTL *time.Duration
+	// IfAbsent makes the put create only (If-None-Match: *): a key that
+	// holds a live item is ErrFailedPrecondition, and nothing is written.
+	IfAbsent bool
+	// IfVersion, when set, makes the put compare and set (If-Match): unless
+	// the key holds a live item of this Version ("*": of any), it is
+	// ErrFailedPrecondition, and nothing is written.
+	IfVersion string
 }
 
 // MarshalJSON writes a PutTableItem as the API does, durations as Go duration strings.
@@ -198,7 +209,7 @@ func (c *Client) PutTableItem(ctx context.Context, table, key string, item PutTa
 		return TableItem{}, err
 	}
 	var it TableItem
-	_, err = c.do(ctx, http.MethodPut, p, nil, item, &it)
+	_, err = c.do(withPreconditions(ctx, item.IfAbsent, item.IfVersion), http.MethodPut, p, nil, item, &it)
 	return it, err
 }
 

@@ -99,6 +99,18 @@
 //     Either the remover's re-check sees the writer's row, or the
 //     writer's check sees the removal.
 //
+// Conditional writes build on the same guard. An item's version (the
+// random number of its last write, Item.Version) is what callers compare:
+// a create-only put, a put, patch or delete at a version, and a patch's
+// merge are all decided on the item row as read and written guarded by
+// it (writeItem), so the decision holds atomically with the write; a lost
+// race re-reads and decides again, and a precondition that fails is
+// ErrPrecondition with nothing written. Versions are random, not counted,
+// so that a writer told its guard failed can tell by reading the version
+// back whether its own retried write is the one that landed. A listing
+// that fences a live item gives it a new version with the same content,
+// so a caller holding the old one sees ErrPrecondition and reads again.
+//
 // A race or a crash can leave only garbage (an entry whose item moved or
 // vanished, an entry outliving its item), never a listing that misses a
 // live item. Items written before items carried versions are guarded by

@@ -29,6 +29,10 @@ var (
 	// repeat the delete before creating it again. It wraps
 	// store.ErrConflict.
 	ErrDeleting error = store.Mark(store.ErrConflict, "multitable", "table is being deleted")
+	// ErrPrecondition: a conditional write's precondition (create only,
+	// or the item's version) did not hold. Nothing was written. It wraps
+	// store.ErrConflict.
+	ErrPrecondition error = store.Mark(store.ErrConflict, "multitable", "precondition failed")
 	// ErrInvalid: a bad table name, key, timestamp, TTL, attribute
 	// document, limit or page token. Nothing was written. It wraps
 	// store.ErrInvalid.

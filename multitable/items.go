@@ -21,6 +21,10 @@ type Item struct {
 	Attributes json.RawMessage
 	// ExpiresAt is zero when the item never expires.
 	ExpiresAt time.Time
+	// Version identifies the item's last write: an opaque token that
+	// changes with every write, which PutItem.IfVersion, PatchItem.IfVersion
+	// and DeleteIf compare.
+	Version string
 }
 
 // PutItem is what Put writes.
@@ -32,6 +36,13 @@ type PutItem struct {
 	// TTL, when set, overrides the table's default TTL; zero means the
 	// item never expires. The item expires TTL after the write.
 	TTL *time.Duration
+	// IfAbsent makes the put create only: it fails with ErrPrecondition
+	// when the key holds a live item.
+	IfAbsent bool
+	// IfVersion, when set, makes the put compare and set: it fails with
+	// ErrPrecondition unless the key holds a live item of this Version
+	// ("*": of any version).
+	IfVersion string
 }
 
 // itemSize is what an item costs in bytes, for usage reports: key,
@@ -39,7 +50,9 @@ type PutItem struct {
 func itemSize(key string, attrs []byte) int64 { return int64(len(key) + len(attrs) + 8) }
 
 // Put creates or replaces an item and returns it as stored. Bad input
-// (ErrInvalid, ErrTooLarge) writes nothing; a missing table is ErrNoTable.
+// (ErrInvalid, ErrTooLarge) writes nothing; a missing table is ErrNoTable;
+// a precondition (PutItem.IfAbsent, PutItem.IfVersion) that does not hold
+// is ErrPrecondition and writes nothing.
 func (g *Registry) Put(ctx context.Context, table string, in PutItem) (Item, error) {
 	if err := CheckName(table); err != nil {
 		return Item{}, err
@@ -55,6 +68,9 @@ func (g *Registry) Put(ctx context.Context, table string, in PutItem) (Item, err
 			return Item{}, err
 		}
 	}
+	if err := checkPrecondition(in.IfAbsent, in.IfVersion); err != nil {
+		return Item{}, err
+	}
 	attrs, err := compactAttributes(in.Attributes)
 	if err != nil {
 		return Item{}, err
@@ -63,7 +79,6 @@ func (g *Registry) Put(ctx context.Context, table string, in PutItem) (Item, err
 	if err != nil {
 		return Item{}, err
 	}
-	t := rec.ref(table)
 	ttl := time.Duration(rec.DefaultTTLMs) * time.Millisecond
 	if in.TTL != nil {
 		ttl = *in.TTL
@@ -73,24 +88,51 @@ func (g *Registry) Put(ctx context.Context, table string, in PutItem) (Item, err
 	if ttl > 0 {
 		expMs = g.now().Add(ttl).UnixMilli()
 	}
-	e := entry{ts: ts, key: in.Key, expMs: expMs, size: itemSize(in.Key, attrs)}
+	return g.writeItem(ctx, rec.ref(table), in.Key, "put", func(cur itemRow) (itemWrite, error) {
+		if err := cur.holds(table, in.Key, in.IfAbsent, in.IfVersion); err != nil {
+			return itemWrite{}, err
+		}
+		return itemWrite{ts: ts, attrs: attrs, expMs: expMs}, nil
+	})
+}
+
+// itemWrite is what one attempt of writeItem writes: the item's
+// timestamp, compact attributes and expiry (Unix milliseconds, 0 = none).
+type itemWrite struct {
+	ts    time.Time
+	attrs []byte
+	expMs int64
+}
+
+// writeItem writes an item over whatever the key holds: it reads the
+// item row, asks next what to write over it (an error there ends the
+// write with nothing written), and writes that guarded by the row it
+// read, starting over when another writer changed the row meanwhile. So
+// every decision next makes, a precondition or a merge, holds atomically
+// against every writer. op names the operation in metrics and errors.
+func (g *Registry) writeItem(ctx context.Context, t tableRef, key, op string, next func(cur itemRow) (itemWrite, error)) (Item, error) {
 	for attempt := range maxAttempts {
-		cur, err := g.readItem(ctx, t, in.Key)
+		cur, err := g.readItem(ctx, t, key)
 		if err != nil {
 			return Item{}, err
 		}
+		w, err := next(cur)
+		if err != nil {
+			return Item{}, err
+		}
+		e := entry{ts: w.ts, key: key, expMs: w.expMs, size: itemSize(key, w.attrs)}
 		e.ver, e.written = newVersion(), g.now()
 		item := withExpiry(store.Mutation{
-			Partition:  t.itemPartition(in.Key),
-			Clustering: itemClustering(in.Key),
+			Partition:  t.itemPartition(key),
+			Clustering: itemClustering(key),
 			Cells: []store.Cell{
-				{Column: colAt, Value: ts},
-				{Column: colAttrs, Value: attrs},
+				{Column: colAt, Value: w.ts},
+				{Column: colAttrs, Value: w.attrs},
 				{Column: colVer, Value: e.ver},
 			},
 			If:     cur.guard(),
 			Expiry: t.expiry,
-		}, expMs)
+		}, w.expMs)
 		var applied bool
 		if g.guarded {
 			applied, err = g.writeWithEntry(ctx, t, item, e)
@@ -98,12 +140,12 @@ func (g *Registry) Put(ctx context.Context, table string, in PutItem) (Item, err
 			applied, err = g.writeAfterEntry(ctx, t, item, e)
 		}
 		if err != nil {
-			return Item{}, fmt.Errorf("put %s/%s: %w", table, clip(in.Key), err)
+			return Item{}, fmt.Errorf("%s %s/%s: %w", op, t.name, clip(key), err)
 		}
 		if !applied {
 			// Another writer replaced the item since it was read: this
 			// attempt's entry, if it was written, lists nothing, and the
-			// put starts over.
+			// write starts over.
 			g.metrics.conflicts.Inc()
 			if !g.guarded {
 				g.dropEntry(ctx, t, e)
@@ -115,16 +157,16 @@ func (g *Registry) Put(ctx context.Context, table string, in PutItem) (Item, err
 		}
 		if cur.ok {
 			// The replaced item's own entry now lists nothing.
-			g.dropEntry(ctx, t, entry{ts: cur.item.Timestamp, key: in.Key, ver: cur.ver})
+			g.dropEntry(ctx, t, entry{ts: cur.item.Timestamp, key: key, ver: cur.ver})
 		}
-		g.metrics.ops.WithLabelValues("put").Inc()
-		out := Item{Key: in.Key, Timestamp: ts, Attributes: attrs}
-		if expMs != 0 {
-			out.ExpiresAt = time.UnixMilli(expMs).UTC()
+		g.metrics.ops.WithLabelValues(op).Inc()
+		out := Item{Key: key, Timestamp: w.ts, Attributes: w.attrs, Version: versionOf(e.ver, w.ts)}
+		if w.expMs != 0 {
+			out.ExpiresAt = time.UnixMilli(w.expMs).UTC()
 		}
 		return out, nil
 	}
-	return Item{}, store.Errorf(store.ErrUnavailable, "put %s/%s: the item kept changing under concurrent writes; retry", table, clip(in.Key))
+	return Item{}, store.Errorf(store.ErrUnavailable, "%s %s/%s: the item kept changing under concurrent writes; retry", op, t.name, clip(key))
 }
 
 // Get returns a live item, ErrNoItem, or ErrNoTable.
@@ -153,10 +195,20 @@ func (g *Registry) Get(ctx context.Context, table, key string) (Item, error) {
 // Delete deletes an item. Deleting a missing item is not an error; a
 // missing table is ErrNoTable.
 func (g *Registry) Delete(ctx context.Context, table, key string) error {
+	return g.DeleteIf(ctx, table, key, "")
+}
+
+// DeleteIf deletes an item if it holds version (an Item.Version; "*": any
+// live item), else fails with ErrPrecondition and deletes nothing. An
+// empty version deletes unconditionally, as Delete.
+func (g *Registry) DeleteIf(ctx context.Context, table, key, version string) error {
 	if err := CheckName(table); err != nil {
 		return err
 	}
 	if err := CheckKey(key); err != nil {
+		return err
+	}
+	if err := checkPrecondition(false, version); err != nil {
 		return err
 	}
 	rec, err := g.lookup(ctx, table)
@@ -166,8 +218,14 @@ func (g *Registry) Delete(ctx context.Context, table, key string) error {
 	t := rec.ref(table)
 	for attempt := range maxAttempts {
 		cur, err := g.readItem(ctx, t, key)
-		if err != nil || !cur.ok {
+		if err != nil {
 			return err
+		}
+		if err := cur.holds(table, key, false, version); err != nil {
+			return err
+		}
+		if !cur.ok {
+			return nil
 		}
 		// The delete is guarded like a put, so that it never removes a
 		// row it did not read: a fence a listing wrote meanwhile stays.
@@ -267,7 +325,7 @@ func (g *Registry) readItem(ctx context.Context, t tableRef, key string) (itemRo
 		// Cells and marker share one expiry, so a row lacking either is
 		// a fence, not an item anyone can read.
 		r.ok = true
-		r.item = Item{Key: key, Timestamp: ts, Attributes: attrs, ExpiresAt: row.ExpiresAt}
+		r.item = Item{Key: key, Timestamp: ts, Attributes: attrs, ExpiresAt: row.ExpiresAt, Version: versionOf(r.ver, ts)}
 	}
 	return r, nil
 }

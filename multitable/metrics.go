@@ -19,7 +19,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		ops: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ebb_multitable_operations_total",
-			Help: "Completed shared-table item operations, by operation (put, get, delete, list).",
+			Help: "Completed shared-table item operations, by operation (put, patch, get, batch_get, delete, list).",
 		}, []string{"op"}),
 		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ebb_multitable_repairs_total",
@@ -40,7 +40,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	// Every label value is exported from the start, at zero, so that
 	// rates and alerts see the first event.
-	for _, op := range []string{"put", "get", "delete", "list"} {
+	for _, op := range []string{"put", "patch", "get", "batch_get", "delete", "list"} {
 		m.ops.WithLabelValues(op)
 	}
 	for _, kind := range []string{"bucket", "stale_entry"} {

@@ -23,10 +23,13 @@ const (
 	CodeNotFound         = "not_found"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeConflict         = "conflict"
-	CodeExpired          = "expired"
-	CodeNoShard          = "no_shard"
-	CodeTooLarge         = "too_large"
-	CodeUnavailable      = "unavailable"
+	// CodeFailedPrecondition (412): a conditional write's precondition
+	// (If-Match, If-None-Match) did not hold; nothing was written.
+	CodeFailedPrecondition = "failed_precondition"
+	CodeExpired            = "expired"
+	CodeNoShard            = "no_shard"
+	CodeTooLarge           = "too_large"
+	CodeUnavailable        = "unavailable"
 	// CodeInsufficientStorage (507): the disk is below its free-space
 	// floor; nothing was written. Deletes and drops are still accepted.
 	CodeInsufficientStorage = "insufficient_storage"

@@ -29,6 +29,9 @@ func Tables(reg *multitable.Registry) Feature {
 		s.Route("PUT /v1/tables/{table}/items/{key}", res, h.putItem)
 		s.Route("GET /v1/tables/{table}/items/{key}", res, h.getItem)
 		s.Route("DELETE /v1/tables/{table}/items/{key}", res, h.deleteItem)
+		s.Route("PATCH /v1/tables/{table}/items/{key}", res, h.patchItem)
+		s.Route("POST /v1/tables/{table}/batch-get", res, h.batchGet)
+		s.MapError(multitable.ErrPrecondition, http.StatusPreconditionFailed, CodeFailedPrecondition)
 	}
 }
 
@@ -58,10 +61,12 @@ type sharedItemJSON struct {
 	Timestamp  string          `json:"timestamp"`
 	Attributes json.RawMessage `json:"attributes"`
 	ExpiresAt  *string         `json:"expires_at"`
+	// Version is the item's version, also its ETag (quoted).
+	Version string `json:"version"`
 }
 
 func sharedItem(it multitable.Item) sharedItemJSON {
-	out := sharedItemJSON{Key: it.Key, Timestamp: timefmt.Format(it.Timestamp), Attributes: it.Attributes}
+	out := sharedItemJSON{Key: it.Key, Timestamp: timefmt.Format(it.Timestamp), Attributes: it.Attributes, Version: it.Version}
 	if !it.ExpiresAt.IsZero() {
 		s := timefmt.Format(it.ExpiresAt)
 		out.ExpiresAt = &s
@@ -133,6 +138,10 @@ func (h tablesHandler) putItem(w http.ResponseWriter, r *http.Request) error {
 		Attributes json.RawMessage `json:"attributes"`
 		TTL        *string         `json:"ttl"`
 	}
+	ifAbsent, version, err := itemPreconditions(r, true)
+	if err != nil {
+		return err
+	}
 	if err := DecodeJSON(r, &body); err != nil {
 		return err
 	}
@@ -143,7 +152,7 @@ func (h tablesHandler) putItem(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := multitable.PutItem{Key: r.PathValue("key"), Timestamp: ts, Attributes: body.Attributes}
+	in := multitable.PutItem{Key: r.PathValue("key"), Timestamp: ts, Attributes: body.Attributes, IfAbsent: ifAbsent, IfVersion: version}
 	if body.TTL != nil {
 		d, err := ParseDuration(*body.TTL)
 		if err != nil {
@@ -155,7 +164,7 @@ func (h tablesHandler) putItem(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, sharedItem(it))
+	return writeItem(w, it)
 }
 
 func (h tablesHandler) getItem(w http.ResponseWriter, r *http.Request) error {
@@ -163,11 +172,15 @@ func (h tablesHandler) getItem(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, sharedItem(it))
+	return writeItem(w, it)
 }
 
 func (h tablesHandler) deleteItem(w http.ResponseWriter, r *http.Request) error {
-	if err := h.reg.Delete(r.Context(), r.PathValue("table"), r.PathValue("key")); err != nil {
+	_, version, err := itemPreconditions(r, false)
+	if err != nil {
+		return err
+	}
+	if err := h.reg.DeleteIf(r.Context(), r.PathValue("table"), r.PathValue("key"), version); err != nil {
 		return err
 	}
 	return WriteJSON(w, http.StatusNoContent, nil)

@@ -268,7 +268,7 @@ func indexShowCmd(c *client) *cobra.Command {
 
 // indexPlanCmd is `plan` (a dry run) or, with apply, `apply`.
 func indexPlanCmd(c *client, apply bool) *cobra.Command {
-	var allowJump, detailed, yes bool
+	var allowJump, detailed bool
 	var out *output
 	cmd := &cobra.Command{
 		Use:   "plan NAME",
@@ -293,9 +293,9 @@ an error.`,
 				if err != nil {
 					return err
 				}
-				if _, drops := plan.Pending(); drops > 0 && !yes {
+				if _, drops := plan.Pending(); drops > 0 && !confirmed(cmd) {
 					printIndexPlan(cmd.ErrOrStderr(), args[0], plan)
-					if err := confirm(cmd, yes, fmt.Sprintf("Apply this plan to index %s, dropping %d shard(s) and the rows in them", args[0], drops)); err != nil {
+					if err := confirmDestroy(cmd, fmt.Sprintf("Apply this plan to index %s, dropping %d shard(s) and the rows in them", args[0], drops)); err != nil {
 						return err
 					}
 				}
@@ -330,7 +330,7 @@ A plan that drops shards is shown first and applied only once confirmed
 at the terminal, or with --yes. Prints the plan as applied; exits non-zero
 if any action failed.`
 		cmd.Flags().BoolVar(&allowJump, "allow-clock-jump", false, "confirm that the clock really moved forward: apply drops the clock-jump guard holds back")
-		cmd.Flags().BoolVar(&yes, "yes", false, "apply drops without asking (for scripts)")
+		destructive(cmd)
 	} else {
 		cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 2 when changes are pending, 0 when there are none")
 	}
@@ -404,8 +404,7 @@ func formatBytes(n int64) string {
 }
 
 func indexDeleteCmd(c *client) *cobra.Command {
-	var yes bool
-	cmd := &cobra.Command{
+	return destructive(&cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete an index: drop every shard and the configuration",
 		Long: `Delete an index: drop every one of its shards, with every event in them,
@@ -418,12 +417,12 @@ pass --yes.`,
 			if err != nil {
 				return err
 			}
-			if !yes {
+			if !confirmed(cmd) {
 				idx, err := api.Index(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
-				if err := confirm(cmd, yes, fmt.Sprintf("Delete index %s and drop its %d shard(s) with every event in them", args[0], len(idx.Shards))); err != nil {
+				if err := confirmDestroy(cmd, fmt.Sprintf("Delete index %s and drop its %d shard(s) with every event in them", args[0], len(idx.Shards))); err != nil {
 					return err
 				}
 			}
@@ -433,9 +432,7 @@ pass --yes.`,
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "index %s deleted\n", args[0])
 			return err
 		},
-	}
-	cmd.Flags().BoolVar(&yes, "yes", false, "delete without asking (for scripts)")
-	return cmd
+	})
 }
 
 func indexWriteCmd(c *client) *cobra.Command {

@@ -162,6 +162,8 @@ func listsRmCmd(c *client) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rm ENTITY_TYPE FEATURE VERSION ENTITY_ID (--value VALUE | --all)",
 		Short: "Remove the items with a value, or a whole list",
+		Long: `Remove every item with a value (--value), or a whole list (--all). Removing
+a whole list asks for confirmation at the terminal; scripts pass --yes.`,
 		Example: `  ebb lists rm user stories_presented _ user-42 --value story-1
   ebb lists rm user stories_presented _ user-42 --all`,
 		Args: cobra.ExactArgs(4),
@@ -185,8 +187,13 @@ func listsRmCmd(c *client) *cobra.Command {
 					return err
 				}
 				what = "items with value " + showBytes(v, false)
-			} else if err := api.ClearList(cmd.Context(), id, args[3]); err != nil {
-				return err
+			} else {
+				if err := confirmDestroy(cmd, fmt.Sprintf("Remove the whole list %s of %s", args[3], describeFeature(id))); err != nil {
+					return err
+				}
+				if err := api.ClearList(cmd.Context(), id, args[3]); err != nil {
+					return err
+				}
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", what)
 			return err
@@ -196,7 +203,7 @@ func listsRmCmd(c *client) *cobra.Command {
 	f.StringVar(&value, "value", "", "remove every item with this value")
 	f.BoolVar(&all, "all", false, "remove the whole list")
 	f.BoolVar(&asBase64, "base64", false, "the value is standard base64")
-	return cmd
+	return destructive(cmd)
 }
 
 func listsCreateFeatureCmd(c *client) *cobra.Command {
@@ -313,9 +320,10 @@ func listsShowFeatureCmd(c *client) *cobra.Command {
 }
 
 func listsDeleteFeatureCmd(c *client) *cobra.Command {
-	return &cobra.Command{
+	return destructive(&cobra.Command{
 		Use:   "delete-feature ENTITY_TYPE FEATURE VERSION",
 		Short: "Delete a list feature version and every list of it",
+		Long:  `Delete a list feature version and every list of it. It asks for confirmation at the terminal; scripts pass --yes.`,
 		Args:  cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := c.api()
@@ -323,11 +331,14 @@ func listsDeleteFeatureCmd(c *client) *cobra.Command {
 				return err
 			}
 			id := listFeatureID(args)
+			if err := confirmDestroy(cmd, fmt.Sprintf("Delete list feature %s and every list of it", describeFeature(id))); err != nil {
+				return err
+			}
 			if err := api.DeleteListFeature(cmd.Context(), id); err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted list feature %s\n", describeFeature(id))
 			return err
 		},
-	}
+	})
 }

@@ -106,7 +106,7 @@ func TestListsCommands(t *testing.T) {
 	if out := ok(append([]string{"lists", "get"}, list...)...); strings.Contains(out, "story-1") || !strings.Contains(out, "story-2") {
 		t.Fatalf("after rm --value: %q", out)
 	}
-	ok(append([]string{"lists", "rm", "--all"}, list...)...)
+	ok(append([]string{"lists", "rm", "--all", "--yes"}, list...)...)
 	if out := ok(append([]string{"lists", "get"}, list...)...); out != "" {
 		t.Fatalf("after rm --all: %q", out)
 	}
@@ -114,7 +114,7 @@ func TestListsCommands(t *testing.T) {
 	if out := ok("lists", "show-feature", list[0], list[1], "_"); !strings.Contains(out, "ttl 720h") {
 		t.Fatalf("show-feature: %q", out)
 	}
-	ok("lists", "delete-feature", list[0], list[1], "_")
+	ok("lists", "delete-feature", list[0], list[1], "_", "--yes")
 	fails("not_found", append([]string{"lists", "get"}, list...)...)
 	fails("not_found", "lists", "show-feature", list[0], list[1], "_")
 	fails("--ttl is required", "lists", "create-feature", "a", "b", "_")

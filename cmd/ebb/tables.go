@@ -24,7 +24,7 @@ TTL. Table names match [A-Za-z0-9_.-]{1,128}; keys are any UTF-8 up to
 1000 bytes. The commands talk to a running "ebb serve" (--server, default
 http://127.0.0.1:7070).`,
 	}
-	cmd.AddCommand(tablesCreateCmd(c), tablesListCmd(c), tablesGetCmd(c), tablesPutCmd(c), tablesDeleteCmd(c), tablesDropCmd(c), tablesItemsCmd(c))
+	cmd.AddCommand(tablesCreateCmd(c), tablesListCmd(c), tablesGetCmd(c), tablesPutCmd(c), tablesPatchCmd(c), tablesDeleteCmd(c), tablesDropCmd(c), tablesItemsCmd(c))
 	return cmd
 }
 
@@ -135,13 +135,16 @@ func tablesListCmd(c *client) *cobra.Command {
 func tablesGetCmd(c *client) *cobra.Command {
 	var out *output
 	cmd := &cobra.Command{
-		Use:   "get TABLE [KEY]",
-		Short: "Show a shared table, or one of its items",
+		Use:   "get TABLE [KEY...]",
+		Short: "Show a shared table, or some of its items",
 		Long: `Show a shared table, or with KEY one of its live items: its timestamp,
-expiry and attributes. A missing or expired item is not found.`,
+expiry, version and attributes. A missing or expired item is not found.
+With several keys (at most 100) the items are read in one request, and the
+keys holding no live item are named on standard error.`,
 		Example: `  ebb tables get orders
-  ebb tables get orders o-1 --output json`,
-		Args:              cobra.RangeArgs(1, 2),
+  ebb tables get orders o-1 --output json
+  ebb tables get orders o-1 o-2 o-3`,
+		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeTableNames(c),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := c.api()
@@ -158,6 +161,9 @@ expiry and attributes. A missing or expired item is not found.`,
 					return printJSON(w, t)
 				}
 				return printTable(w, t)
+			}
+			if len(args) > 2 {
+				return printBatchGet(cmd, api, args[0], args[1:], out.json)
 			}
 			it, err := api.TableItem(cmd.Context(), args[0], args[1])
 			if err != nil {
@@ -178,20 +184,24 @@ func printTableItem(w io.Writer, it ebbclient.TableItem) error {
 	if it.ExpiresAt != nil {
 		expires = formatTime(*it.ExpiresAt)
 	}
-	_, err := fmt.Fprintf(w, "key:        %s\ntimestamp:  %s\nexpires:    %s\nattributes: %s\n", showBytes([]byte(it.Key), false), formatTime(it.Timestamp), expires, it.Attributes)
+	_, err := fmt.Fprintf(w, "key:        %s\ntimestamp:  %s\nexpires:    %s\nversion:    %s\nattributes: %s\n", showBytes([]byte(it.Key), false), formatTime(it.Timestamp), expires, it.Version, it.Attributes)
 	return err
 }
 
 func tablesPutCmd(c *client) *cobra.Command {
-	var timestamp, attributes, attributesFile string
+	var timestamp, attributes, attributesFile, ifVersion string
+	var ifAbsent bool
 	var ttl time.Duration
 	var out *output
 	cmd := &cobra.Command{
-		Use:   "put TABLE KEY [--timestamp T] [--attributes JSON | --attributes-file FILE] [--ttl DURATION]",
+		Use:   "put TABLE KEY [--timestamp T] [--attributes JSON | --attributes-file FILE] [--ttl DURATION] [--if-absent | --if-version V]",
 		Short: "Put an item into a shared table",
 		Long: `Put an item, replacing any with the same key: a timestamp (default now),
 a JSON object of attributes (default {}), and a TTL from now (default the
-table's; --ttl 0 never expires).`,
+table's; --ttl 0 never expires). --if-absent writes only when the key
+holds no live item; --if-version only when it holds the item of that
+version (as "ebb tables get" shows it); otherwise the put fails
+(failed_precondition) and writes nothing.`,
 		Example: `  ebb tables put orders o-1 --attributes '{"total": 42, "currency": "EUR"}'
   ebb tables put orders o-2 --timestamp 2026-11-22T10:00:00Z --ttl 90s --attributes-file o-2.json`,
 		Args:              cobra.ExactArgs(2),
@@ -224,6 +234,7 @@ table's; --ttl 0 never expires).`,
 			if cmd.Flags().Changed("ttl") {
 				item.TTL = &ttl
 			}
+			item.IfAbsent, item.IfVersion = ifAbsent, ifVersion
 			api, err := c.api()
 			if err != nil {
 				return err
@@ -244,6 +255,8 @@ table's; --ttl 0 never expires).`,
 		},
 	}
 	f := cmd.Flags()
+	f.BoolVar(&ifAbsent, "if-absent", false, "create only: fail if the key holds a live item")
+	f.StringVar(&ifVersion, "if-version", "", "compare and set: fail unless the key holds the item of this version (* for any)")
 	f.StringVar(&timestamp, "timestamp", "", "the item's time: RFC 3339, now, or a duration from now such as -1h (default now)")
 	f.StringVar(&attributes, "attributes", "", "the item's attributes, a JSON object (default {})")
 	f.StringVar(&attributesFile, "attributes-file", "", "read the attributes from a file (- for standard input)")
@@ -253,10 +266,11 @@ table's; --ttl 0 never expires).`,
 }
 
 func tablesDeleteCmd(c *client) *cobra.Command {
-	return &cobra.Command{
-		Use:               "delete TABLE KEY",
+	var ifVersion string
+	cmd := &cobra.Command{
+		Use:               "delete TABLE KEY [--if-version V]",
 		Short:             "Delete an item from a shared table",
-		Long:              `Delete an item; deleting a missing item is no error. "ebb tables drop" deletes a whole table.`,
+		Long:              `Delete an item; deleting a missing item is no error. With --if-version, delete only the item of that version, else fail (failed_precondition). "ebb tables drop" deletes a whole table.`,
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: completeTableNames(c),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -264,25 +278,35 @@ func tablesDeleteCmd(c *client) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := api.DeleteTableItem(cmd.Context(), args[0], args[1]); err != nil {
+			if ifVersion != "" {
+				err = api.DeleteTableItemIf(cmd.Context(), args[0], args[1], ifVersion)
+			} else {
+				err = api.DeleteTableItem(cmd.Context(), args[0], args[1])
+			}
+			if err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted %s %s\n", args[0], showBytes([]byte(args[1]), false))
 			return err
 		},
 	}
+	cmd.Flags().StringVar(&ifVersion, "if-version", "", "delete only the item of this version (* for any live item)")
+	return cmd
 }
 
 func tablesDropCmd(c *client) *cobra.Command {
-	return &cobra.Command{
+	return destructive(&cobra.Command{
 		Use:               "drop TABLE",
 		Short:             "Delete a shared table and every item in it",
-		Long:              `Delete a shared table and every item in it, at once; dropping a missing table is no error. A table created again under the name starts empty.`,
+		Long:              `Delete a shared table and every item in it, at once; dropping a missing table is no error. A table created again under the name starts empty. It asks for confirmation at the terminal; scripts pass --yes.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeTableNames(c),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := c.api()
 			if err != nil {
+				return err
+			}
+			if err := confirmDestroy(cmd, fmt.Sprintf("Drop shared table %s and every item in it", args[0])); err != nil {
 				return err
 			}
 			if err := api.DeleteTable(cmd.Context(), args[0]); err != nil {
@@ -291,7 +315,7 @@ func tablesDropCmd(c *client) *cobra.Command {
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "table %s dropped\n", args[0])
 			return err
 		},
-	}
+	})
 }
 
 func tablesItemsCmd(c *client) *cobra.Command {

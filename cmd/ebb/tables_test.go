@@ -83,8 +83,38 @@ func TestTablesCommands(t *testing.T) {
 	}
 	fails(t, url, "(not_found, HTTP 404)", "tables", "get", "orders", "o/1#?")
 	ok(t, url, "tables", "delete", "orders", "never-was")
-	if out := ok(t, url, "tables", "drop", "orders"); out != "table orders dropped\n" {
+	if out := ok(t, url, "tables", "drop", "orders", "--yes"); out != "table orders dropped\n" {
 		t.Fatalf("drop: %q", out)
 	}
 	fails(t, url, "(not_found, HTTP 404)", "tables", "get", "orders")
+}
+
+// TestTablesConditionalCommands: put --if-absent and --if-version, patch,
+// delete --if-version, and get of several keys in one request.
+func TestTablesConditionalCommands(t *testing.T) {
+	url := fullServer(t, false)
+	ok(t, url, "tables", "create", "cas")
+	ok(t, url, "tables", "put", "cas", "k", "--attributes", `{"a":1,"b":2}`, "--if-absent")
+	fails(t, url, "(failed_precondition, HTTP 412)", "tables", "put", "cas", "k", "--if-absent")
+	out := ok(t, url, "tables", "get", "cas", "k", "--output", "json")
+	var it struct{ Version string }
+	if err := json.Unmarshal([]byte(out), &it); err != nil || it.Version == "" {
+		t.Fatalf("get: %q %v", out, err)
+	}
+	if out := ok(t, url, "tables", "get", "cas", "k"); !strings.Contains(out, "version:    "+it.Version+"\n") {
+		t.Fatalf("get does not show the version: %q", out)
+	}
+	out = ok(t, url, "tables", "patch", "cas", "k", "--attributes", `{"b":null,"c":3}`, "--if-version", it.Version)
+	if !strings.Contains(out, `attributes: {"a":1,"c":3}`) {
+		t.Fatalf("patch: %q", out)
+	}
+	fails(t, url, "(failed_precondition, HTTP 412)", "tables", "put", "cas", "k", "--if-version", it.Version)
+	fails(t, url, "(failed_precondition, HTTP 412)", "tables", "delete", "cas", "k", "--if-version", it.Version)
+	fails(t, url, "(not_found, HTTP 404)", "tables", "patch", "cas", "none", "--attributes", `{"a":1}`)
+	code, out, errOut := cli("--server", url, "tables", "get", "cas", "k", "none")
+	if code != 0 || !strings.Contains(out, "key:        k\n") || !strings.Contains(errOut, "cas none: not found") {
+		t.Fatalf("get of two keys: exit %d, %q %q", code, out, errOut)
+	}
+	ok(t, url, "tables", "delete", "cas", "k", "--if-version", "*")
+	fails(t, url, "(not_found, HTTP 404)", "tables", "get", "cas", "k")
 }

@@ -71,6 +71,7 @@ _CLASS_NAMES = {
     "not_found": "NotFound",
     "method_not_allowed": "MethodNotAllowed",
     "conflict": "Conflict",
+    "failed_precondition": "FailedPrecondition",
     "too_large": "TooLarge",
     "expired": "Expired",
     "no_shard": "NoShard",

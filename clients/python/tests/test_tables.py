@@ -58,3 +58,27 @@ def test_items(client, name):
     # A table must exist before its items.
     with pytest.raises(ebb_client.NotFound):
         client.put_table_item(name + "_missing", "k", timestamp=now)
+
+
+def test_conditional_writes(client, name):
+    client.create_table(name)
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    v1 = client.put_table_item(name, "k", timestamp=now, attributes={"a": 1, "b": 2}, if_absent=True)
+    assert v1.version
+    with pytest.raises(ebb_client.FailedPrecondition):
+        client.put_table_item(name, "k", timestamp=now, if_absent=True)
+    v2 = client.patch_table_item(name, "k", attributes={"b": None, "c": {"d": 3}}, if_version=v1.version)
+    assert v2.attributes == {"a": 1, "c": {"d": 3}} and v2.version != v1.version and v2.timestamp == now
+    with pytest.raises(ebb_client.FailedPrecondition):
+        client.put_table_item(name, "k", timestamp=now, if_version=v1.version)
+    with pytest.raises(ebb_client.FailedPrecondition):
+        client.delete_table_item(name, "k", if_version=v1.version)
+    with pytest.raises(ebb_client.NotFound):
+        client.patch_table_item(name, "none", attributes={"a": 1})
+    batch = client.batch_get_table_items(name, ["none", "k"])
+    assert [i.key for i in batch.items] == ["k"] and batch.missing == ["none"]
+    with pytest.raises(ebb_client.InvalidArgument):
+        client.batch_get_table_items(name, [f"k{i}" for i in range(101)])
+    client.delete_table_item(name, "k", if_version=v2.version)
+    with pytest.raises(ebb_client.NotFound):
+        client.get_table_item(name, "k")

@@ -21,6 +21,7 @@ from .errors import (
     Conflict,
     EbbError,
     Expired,
+    FailedPrecondition,
     InsufficientStorage,
     Internal,
     InvalidArgument,
@@ -68,6 +69,7 @@ from .models import (
     StorageUsage,
     Table,
     TableItem,
+    TableItemsBatch,
     TableItemsPage,
     Usage,
 )

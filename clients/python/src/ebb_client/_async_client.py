@@ -38,6 +38,7 @@ from .models import (
     Ready,
     Table,
     TableItem,
+    TableItemsBatch,
     TableItemsPage,
     Usage,
 )
@@ -106,8 +107,9 @@ class AsyncClient:
         params: Optional[Mapping[str, Any]] = None,
         json: Any = None,
         msgpack: bool = False,
+        headers: Optional[Mapping[str, str]] = None,
     ) -> httpx.Response:
-        headers = dict(self._headers)
+        headers = {**self._headers, **(headers or {})}
         if msgpack and self._msgpack:
             headers["Accept"] = _core.MSGPACK
         attempt = 0
@@ -561,21 +563,67 @@ class AsyncClient:
         timestamp: datetime,
         attributes: Optional[Mapping[str, Any]] = None,
         ttl: Optional[timedelta] = None,
+        if_absent: bool = False,
+        if_version: Optional[str] = None,
         extra: Optional[Mapping[str, Any]] = None,
     ) -> TableItem:
-        """PUT /v1/tables/{table}/items/{key}: replaces the item; ttl overrides the table's default."""
+        """PUT /v1/tables/{table}/items/{key}: replaces the item; ttl overrides the table's default.
+
+        if_absent creates only (If-None-Match: *); if_version writes only
+        over the item of that version, "*" any (If-Match); otherwise
+        FailedPrecondition, and nothing is written.
+        """
         body: dict[str, Any] = {"timestamp": _wire.format_time(timestamp)}
         if attributes is not None:
             body["attributes"] = dict(attributes)
         if ttl is not None:
             body["ttl"] = _wire.format_duration(ttl)
         body.update(extra or {})
-        return TableItem.from_wire(await self._json("PUT", _core.item_path(table, key), json=body))
+        h = _preconditions(if_absent, if_version)
+        return TableItem.from_wire(await self._json("PUT", _core.item_path(table, key), json=body, headers=h))
+
+    async def patch_table_item(
+        self,
+        table: str,
+        key: str,
+        *,
+        attributes: Optional[Mapping[str, Any]] = None,
+        timestamp: Optional[datetime] = None,
+        ttl: Optional[timedelta] = None,
+        if_version: Optional[str] = None,
+        extra: Optional[Mapping[str, Any]] = None,
+    ) -> TableItem:
+        """PATCH /v1/tables/{table}/items/{key}: merges attributes (a JSON merge patch, None removes) into an existing item."""
+        body: dict[str, Any] = {}
+        if attributes is not None:
+            body["attributes"] = dict(attributes)
+        if timestamp is not None:
+            body["timestamp"] = _wire.format_time(timestamp)
+        if ttl is not None:
+            body["ttl"] = _wire.format_duration(ttl)
+        body.update(extra or {})
+        h = _preconditions(False, if_version)
+        return TableItem.from_wire(await self._json("PATCH", _core.item_path(table, key), json=body, headers=h))
+
+    async def batch_get_table_items(self, table: str, keys: Iterable[str]) -> TableItemsBatch:
+        """POST /v1/tables/{table}/batch-get: up to 100 items in one request, and the keys missing."""
+        body = {"keys": list(keys)}
+        return TableItemsBatch.from_wire(await self._json("POST", _core.table_path(table) + "/batch-get", json=body))
 
     async def get_table_item(self, table: str, key: str) -> TableItem:
         """GET /v1/tables/{table}/items/{key} (NotFound when missing or expired)."""
         return TableItem.from_wire(await self._json("GET", _core.item_path(table, key)))
 
-    async def delete_table_item(self, table: str, key: str) -> None:
-        """DELETE /v1/tables/{table}/items/{key} (a missing item is answered as deleted)."""
-        await self._send("DELETE", _core.item_path(table, key))
+    async def delete_table_item(self, table: str, key: str, *, if_version: Optional[str] = None) -> None:
+        """DELETE /v1/tables/{table}/items/{key} (a missing item is answered as deleted, unless if_version is given)."""
+        await self._send("DELETE", _core.item_path(table, key), headers=_preconditions(False, if_version))
+
+
+def _preconditions(if_absent: bool, if_version: Optional[str]) -> dict[str, str]:
+    """The If-None-Match and If-Match headers of a conditional write."""
+    h: dict[str, str] = {}
+    if if_absent:
+        h["If-None-Match"] = "*"
+    if if_version is not None:
+        h["If-Match"] = "*" if if_version == "*" else f'"{if_version}"'
+    return h

@@ -77,6 +77,12 @@ class Conflict(EbbError):
     code = "conflict"
 
 
+class FailedPrecondition(EbbError):
+    """412: a conditional write's if_absent or if_version did not hold; nothing was written."""
+
+    code = "failed_precondition"
+
+
 class TooLarge(EbbError):
     """413: the body, a key, a value or a batch is over a limit."""
 
@@ -132,6 +138,7 @@ ERRORS: dict[str, type[EbbError]] = {
         NotFound,
         MethodNotAllowed,
         Conflict,
+        FailedPrecondition,
         TooLarge,
         Expired,
         NoShard,

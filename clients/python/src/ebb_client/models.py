@@ -509,6 +509,16 @@ class TableItem(Model):
     timestamp: datetime
     attributes: dict[str, Any]
     expires_at: Optional[datetime] = None
+    # version changes with every write of the item; if_version compares it.
+    version: Optional[str] = None
+
+
+@dataclass(kw_only=True)
+class TableItemsBatch(Model):
+    """batch_get_table_items: the live items in the order asked, and the keys missing."""
+
+    items: list[TableItem]
+    missing: list[str]
 
 
 @dataclass(kw_only=True)
