@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -147,18 +146,38 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 			shortest = cfg.TableBucket
 		}
 	}
+	listed := make(map[string]bool, len(cfgs))
+	for _, cfg := range cfgs {
+		listed[cfg.Index] = true
+	}
 	m.runMu.Lock()
 	m.shortest = shortest
 	for index := range m.ends {
-		if !slices.ContainsFunc(cfgs, func(c Config) bool { return c.Index == index }) {
+		if !listed[index] {
 			delete(m.ends, index)
 		}
 	}
 	m.runMu.Unlock()
 	start := m.now()
+	snap, err := observeAll(ctx, m.opts.Store)
+	if err != nil {
+		m.metrics.failures.Inc()
+		return err
+	}
 	var errs []error
+	jumped := false
 	for _, cfg := range cfgs {
-		if _, _, err := m.Reconcile(ctx, cfg, RunOptions{Fence: fence}); err != nil {
+		plan, err := m.reconcilePass(ctx, cfg, snap, fence)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		jumped = jumped || plan.ClockJump
+	}
+	if !jumped {
+		// The pass record stands for every index's last run, so it is
+		// written only by a pass whose clock no guard refused.
+		if err := m.recordPass(ctx, start); err != nil {
+			m.metrics.failures.Inc()
 			errs = append(errs, err)
 		}
 	}
@@ -218,7 +237,7 @@ func (m *Manager) Reconcile(ctx context.Context, cfg Config, ro RunOptions) (Pla
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
 	now := m.now()
-	plan, results, err := m.reconcile(ctx, cfg, now, ro)
+	plan, results, err := m.reconcile(ctx, cfg, now, ro, nil)
 	if err != nil && !ro.DryRun {
 		m.metrics.failures.Inc()
 		m.log.Warn("reconcile of index failed", "index", cfg.Index, "err", err)
@@ -226,14 +245,49 @@ func (m *Manager) Reconcile(ctx context.Context, cfg Config, ro RunOptions) (Pla
 	return plan, results, err
 }
 
-func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro RunOptions) (Plan, []Result, error) {
+// reconcilePass is one index's reconcile within RunOnce, planned from the
+// pass's snapshot instead of reads of its own.
+func (m *Manager) reconcilePass(ctx context.Context, cfg Config, snap *snapshot, fence func(context.Context) error) (Plan, error) {
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	now := m.now()
+	var plan Plan
+	o, err := snap.of(cfg.Index)
+	if err == nil {
+		plan, _, err = m.reconcile(ctx, cfg, now, RunOptions{Fence: fence}, &o)
+	}
+	if err != nil {
+		m.metrics.failures.Inc()
+		m.log.Warn("reconcile of index failed", "index", cfg.Index, "err", err)
+	}
+	return plan, err
+}
+
+func (m *Manager) recordPass(ctx context.Context, at time.Time) error {
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	if err := m.ensureMeta(ctx); err != nil {
+		return err
+	}
+	return recordPass(ctx, m.opts.Store, at)
+}
+
+// reconcile plans and applies one index's actions. pass is the index's
+// part of a pass's snapshot; nil (Reconcile outside a pass) reads the
+// index's tables and records itself.
+func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro RunOptions, pass *observed) (Plan, []Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Plan{}, nil, err
 	}
-	observed, last, err := Observe(ctx, m.opts.Store, cfg.Index)
-	if err != nil {
-		return Plan{}, nil, err
+	o := pass
+	if o == nil {
+		one, err := observeOne(ctx, m.opts.Store, cfg.Index)
+		if err != nil {
+			return Plan{}, nil, err
+		}
+		o = &one
 	}
+	observed, last := o.shards, o.last
 	if ro.AllowClockJump {
 		last = LastRun{}
 	}
@@ -295,7 +349,7 @@ func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro R
 	errs := []error{Failed(results)}
 	if err := m.ensureMeta(ctx); err != nil {
 		errs = append(errs, err)
-	} else if err := record(ctx, m.opts.Store, cfg, plan, results, observed, ro.AllowClockJump); err != nil {
+	} else if err := record(ctx, m.opts.Store, cfg, plan, results, *o, ro.AllowClockJump, pass != nil); err != nil {
 		errs = append(errs, err)
 	}
 	return plan, results, errors.Join(errs...)
