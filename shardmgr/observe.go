@@ -53,7 +53,7 @@ func observeAll(ctx context.Context, st store.Store) (*snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shardmgr: list tables: %w", err)
 	}
-	sort.Slice(infos, func(i, j int) bool { return infos[i].Spec.Name < infos[j].Spec.Name })
+	SortTables(infos)
 	docs, err := store.Meta{S: st}.List(ctx, metaKind)
 	if err != nil {
 		return nil, fmt.Errorf("shardmgr: load states: %w", err)
@@ -82,13 +82,26 @@ func (s *snapshot) of(index string) (observed, error) {
 	if err := s.bad[index]; err != nil {
 		return observed{}, err
 	}
+	return newObserved(TablesOf(s.tables, index), s.states[index], s.pass), nil
+}
+
+// TablesOf returns the tables under index's prefix (index + "_") of
+// sorted, a listing sorted by name, by binary search: what
+// Tables(ctx, index+"_") would return, found in one listing of every
+// table instead of one listing per index.
+func TablesOf(sorted []store.TableInfo, index string) []store.TableInfo {
 	prefix := index + "_"
-	i := sort.Search(len(s.tables), func(i int) bool { return s.tables[i].Spec.Name >= prefix })
+	i := sort.Search(len(sorted), func(i int) bool { return sorted[i].Spec.Name >= prefix })
 	j := i
-	for j < len(s.tables) && strings.HasPrefix(s.tables[j].Spec.Name, prefix) {
+	for j < len(sorted) && strings.HasPrefix(sorted[j].Spec.Name, prefix) {
 		j++
 	}
-	return newObserved(s.tables[i:j], s.states[index], s.pass), nil
+	return sorted[i:j]
+}
+
+// SortTables sorts a listing by table name, as TablesOf needs it.
+func SortTables(infos []store.TableInfo) {
+	sort.Slice(infos, func(i, j int) bool { return infos[i].Spec.Name < infos[j].Spec.Name })
 }
 
 func newObserved(infos []store.TableInfo, st state, pass passRecord) observed {
