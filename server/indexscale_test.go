@@ -75,7 +75,7 @@ func TestListIndexesCallsDoNotGrowWithIndexes(t *testing.T) {
 // docs/performance.md ("How the control plane grows"); run it with
 // -benchtime=1x.
 func BenchmarkListIndexes(b *testing.B) {
-	for _, c := range []struct{ indexes, shards int }{{100, 10}, {2000, 10}} {
+	for _, c := range []struct{ indexes, shards int }{{100, 10}, {2000, 10}, {2000, 50}} {
 		b.Run(fmt.Sprintf("indexes=%d/shards=%d", c.indexes, c.shards), func(b *testing.B) {
 			for range b.N {
 				r := listIndexesAt(b, c.indexes, c.shards)
