@@ -159,6 +159,13 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 	}
 	m.runMu.Unlock()
 	start := m.now()
+	if len(cfgs) == 0 {
+		// Nothing to manage: no listing, no record, so that an idle
+		// deployment without indexes reads and writes nothing more.
+		m.checkPass(cfgs, start)
+		m.metrics.lastSuccess.Set(float64(m.now().UnixNano()) / 1e9)
+		return nil
+	}
 	snap, err := observeAll(ctx, m.opts.Store)
 	if err != nil {
 		m.metrics.failures.Inc()
