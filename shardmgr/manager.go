@@ -84,6 +84,10 @@ type Manager struct {
 	// reconcile left it; guarded by runMu. RunOnce checks them against
 	// the clock once the whole pass is over.
 	ends map[string]time.Time
+	// touched names the indexes a Reconcile or Forget outside the pass
+	// changed since the running pass read its snapshot; guarded by runMu.
+	// The pass reads those afresh instead of trusting the snapshot.
+	touched map[string]bool
 }
 
 // New returns a Manager; it does nothing until RunOnce.
@@ -166,6 +170,9 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 		m.metrics.lastSuccess.Set(float64(m.now().UnixNano()) / 1e9)
 		return nil
 	}
+	m.runMu.Lock()
+	m.touched = map[string]bool{}
+	m.runMu.Unlock()
 	snap, err := observeAll(ctx, m.opts.Store)
 	if err != nil {
 		m.metrics.failures.Inc()
@@ -244,6 +251,9 @@ func (m *Manager) Reconcile(ctx context.Context, cfg Config, ro RunOptions) (Pla
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
 	now := m.now()
+	if !ro.DryRun && m.touched != nil {
+		m.touched[cfg.Index] = true
+	}
 	plan, results, err := m.reconcile(ctx, cfg, now, ro, nil)
 	if err != nil && !ro.DryRun {
 		m.metrics.failures.Inc()
@@ -260,6 +270,9 @@ func (m *Manager) reconcilePass(ctx context.Context, cfg Config, snap *snapshot,
 	now := m.now()
 	var plan Plan
 	o, err := snap.of(cfg.Index)
+	if m.touched[cfg.Index] {
+		o, err = observeOne(ctx, m.opts.Store, cfg.Index)
+	}
 	if err == nil {
 		plan, _, err = m.reconcile(ctx, cfg, now, RunOptions{Fence: fence}, &o)
 	}
@@ -380,6 +393,9 @@ func (m *Manager) Forget(ctx context.Context, index string) error {
 	defer m.runMu.Unlock()
 	m.ForgetSeries(index)
 	delete(m.ends, index)
+	if m.touched != nil {
+		m.touched[index] = true
+	}
 	return Forget(ctx, m.opts.Store, index)
 }
 
