@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -374,13 +375,24 @@ func (s *Store) Tables(ctx context.Context, prefix string) ([]store.TableInfo, e
 	if s.closed {
 		return nil, store.ErrClosed
 	}
-	var out []store.TableInfo
-	for name, t := range s.tables {
+	// Sort the names, then build the infos in order: sorting the infos
+	// themselves moves a whole TableSpec per swap, which over a catalog
+	// of 100,000 tables was most of a listing's cost.
+	var names []string
+	for name := range s.tables {
 		if strings.HasPrefix(name, prefix) {
-			out = append(out, store.TableInfo{Spec: t.Spec, Capacity: t.Capacity, State: store.Active})
+			names = append(names, name)
 		}
 	}
-	sortInfos(out)
+	slices.Sort(names)
+	var out []store.TableInfo
+	if len(names) > 0 {
+		out = make([]store.TableInfo, len(names))
+	}
+	for i, name := range names {
+		t := s.tables[name]
+		out[i] = store.TableInfo{Spec: t.Spec, Capacity: t.Capacity, State: store.Active}
+	}
 	return out, nil
 }
 
