@@ -43,11 +43,10 @@ type snapshot struct {
 	pass   passRecord
 }
 
-// observeAll reads the snapshot of a pass. Every backend's Tables reads
-// its whole catalog whatever the prefix (Pebble walks its map of tables,
-// DynamoDB lists every table, CQL reads the catalog table), so one
-// listing for the pass replaces one for each index, which made a pass
-// cost indexes × tables.
+// observeAll reads the snapshot of a pass. The remote backends' Tables
+// read their whole catalog whatever the prefix (DynamoDB lists every
+// table, CQL reads its catalog table), so one listing for the pass
+// replaces one for each index, which made a pass cost indexes × tables.
 func observeAll(ctx context.Context, st store.Store) (*snapshot, error) {
 	infos, err := st.Tables(ctx, "")
 	if err != nil {

@@ -296,9 +296,9 @@ func (s *Service) List(ctx context.Context) ([]Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One listing of the catalog for every index: each backend's Tables
-	// reads its whole catalog whatever the prefix, so a listing per index
-	// would cost indexes × tables.
+	// One listing of the catalog for every index: the remote backends'
+	// Tables read their whole catalog whatever the prefix, so a listing
+	// per index would cost indexes × tables.
 	infos, err := s.st.Tables(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("timeseries: list shards: %w", err)
