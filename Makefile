@@ -20,9 +20,14 @@ PKG     ?= ./...
 # Prometheus's promtool (Debian's prometheus package, installed when
 # missing) checks and unit-tests docs/prometheus/alerts.yml. Debian's
 # chromium (installed when missing) runs the dashboard's browser tests.
+# The servers boot at the same time, while check vets: each script records
+# the wait for its server in EBB_TEST_SERVERS_PENDING, and check waits
+# for them all (scripts/await-test-servers.sh) before the tests.
 # Then test-python runs the Python client's tests.
 test: override export EBB_TEST_BACKENDS = all
 test:
+	pending="$$(mktemp)"; trap 'rm -f "$$pending"' EXIT; \
+	EBB_TEST_SERVERS_PENDING="$$pending" \
 	./scripts/with-chromium.sh ./scripts/with-promtool.sh ./scripts/with-dynalite.sh ./scripts/with-dynamodb-local.sh \
 		env EBB_DYNAMODB_LOCAL_VAR=EBB_DYNAMODB_TTL_ENDPOINT ./scripts/with-dynamodb-local.sh \
 		./scripts/with-cassandra.sh $(MAKE) --no-print-directory check
@@ -44,6 +49,22 @@ test-cql: export EBB_TEST_BACKENDS = cql
 test-cql:
 	./scripts/with-cassandra.sh $(GO) test -race -timeout 9m ./store/cql/... ./timeseries/ ./shardmgr/ ./lists/ ./expiry/ ./multitable/ ./migrate/cqllegacy/
 
+# NORACE_TESTS are the tests check runs without the race detector, after
+# the race run that skips them. Each moves data at the size that is its
+# point: pages filled to the 4 MiB limit through encoding/json, on both
+# listeners (TestPageBytesAreBounded); a query window of 480,000
+# partitions paged through against the partition budget
+# (TestQueryVisitsAtMostTheBudget); a 48 MiB disk filled to its
+# free-space floor (TestFullDisk); a migration off an embedded legacy
+# table of 100,000 events (TestEndToEndTable). Under the race detector
+# these took 2 minutes of CPU between them, 10 to 20 times what they take
+# without it (Pebble's invariant checks, on under -race, weigh most),
+# while the race run covers the same code at smaller sizes: the page
+# budget in TestResponseBudget, the router in the timeseries suites, the
+# disk floor in TestFullDiskWithoutFloorRecovers and TestDiskFaults, the
+# migration in the DynamoDB and Cassandra end-to-end tests.
+NORACE_TESTS = ^(TestPageBytesAreBounded|TestQueryVisitsAtMostTheBudget|TestFullDisk|TestEndToEndTable)$$
+
 # check is vet, formatting and every test under the race detector, with
 # every backend selected (EBB_TEST_BACKENDS=all), against the
 # EBB_DYNAMODB_ENDPOINT / EBB_DYNAMODB_LOCAL_ENDPOINT /
@@ -57,10 +78,15 @@ check:
 	if [ -n "$$unformatted" ]; then \
 		echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$unformatted"; exit 1; \
 	fi
+	./scripts/await-test-servers.sh
 	# EBB_TEST_LISTENER=both: the server's tests run twice in their one
 	# test process, the second time with every request sent to the hot
-	# listener (ebb serve --hot-addr) instead of net/http.
-	EBB_TEST_LISTENER=both $(GO) test -race -timeout 9m ./...
+	# listener (ebb serve --hot-addr) instead of net/http (each test that
+	# serves on the listener the variable names; see server_test.go).
+	EBB_TEST_LISTENER=both $(GO) test -race -timeout 9m -skip '$(NORACE_TESTS)' ./...
+	# The tests whose size is their point run without the race detector
+	# (see NORACE_TESTS), on both listeners.
+	EBB_TEST_LISTENER=both $(GO) test -count=1 -run '$(NORACE_TESTS)' ./server/ ./timeseries/ ./internal/faultfs/ ./migrate/
 	# The peer benchmarks' module (its own go.mod, which must follow the
 	# main module's requirements) builds, and its MessagePack decoder reads
 	# what the server writes.

@@ -109,6 +109,7 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 	exp, err := expiry.Wrap(ctx, db.st, expiry.Options{
 		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, SweepInterval: o.SweepInterval,
 		CacheTTL: o.CacheTTL, MaxDeletesPerSecond: o.SweepMaxDeletesPerSecond,
+		Exclude: o.SweepExclude,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ebb: expiry: %w", err)

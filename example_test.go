@@ -128,6 +128,35 @@ func ExampleDB_Lists() {
 	// post_1
 }
 
+// A list feature version in the drop expiry mode: its items are hidden at
+// their expiry like any other, but leave the disk only when the version is
+// deleted, with no expiry-index entry and no sweeper delete meanwhile. The
+// embedded store has no native TTL, so it refuses the native mode.
+func ExampleDB_Lists_expiryModes() {
+	db, done := openExample()
+	defer done()
+	ctx := context.Background()
+
+	id := lists.FeatureID{EntityType: "user", Name: "recently_viewed", Version: "v2"}
+	f, _, err := db.Lists().CreateFeatureWith(ctx, id, lists.FeatureConfig{TTL: 30 * 24 * time.Hour, Expiry: store.ExpiryDrop})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("expiry:", f.Expiry)
+	_, _, err = db.Lists().CreateFeatureWith(ctx, id, lists.FeatureConfig{TTL: 30 * 24 * time.Hour, Expiry: store.ExpiryNative})
+	fmt.Println("native refused:", errors.Is(err, store.ErrNativeTTLUnsupported))
+	// Back to the backend's default mode for the items written from now on.
+	f, _, err = db.Lists().CreateFeatureWith(ctx, id, lists.FeatureConfig{TTL: 30 * 24 * time.Hour, Expiry: store.ExpirySweep})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("expiry:", f.Expiry)
+	// Output:
+	// expiry: drop
+	// native refused: true
+	// expiry: sweep
+}
+
 // A shared table: many small logical tables multiplexed into one physical
 // table, each with its own default TTL.
 func ExampleDB_Tables() {

@@ -88,6 +88,14 @@ type Options struct {
 	// store operation would bill on DynamoDB and Keyspaces (package meter;
 	// GET /v1/admin/usage). Metering is on by default.
 	NoMetering bool
+	// SweepExclude, if set, names physical tables whose writes get no
+	// expiry-index entry whatever their expiry mode, so the sweeper never
+	// deletes from them (expiry.Options.Exclude). The expiry mode of a
+	// list feature or shared table ("expiry": "native" or "drop") is the
+	// way to choose this per feature; this is for an embedder that knows
+	// its physical tables (GET /v1/admin/tables names them). Rows of an
+	// excluded table are still hidden on read once expired.
+	SweepExclude func(table string) bool
 	// NoBackground opens the DB without the shard manager and sweeper
 	// loops: for tools that only read or write, beside a server that runs
 	// them. Expired rows stay invisible; they are just not deleted.

@@ -36,6 +36,8 @@ type LogicalTable struct {
 	// documents and 8-byte timestamps.
 	Items int64 `json:"items"`
 	Bytes int64 `json:"bytes"`
+	// Expiry is the table's expiry mode.
+	Expiry ExpiryMode `json:"expiry"`
 }
 
 // MarshalJSON writes a LogicalTable as the API does, durations as Go duration strings.

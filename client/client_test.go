@@ -543,7 +543,7 @@ func TestAdmin(t *testing.T) {
 	}
 	tables, err := c.AdminTables(ctx)
 	if err != nil || !slices.ContainsFunc(tables.Tables, func(pt client.PhysicalTable) bool { return pt.Name == "ebb_meta" && pt.Rows > 0 }) ||
-		len(tables.LogicalTables) != 1 || tables.LogicalTables[0] != (client.LogicalTable{Name: "tenant_a", Items: 1, Bytes: tables.LogicalTables[0].Bytes}) ||
+		len(tables.LogicalTables) != 1 || tables.LogicalTables[0] != (client.LogicalTable{Name: "tenant_a", Items: 1, Bytes: tables.LogicalTables[0].Bytes, Expiry: client.ExpirySweep}) ||
 		tables.LogicalTables[0].Bytes <= 0 {
 		t.Fatalf("admin tables: %+v %v", tables, err)
 	}

@@ -37,6 +37,19 @@ type ListFeature struct {
 	// Table is the physical table holding the version's items, as
 	// AdminTables names it.
 	Table string `json:"table"`
+	// Expiry is how expired items leave the disk: ExpirySweep,
+	// ExpiryNative or ExpiryDrop.
+	Expiry ExpiryMode `json:"expiry"`
+}
+
+// ListFeatureConfig is the body of PUT
+// /v1/list-features/{entity_type}/{feature}/{version}.
+type ListFeatureConfig struct {
+	// TTL is how long after its timestamp an item lives; required.
+	TTL time.Duration
+	// Expiry is the version's expiry mode; empty takes the server's
+	// backend default on create and keeps an existing version's mode.
+	Expiry ExpiryMode
 }
 
 // MarshalJSON writes a ListFeature as the API does, durations as Go duration strings.
@@ -124,6 +137,22 @@ func (c *Client) CreateListFeature(ctx context.Context, id ListFeatureID, ttl ti
 		return ListFeature{}, false, err
 	}
 	status, err := c.do(ctx, http.MethodPut, p, nil, map[string]duration{"ttl": duration(ttl)}, &f)
+	return f, status == http.StatusCreated, err
+}
+
+// CreateListFeatureWith is CreateListFeature with an expiry mode. An
+// existing version with the same TTL and another mode gets the new mode
+// (created false); the items already written keep theirs.
+func (c *Client) CreateListFeatureWith(ctx context.Context, id ListFeatureID, cfg ListFeatureConfig) (f ListFeature, created bool, err error) {
+	p, err := listFeaturePath(id)
+	if err != nil {
+		return ListFeature{}, false, err
+	}
+	body := struct {
+		TTL    duration   `json:"ttl"`
+		Expiry ExpiryMode `json:"expiry,omitempty"`
+	}{duration(cfg.TTL), cfg.Expiry}
+	status, err := c.do(ctx, http.MethodPut, p, nil, body, &f)
 	return f, status == http.StatusCreated, err
 }
 

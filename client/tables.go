@@ -18,22 +18,30 @@ type TableConfig struct {
 	// DefaultTTL is the TTL of items put without their own; zero means
 	// they never expire. Whole milliseconds.
 	DefaultTTL time.Duration `json:"default_ttl"`
+	// Expiry is the table's expiry mode, ExpirySweep or ExpiryNative;
+	// empty takes the server's backend default on create and keeps an
+	// existing table's mode.
+	Expiry ExpiryMode `json:"expiry,omitempty"`
 }
 
 // MarshalJSON writes a TableConfig as the API does, durations as Go duration strings.
 func (c TableConfig) MarshalJSON() ([]byte, error) {
-	return json.Marshal(map[string]duration{"default_ttl": duration(c.DefaultTTL)})
+	return json.Marshal(struct {
+		DefaultTTL duration   `json:"default_ttl"`
+		Expiry     ExpiryMode `json:"expiry,omitempty"`
+	}{duration(c.DefaultTTL), c.Expiry})
 }
 
 // UnmarshalJSON reads a TableConfig as the API writes it.
 func (c *TableConfig) UnmarshalJSON(b []byte) error {
 	var w struct {
-		DefaultTTL duration `json:"default_ttl"`
+		DefaultTTL duration   `json:"default_ttl"`
+		Expiry     ExpiryMode `json:"expiry"`
 	}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	c.DefaultTTL = time.Duration(w.DefaultTTL)
+	c.DefaultTTL, c.Expiry = time.Duration(w.DefaultTTL), w.Expiry
 	return nil
 }
 
@@ -43,6 +51,8 @@ type Table struct {
 	Name       string        `json:"name"`
 	DefaultTTL time.Duration `json:"default_ttl"`
 	CreatedAt  time.Time     `json:"created_at"`
+	// Expiry is the table's expiry mode.
+	Expiry ExpiryMode `json:"expiry"`
 }
 
 // MarshalJSON writes a Table as the API does, durations as Go duration strings.

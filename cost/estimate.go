@@ -128,6 +128,10 @@ type Workload struct {
 	// ebb's shared tables, one per tenant say; above 1 the estimate
 	// compares them with one shared table (TablesRow). Default 1.
 	Tables int `json:"tables" yaml:"tables"`
+	// GoneWithin bounds how long past its expiry a row may stay on disk:
+	// the expiry-mode comparison names the cheapest mode within it. Zero
+	// means no bound.
+	GoneWithin Duration `json:"gone-within" yaml:"gone-within"`
 }
 
 // Limits past which a figure is refused as absurd.
@@ -241,6 +245,9 @@ func (w Workload) Validate() error {
 	if err := checkDuration("keyspaces-ttl-lag", w.KeyspacesTTLLag, 0, maxLag); err != nil {
 		return err
 	}
+	if err := checkDuration("gone-within", w.GoneWithin, 0, maxDuration); err != nil {
+		return err
+	}
 	for _, p := range w.Providers {
 		switch p {
 		case DynamoDB:
@@ -283,6 +290,11 @@ type ProviderEstimate struct {
 	// Tables compares, per strategy, Workload.Tables tables of their own
 	// with one shared table; only when Workload.Tables is above 1.
 	Tables []TablesRow `json:"tables,omitempty"`
+	// Modes compares the expiry modes of a list feature or shared table
+	// for every row of the workload; CheapestMode is the cheapest meeting
+	// Workload.GoneWithin, empty when none does.
+	Modes        []ModeBreakdown `json:"modes"`
+	CheapestMode string          `json:"cheapest_mode"`
 }
 
 // Estimate is the answer of `ebb cost`.
@@ -422,6 +434,10 @@ func Run(w Workload, p Prices) (*Estimate, error) {
 				pe.Tables = append(pe.Tables, m.tables(s))
 			}
 		}
+		for _, mode := range Modes {
+			pe.Modes = append(pe.Modes, m.mode(mode))
+		}
+		pe.CheapestMode = cheapest(pe.Modes)
 		est.Providers = append(est.Providers, pe)
 	}
 	if err := est.finite(); err != nil {
@@ -456,6 +472,11 @@ func (e *Estimate) finite() error {
 		}
 		for _, r := range p.ShardPeriods {
 			if err := check(r.Strategies); err != nil {
+				return err
+			}
+		}
+		for _, b := range p.Modes {
+			if err := check([]Breakdown{b.Breakdown}); err != nil {
 				return err
 			}
 		}

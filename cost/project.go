@@ -26,6 +26,10 @@ type Projection struct {
 	// what its promptness cost.
 	NativeTTL float64 `json:"native_ttl"`
 	Saved     float64 `json:"saved"`
+	// Modes and CheapestMode compare the expiry modes for this traffic,
+	// when asked for (Live.CompareModes).
+	Modes        []ModeCost `json:"modes,omitempty"`
+	CheapestMode string     `json:"cheapest_mode,omitempty"`
 }
 
 // Live is the answer of `ebb cost --from`.

@@ -57,7 +57,11 @@
 // exponential backoff on store.ErrThrottled and store.ErrUnavailable, and
 // optionally paced to MaxDeletesPerSecond.
 //
-// Tables can be left out with Options.Exclude (time-sharded index shards
-// expire by dropping whole tables); IndexTable and store.MetaTable are never
-// indexed.
+// Rows can be left out per write, with store.Mutation.Expiry: only the
+// swept modes (store.ExpiryDefault, store.ExpirySweep) are indexed, while
+// store.ExpiryNative rows are left to the backend's TTL and
+// store.ExpiryDrop rows to their table's drop, so a list feature or shared
+// table in those modes costs the sweeper nothing. Whole tables can be left
+// out with Options.Exclude (time-sharded index shards expire by dropping
+// whole tables); IndexTable and store.MetaTable are never indexed.
 package expiry

@@ -58,8 +58,14 @@ func (c *countingStore) Write(ctx context.Context, table string, batch []store.M
 	for _, m := range batch {
 		c.byKind[m.Kind].Add(1)
 	}
+	n := int64(0)
+	for _, m := range batch {
+		if !IsDueMarker(m) {
+			n++
+		}
+	}
 	v, _ := c.byTable.LoadOrStore(table, new(atomic.Int64))
-	v.(*atomic.Int64).Add(int64(len(batch)))
+	v.(*atomic.Int64).Add(n)
 	err := c.Store.Write(ctx, table, batch)
 	if c.after != nil {
 		c.after(table, batch, err)

@@ -183,3 +183,9 @@ func (sw *Sweeper) noteDue(ws []int64) {
 	default:
 	}
 }
+
+// IsDueMarker reports whether m writes or removes a due marker rather
+// than an index entry, for callers that count a write's entries.
+func IsDueMarker(m store.Mutation) bool {
+	return len(m.Partition) == 2 && m.Partition[0] == markPartition[0] && m.Partition[1] == markPartition[1]
+}

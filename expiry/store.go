@@ -91,12 +91,17 @@ func (s *Store) indexed(table string) bool {
 
 // mayExpire reports whether any mutation of batch needs an index entry: an
 // upsert carrying an expiry of its own, or (defaults) the table's default
-// TTL, or a cell delete. Batches that need none skip the spec lookup, and
+// TTL, or a cell delete, in the store.ExpirySweep mode (rows in the other
+// modes are removed by the backend's TTL or with their table, never by the
+// sweeper). Batches that need none skip the spec lookup, and
 // batches that need none but the default to a table without a default TTL
 // skip resolving.
 func mayExpire(batch []store.Mutation, defaults bool) bool {
 	for i := range batch {
 		m := &batch[i]
+		if !m.Expiry.Swept() {
+			continue
+		}
 		if m.Kind == store.DeleteCells {
 			return true
 		}
@@ -208,6 +213,9 @@ func (s *Store) plan(table string, spec *store.TableSpec, batch []store.Mutation
 	var out []entry
 	for i := range res {
 		r := &res[i]
+		if !r.Expiry.Swept() {
+			continue // removed by native TTL or with its table
+		}
 		if r.Kind == store.DeleteCells {
 			e := entry{
 				table: table, pk: r.PartitionKey, ck: r.ClusteringKey,

@@ -40,8 +40,11 @@
 // distinct values coexist, and the timestamp is read back from the key.
 //
 // Every item is written with its own expiry, timestamp + TTL (rounded up to
-// the millisecond, the store's precision), so that the expiry decorator
-// (package expiry) removes it physically soon after it expires; an item
+// the millisecond, the store's precision), and with its feature's expiry
+// mode (Feature.Expiry, a store.ExpiryMode), which says what removes it
+// physically: the expiry decorator (package expiry) soon after it expires
+// (sweep), the backend's own TTL (native), or the drop of the version's
+// table (drop). An item
 // already expired when added is not written and is counted as skipped. Get
 // never returns an expired item, to the nanosecond: since every item of a
 // feature shares one TTL, the expired items of a list are exactly its

@@ -65,6 +65,21 @@ type Feature struct {
 	Table string
 	// Created is when the version was created, on the Service's clock.
 	Created time.Time
+	// Expiry is how the version's expired items leave the disk (see
+	// store.ExpiryMode); never store.ExpiryDefault once created.
+	Expiry store.ExpiryMode
+}
+
+// FeatureConfig is what CreateFeatureWith sets.
+type FeatureConfig struct {
+	// TTL is how long after its timestamp an item lives.
+	TTL time.Duration
+	// Expiry is the version's expiry mode. store.ExpiryDefault gives a new
+	// version store.DefaultExpiryMode of the backend and keeps an existing
+	// version's mode. Another mode for an existing version changes it for
+	// the items written from then on: items already written keep the
+	// removal they were written with (see docs/api.md).
+	Expiry store.ExpiryMode
 }
 
 // featureDoc is the meta document of a feature.
@@ -75,6 +90,9 @@ type featureDoc struct {
 	TTL        string    `json:"ttl"`
 	Table      string    `json:"table"`
 	Created    time.Time `json:"created"`
+	// Expiry is empty in records written before modes existed, whose
+	// items are swept.
+	Expiry string `json:"expiry,omitempty"`
 }
 
 // Service serves list features and items on a Store. It is safe for
@@ -190,11 +208,21 @@ func checkTTL(ttl time.Duration) error {
 	return nil
 }
 
-// CreateFeature creates a list feature version with a TTL. It is
+// CreateFeature creates a list feature version with a TTL and the
+// backend's default expiry mode. It is
 // idempotent: when the version exists with the same TTL it returns it with
 // created false; with another TTL it returns an error wrapping
 // ErrFeatureConflict (and store.ErrConflict).
 func (s *Service) CreateFeature(ctx context.Context, id FeatureID, ttl time.Duration) (f Feature, created bool, err error) {
+	return s.CreateFeatureWith(ctx, id, FeatureConfig{TTL: ttl})
+}
+
+// CreateFeatureWith is CreateFeature with an expiry mode (see
+// FeatureConfig.Expiry): an existing version with the same TTL and another
+// mode gets the new mode, with created false. A mode the backend cannot
+// honour is refused with store.ErrNativeTTLUnsupported.
+func (s *Service) CreateFeatureWith(ctx context.Context, id FeatureID, cfg FeatureConfig) (f Feature, created bool, err error) {
+	ttl := cfg.TTL
 	key, err := metaKey(id)
 	if err != nil {
 		return Feature{}, false, err
@@ -202,12 +230,22 @@ func (s *Service) CreateFeature(ctx context.Context, id FeatureID, ttl time.Dura
 	if err := checkTTL(ttl); err != nil {
 		return Feature{}, false, err
 	}
+	if err := store.CheckExpiryMode(s.caps, cfg.Expiry); err != nil {
+		return Feature{}, false, fmt.Errorf("%s: %w", id, err)
+	}
 	existing := func(f Feature) (Feature, bool, error) {
 		if f.TTL != ttl {
 			return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s has TTL %s, not %s", id, f.TTL, ttl)
 		}
+		if cfg.Expiry != store.ExpiryDefault && cfg.Expiry != f.Expiry {
+			return s.setExpiry(ctx, f, key, cfg.Expiry)
+		}
 		s.remember(f)
 		return f, false, nil
+	}
+	mode := cfg.Expiry
+	if mode == store.ExpiryDefault {
+		mode = store.DefaultExpiryMode(s.caps)
 	}
 	f, err = s.readFeature(ctx, id, key)
 	if err == nil {
@@ -235,11 +273,8 @@ func (s *Service) CreateFeature(ctx context.Context, id FeatureID, ttl time.Dura
 		}
 		return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s: its table %s exists with another TTL (a concurrent or interrupted create; delete the version and retry)", id, name)
 	}
-	f = Feature{FeatureID: id, TTL: ttl, Table: name, Created: s.now().UTC()}
-	doc, err := json.Marshal(featureDoc{
-		EntityType: id.EntityType, Name: id.Name, Version: id.Version,
-		TTL: ttl.String(), Table: name, Created: f.Created,
-	})
+	f = Feature{FeatureID: id, TTL: ttl, Table: name, Created: s.now().UTC(), Expiry: mode}
+	doc, err := json.Marshal(docOf(f))
 	if err != nil {
 		return Feature{}, false, err
 	}
@@ -255,8 +290,47 @@ func (s *Service) CreateFeature(ctx context.Context, id FeatureID, ttl time.Dura
 		return Feature{}, false, fmt.Errorf("create %s: record: %w", id, err)
 	}
 	s.remember(f)
-	s.log.Info("list feature created", "entity_type", id.EntityType, "feature", id.Name, "version", id.Version, "ttl", ttl, "table", name)
+	s.log.Info("list feature created", "entity_type", id.EntityType, "feature", id.Name, "version", id.Version, "ttl", ttl, "expiry", mode, "table", name)
 	return f, true, nil
+}
+
+// docOf is f's meta document.
+func docOf(f Feature) featureDoc {
+	return featureDoc{
+		EntityType: f.EntityType, Name: f.Name, Version: f.Version,
+		TTL: f.TTL.String(), Table: f.Table, Created: f.Created, Expiry: f.Expiry.String(),
+	}
+}
+
+// setExpiry records a new expiry mode for an existing version, by a
+// compare-and-swap against the record f was read from, so that a
+// concurrent delete or change is not overwritten. Items written before
+// keep their removal: an index entry, a native TTL, or neither.
+func (s *Service) setExpiry(ctx context.Context, f Feature, key string, mode store.ExpiryMode) (Feature, bool, error) {
+	s.forget(f.FeatureID)
+	defer s.forget(f.FeatureID)
+	old, err := s.meta.Get(ctx, kindFeature, key)
+	if err != nil {
+		return Feature{}, false, fmt.Errorf("set expiry of %s: %w", f.FeatureID, err)
+	}
+	cur, err := parseFeature(f.FeatureID, old)
+	if err != nil {
+		return Feature{}, false, err
+	}
+	if cur.TTL != f.TTL || cur.Table != f.Table {
+		return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s changed concurrently; try again", f.FeatureID)
+	}
+	from := cur.Expiry
+	cur.Expiry = mode
+	doc, err := json.Marshal(docOf(cur))
+	if err != nil {
+		return Feature{}, false, err
+	}
+	if err := s.meta.CompareAndSwap(ctx, kindFeature, key, old, doc); err != nil {
+		return Feature{}, false, fmt.Errorf("set expiry of %s: %w", f.FeatureID, err)
+	}
+	s.log.Info("list feature expiry mode changed", "entity_type", f.EntityType, "feature", f.Name, "version", f.Version, "from", from, "to", mode)
+	return cur, false, nil
 }
 
 // claimTable returns the table name of the feature with meta key key,
@@ -394,6 +468,11 @@ func (s *Service) readFeature(ctx context.Context, id FeatureID, key string) (Fe
 	if err != nil {
 		return Feature{}, fmt.Errorf("read %s: %w", id, err)
 	}
+	return parseFeature(id, doc)
+}
+
+// parseFeature decodes a feature's meta document.
+func parseFeature(id FeatureID, doc []byte) (Feature, error) {
 	var d featureDoc
 	if err := json.Unmarshal(doc, &d); err != nil {
 		return Feature{}, fmt.Errorf("read %s: malformed record: %w", id, err)
@@ -402,7 +481,14 @@ func (s *Service) readFeature(ctx context.Context, id FeatureID, key string) (Fe
 	if err != nil || checkTTL(ttl) != nil || !store.NamePattern.MatchString(d.Table) {
 		return Feature{}, fmt.Errorf("read %s: malformed record %s", id, doc)
 	}
-	return Feature{FeatureID: id, TTL: ttl, Table: d.Table, Created: d.Created.UTC()}, nil
+	mode, err := store.ParseExpiryMode(d.Expiry)
+	if err != nil {
+		return Feature{}, fmt.Errorf("read %s: malformed record %s", id, doc)
+	}
+	if mode == store.ExpiryDefault {
+		mode = store.ExpirySweep // recorded before modes existed
+	}
+	return Feature{FeatureID: id, TTL: ttl, Table: d.Table, Created: d.Created.UTC(), Expiry: mode}, nil
 }
 
 // lookup returns a feature, from the cache while it is fresh.

@@ -231,6 +231,7 @@ func (s *Service) mutations(f Feature, entityID string, items []Item, res *AddRe
 			Clustering: []any{key},
 			Cells:      []store.Cell{{Column: colValue, Value: nonNil(it.Value)}},
 			ExpiresAt:  ceilMilli(exp),
+			Expiry:     f.Expiry,
 		}
 		if seen != nil {
 			if i, dup := seen[key]; dup {

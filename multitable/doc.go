@@ -45,8 +45,11 @@
 //
 // An item's TTL (its own, else its table's default; none when zero) gives
 // an absolute expiry at write time. The item row and its entry carry the
-// same expiry as Mutation.ExpiresAt, so reads hide them to the millisecond
-// and the expiry decorator deletes them physically. A bucket row is written
+// same expiry as Mutation.ExpiresAt, so reads hide them to the millisecond,
+// and the table's expiry mode (Config.Expiry) as Mutation.Expiry, so that
+// the expiry decorator deletes them physically (sweep) or leaves them to
+// the backend's TTL (native). A logical table cannot take drop
+// (ErrDropMode): its rows share ItemsTable, which is never dropped. A bucket row is written
 // per (bucket, expiry granule) and expires at the end of its granule, so it
 // outlives every entry it announces without any read-modify-write; bucket
 // rows of entries without expiry never expire and are removed by listings

@@ -33,6 +33,12 @@ var (
 	// document, limit or page token. Nothing was written. It wraps
 	// store.ErrInvalid.
 	ErrInvalid error = store.Mark(store.ErrInvalid, "multitable", "invalid argument")
+	// ErrDropMode: a logical table cannot take store.ExpiryDrop. Its items
+	// share one physical table that is never dropped, and deleting the
+	// table finds its rows through listing rows that reads hide once
+	// expired, so an expired item would stay on disk for good. It wraps
+	// store.ErrInvalid.
+	ErrDropMode error = store.Mark(store.ErrInvalid, "multitable", "expiry mode drop needs a table of its own (shared tables take sweep or native)")
 	// ErrTooLarge: the attribute document exceeds MaxAttributesBytes.
 	// Nothing was written. It wraps store.ErrTooLarge.
 	ErrTooLarge error = store.Mark(store.ErrTooLarge, "multitable", "too large")

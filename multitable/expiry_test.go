@@ -1,13 +1,11 @@
 package multitable
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/ebb-data/ebb/expiry"
 	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/store/storetest"
 )
@@ -17,18 +15,10 @@ import (
 // are physically deleted by a sweep, while items without expiry, items
 // not yet expired and an item whose TTL was extended stay.
 func TestPhysicalExpiry(t *testing.T) {
-	ctx := context.Background()
 	clock := storetest.NewClock(t0)
 	raw := testbackend.Pebble(t, clock.Now)
-	wrapped, err := expiry.Wrap(ctx, raw, expiry.Options{Now: clock.Now, Window: time.Minute, Shards: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := New(ctx, wrapped, Options{Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, ctx: ctx, clock: clock, raw: raw, reg: reg}
+	e, wrapped := newSweptEnv(t, clock, raw, raw, Options{})
+	ctx := e.ctx
 	e.create("t", 90*time.Second)
 	for i := range 20 {
 		e.put("t", fmt.Sprint("short", i), at(0), attrsOf(i), nil) // table default: 90 s

@@ -88,7 +88,8 @@ func (g *Registry) Put(ctx context.Context, table string, in PutItem) (Item, err
 				{Column: colAttrs, Value: attrs},
 				{Column: colVer, Value: e.ver},
 			},
-			If: cur.guard(),
+			If:     cur.guard(),
+			Expiry: t.expiry,
 		}, expMs)
 		var applied bool
 		if g.guarded {

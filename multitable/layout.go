@@ -68,6 +68,9 @@ type tableRef struct {
 	name     string
 	gen      int64
 	bucketMs int64
+	// expiry is the table's expiry mode, carried by every row it writes
+	// with an expiry.
+	expiry store.ExpiryMode
 }
 
 // keyHash spreads one logical table's items over many partitions, so that
@@ -140,6 +143,7 @@ func (t tableRef) entryUpsert(e entry) store.Mutation {
 		Partition:  t.entryPartition(t.bucketOf(e.ts.UnixMilli())),
 		Clustering: entryClustering(e.ts, e.key, e.ver),
 		Cells:      []store.Cell{{Column: colSize, Value: e.size}, {Column: colAt, Value: e.written}},
+		Expiry:     t.expiry,
 	}, e.expMs)
 }
 
@@ -166,7 +170,7 @@ func (t tableRef) bucketClustering(r bucketRow) []any {
 }
 
 func (t tableRef) bucketUpsert(r bucketRow) store.Mutation {
-	m := store.Mutation{Partition: t.bucketPartition(), Clustering: t.bucketClustering(r)}
+	m := store.Mutation{Partition: t.bucketPartition(), Clustering: t.bucketClustering(r), Expiry: t.expiry}
 	if r.granule == noExpiry {
 		m.NoExpiry = true
 	} else {

@@ -321,6 +321,7 @@ func (l *lister) retire(ctx context.Context, entryRow store.Row, r itemRow) {
 		Clustering: itemClustering(key),
 		Cells:      []store.Cell{{Column: colVer, Value: newVersion()}},
 		If:         r.guard(),
+		Expiry:     l.t.expiry,
 	}
 	// The fence keeps the item's expiry; a fence where there was no item
 	// lives as long as the entry, and so as long as the in-flight put's

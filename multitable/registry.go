@@ -144,6 +144,15 @@ type Config struct {
 	// DefaultTTL applies to items put without a TTL of their own; zero
 	// means they never expire. Whole milliseconds.
 	DefaultTTL time.Duration
+	// Expiry is how expired items are removed from disk (see
+	// store.ExpiryMode): store.ExpirySweep or store.ExpiryNative, never
+	// store.ExpiryDrop (ErrDropMode). Creating a table with store.ExpiryDefault gives
+	// it store.DefaultExpiryMode of the backend, and CreateTable of an
+	// existing table with it keeps the table's mode; a Table read back
+	// always names its mode. Another mode for an existing table changes it
+	// for the writes that follow: rows already written keep the removal
+	// they were written with.
+	Expiry store.ExpiryMode
 }
 
 // Table describes a logical table.
@@ -162,6 +171,9 @@ type record struct {
 	BucketMs     int64     `json:"bucket_ms"`
 	Gen          int64     `json:"gen"`
 	CreatedAt    time.Time `json:"created_at"`
+	// Expiry is the store.ExpiryMode's name; empty in records written
+	// before modes existed, whose tables are swept.
+	Expiry string `json:"expiry,omitempty"`
 	// Deleting is set while the table's rows are being purged; Deleted
 	// marks a tombstone, kept so that a re-created table gets the next
 	// generation.
@@ -171,17 +183,26 @@ type record struct {
 
 func (r record) live() bool { return !r.Deleting && !r.Deleted }
 
+// mode is the table's expiry mode; a record without one is swept.
+func (r record) mode() store.ExpiryMode {
+	m, err := store.ParseExpiryMode(r.Expiry)
+	if err != nil || m == store.ExpiryDefault {
+		return store.ExpirySweep
+	}
+	return m
+}
+
 func (r record) table(name string) Table {
 	return Table{
 		Name:        name,
-		Config:      Config{DefaultTTL: time.Duration(r.DefaultTTLMs) * time.Millisecond},
+		Config:      Config{DefaultTTL: time.Duration(r.DefaultTTLMs) * time.Millisecond, Expiry: r.mode()},
 		BucketWidth: time.Duration(r.BucketMs) * time.Millisecond,
 		CreatedAt:   r.CreatedAt,
 	}
 }
 
 func (r record) ref(name string) tableRef {
-	return tableRef{name: name, gen: r.Gen, bucketMs: r.BucketMs}
+	return tableRef{name: name, gen: r.Gen, bucketMs: r.BucketMs, expiry: r.mode()}
 }
 
 func loadRecord(ctx context.Context, meta store.Meta, name string) (record, bool, error) {
@@ -276,6 +297,12 @@ func (g *Registry) CreateTable(ctx context.Context, name string, cfg Config) (t 
 	if err := checkTTL("default TTL", cfg.DefaultTTL); err != nil {
 		return Table{}, false, err
 	}
+	if err := store.CheckExpiryMode(g.st.Capabilities(), cfg.Expiry); err != nil {
+		return Table{}, false, fmt.Errorf("table %q: %w", name, err)
+	}
+	if cfg.Expiry == store.ExpiryDrop {
+		return Table{}, false, store.Errorf(ErrDropMode, "table %q", name)
+	}
 	g.ddl.Lock()
 	defer g.ddl.Unlock()
 	if err := g.meta.Ensure(ctx); err != nil {
@@ -306,7 +333,22 @@ func (g *Registry) createOnce(ctx context.Context, name string, cfg Config) (t T
 			return Table{}, false, store.Errorf(ErrConflict, "table %q has default TTL %s, not %s", name,
 				time.Duration(old.DefaultTTLMs)*time.Millisecond, cfg.DefaultTTL)
 		}
+		if cfg.Expiry == store.ExpiryDefault || cfg.Expiry == old.mode() {
+			return old.table(name), false, nil
+		}
+		// A new mode applies to the writes that follow; the rows written
+		// before keep theirs (an index entry, a native TTL or neither).
+		from := old.mode()
+		old.Expiry = cfg.Expiry.String()
+		if err := g.swapRecord(ctx, name, oldDoc, old); err != nil {
+			return Table{}, false, err
+		}
+		g.log.Info("logical table expiry mode changed", "table", name, "from", from, "to", cfg.Expiry)
 		return old.table(name), false, nil
+	}
+	mode := cfg.Expiry
+	if mode == store.ExpiryDefault {
+		mode = store.DefaultExpiryMode(g.st.Capabilities())
 	}
 	r := record{
 		DefaultTTLMs: cfg.DefaultTTL.Milliseconds(),
@@ -315,11 +357,12 @@ func (g *Registry) createOnce(ctx context.Context, name string, cfg Config) (t T
 		// the same table at once agree on it.
 		Gen:       old.Gen + 1,
 		CreatedAt: g.now().UTC().Truncate(time.Millisecond),
+		Expiry:    mode.String(),
 	}
 	if err := g.swapRecord(ctx, name, oldDoc, r); err != nil {
 		return Table{}, false, err
 	}
-	g.log.Info("logical table created", "table", name, "default_ttl", cfg.DefaultTTL, "gen", r.Gen)
+	g.log.Info("logical table created", "table", name, "default_ttl", cfg.DefaultTTL, "expiry", mode, "gen", r.Gen)
 	return r.table(name), true, nil
 }
 

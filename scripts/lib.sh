@@ -101,3 +101,69 @@ make_venv() {
 	# The environment is machine-local: keep it out of git.
 	echo '*' >"$venv/.gitignore"
 }
+
+# Deferred waits. When EBB_TEST_SERVERS_PENDING names a file (make test
+# sets it), the with-*.sh scripts that start a server do not wait for it:
+# each exports its endpoint and runs its command at once, so that the
+# servers of a chain of them boot at the same time, and while `make check`
+# vets, and scripts/await-test-servers.sh, which check runs before the
+# tests, waits for them all. Unset, each script waits for its own server
+# before it runs its command.
+
+# defer_wait NAME PID PORT SECONDS LOGS [LINE...] records in the file
+# EBB_TEST_SERVERS_PENDING the wait that await_server would do, and
+# succeeds; without that file it fails, and the caller waits itself.
+defer_wait() {
+	[[ -n "${EBB_TEST_SERVERS_PENDING:-}" ]] || return 1
+	local arg line=""
+	for arg in "$@"; do
+		line+="$(printf '%q' "$arg") "
+	done
+	echo "$line" >>"$EBB_TEST_SERVERS_PENDING"
+}
+
+# start_wait NAME PID PORT SECONDS LOGS [LINE...] defers the wait for a
+# server (defer_wait) when EBB_TEST_SERVERS_PENDING is set, and otherwise
+# waits for it now (await_server).
+start_wait() {
+	defer_wait "$@" || await_server "$@"
+}
+
+# await_server NAME PID PORT SECONDS LOGS [LINE...] waits up to SECONDS
+# for the process PID to accept connections on loopback PORT, with each
+# LINE (a fixed string) in the first of the colon-separated files LOGS. It
+# fails at once when the process exits, and when the time is up, printing
+# LOGS.
+await_server() {
+	local name=$1 pid=$2 port=$3 seconds=$4 logs=$5
+	shift 5
+	local log=${logs%%:*} start=$SECONDS line ready
+	while ((SECONDS - start < seconds)); do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			echo "$name exited before it served on 127.0.0.1:$port:" >&2
+			print_logs "$logs"
+			return 1
+		fi
+		ready=1
+		for line in "$@"; do
+			grep -qF "$line" "$log" 2>/dev/null || { ready=""; break; }
+		done
+		# A connection accepted on the port means it is serving.
+		if [[ -n "$ready" ]] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "$name did not serve on 127.0.0.1:$port within ${seconds}s:" >&2
+	print_logs "$logs"
+	return 1
+}
+
+# print_logs LOGS prints each of the colon-separated files LOGS to stderr.
+print_logs() {
+	local f files
+	IFS=: read -ra files <<<"$1"
+	for f in "${files[@]}"; do
+		cat "$f" >&2 2>/dev/null || true
+	done
+}

@@ -12,6 +12,8 @@
 # deleted when the command ends. The script exits with the command's status,
 # and fails (never skips), printing the node's log, when the node does not
 # serve CQL within EBB_CASSANDRA_START_TIMEOUT seconds (default 180).
+# With EBB_TEST_SERVERS_PENDING set (make test), the wait is left to
+# scripts/await-test-servers.sh (see scripts/lib.sh).
 #
 # The node is a throw-away test node, tuned to start fast and stay small:
 # one token, no gossip settling, no fsync, no flush of its own schema
@@ -226,7 +228,11 @@ timeout="${EBB_CASSANDRA_START_TIMEOUT:-180}"
 start=$SECONDS
 started_ms=$(date +%s%3N)
 ready=""
-while ((SECONDS - start < timeout)); do
+if defer_wait "with-cassandra: Cassandra" "$pid" "$cql_port" "$timeout" "$log:$dir/logs/stdout.log" \
+	'Starting listening for CQL clients' 'Startup complete'; then
+	ready=deferred
+fi
+while [[ -z "$ready" ]] && ((SECONDS - start < timeout)); do
 	if ! kill -0 "$pid" 2>/dev/null; then
 		break
 	fi
@@ -253,8 +259,12 @@ if [[ -z "$ready" ]]; then
 	exit 1
 fi
 
-ms=$(($(date +%s%3N) - started_ms))
-echo "with-cassandra: Cassandra on $hosts (started in $((ms / 1000)).$(printf %03d $((ms % 1000)))s)" >&2
+if [[ "$ready" == deferred ]]; then
+	echo "with-cassandra: Cassandra starting on $hosts" >&2
+else
+	ms=$(($(date +%s%3N) - started_ms))
+	echo "with-cassandra: Cassandra on $hosts (started in $((ms / 1000)).$(printf %03d $((ms % 1000)))s)" >&2
+fi
 export EBB_CQL_HOSTS="$hosts"
 status=0
 "$@" || status=$?

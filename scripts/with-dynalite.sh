@@ -9,6 +9,8 @@
 # installed (npm ci) when missing, started in memory on a free loopback
 # port, and stopped when the command ends. The script exits with the
 # command's status, and fails (never skips) when dynalite cannot start.
+# With EBB_TEST_SERVERS_PENDING set (make test), the wait is left to
+# scripts/await-test-servers.sh (see scripts/lib.sh).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -55,12 +57,9 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 endpoint="http://127.0.0.1:$port"
-if ! wait_port "$pid" "$port" 100; then
-	echo "with-dynalite: dynalite did not start on $endpoint:" >&2
-	cat "$log" >&2
+if ! start_wait "with-dynalite: dynalite" "$pid" "$port" 10 "$log"; then
 	exit 1
 fi
-
 echo "with-dynalite: dynalite on $endpoint" >&2
 export EBB_DYNAMODB_ENDPOINT="$endpoint"
 status=0

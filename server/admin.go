@@ -35,7 +35,7 @@ func (s *Server) routeAdmin() {
 	s.Route("GET /v1/admin/cluster", AdminResource, s.adminCluster)
 	s.Route("POST /v1/admin/backup", AdminResource, s.adminBackup)
 	if _, ok := s.admin.(UsageReporter); ok {
-		s.Route("GET /v1/admin/usage", AdminResource, s.adminUsage, "cost", "storage")
+		s.Route("GET /v1/admin/usage", AdminResource, s.adminUsage, "cost", "gone_within", "storage")
 	}
 }
 

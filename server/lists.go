@@ -67,20 +67,28 @@ type listFeatureJSON struct {
 	// Table is the physical table holding the version's items, as GET
 	// /v1/admin/tables names it.
 	Table string `json:"table"`
+	// Expiry is the version's expiry mode: sweep, native or drop.
+	Expiry string `json:"expiry"`
 }
 
 func listFeatureView(f lists.Feature) listFeatureJSON {
 	return listFeatureJSON{
 		EntityType: f.EntityType, Feature: f.Name, Version: f.Version,
 		TTL: durfmt.Format(f.TTL), CreatedAt: timefmt.Format(f.Created), Table: f.Table,
+		Expiry: f.Expiry.String(),
 	}
 }
 
 func (h listHandlers) putFeature(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
-		TTL *string `json:"ttl"`
+		TTL    *string `json:"ttl"`
+		Expiry string  `json:"expiry"`
 	}
 	if err := DecodeJSON(r, &req); err != nil {
+		return err
+	}
+	mode, err := parseExpiryMode(req.Expiry)
+	if err != nil {
 		return err
 	}
 	if req.TTL == nil {
@@ -90,7 +98,7 @@ func (h listHandlers) putFeature(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "ttl: %v", err)
 	}
-	f, created, err := h.svc.CreateFeature(r.Context(), listFeatureID(r), ttl)
+	f, created, err := h.svc.CreateFeatureWith(r.Context(), listFeatureID(r), lists.FeatureConfig{TTL: ttl, Expiry: mode})
 	if err != nil {
 		return err
 	}

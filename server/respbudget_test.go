@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -112,7 +111,7 @@ func startBudgetLists(t *testing.T, limits server.Limits, readTimeout time.Durat
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	base := ts.URL
-	if os.Getenv(testListenerVar) == "hot" {
+	if onHot(t) {
 		base = server.ServeHot(t, s)
 	}
 	srv := &listsServer{url: base, clock: clock}

@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,7 +46,10 @@ func TestMain(m *testing.M) {
 // names: "hot" the hot listener, "both" net/http and then the hot
 // listener, in one process (one build and link of the race-instrumented
 // binary, and one test process that `go test ./...` schedules beside the
-// other packages instead of after them), anything else net/http.
+// other packages instead of after them), anything else net/http. With
+// "both", the second pass runs only the tests that asked which listener
+// to serve on (onHot): the others serve on both listeners themselves, or
+// on none, and would only repeat the first pass's work.
 type listeners struct{ m *testing.M }
 
 func (l listeners) Run() int {
@@ -50,11 +58,17 @@ func (l listeners) Run() int {
 	}
 	code := 0
 	for _, listener := range []string{"main", "hot"} {
-		fmt.Printf("server tests on the %s listener (%s=%s)\n", listener, testListenerVar, listener)
 		if err := os.Setenv(testListenerVar, listener); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
 		}
+		if listener == "hot" {
+			if err := runListenerTests(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 2
+			}
+		}
+		fmt.Printf("server tests on the %s listener (%s=%s, -test.run %q)\n", listener, testListenerVar, listener, flag.Lookup("test.run").Value)
 		if c := l.m.Run(); c != 0 {
 			code = c
 		}
@@ -78,6 +92,47 @@ func adminFor(t *testing.T, st store.Store, now func() time.Time) server.Admin {
 // testListenerVar names the variable that runs the package's tests over
 // the hot listener.
 const testListenerVar = "EBB_TEST_LISTENER"
+
+// listenerTests holds the top-level tests that asked onHot which listener
+// to serve on.
+var listenerTests struct {
+	sync.Mutex
+	names map[string]bool
+}
+
+// onHot reports whether t serves on the hot listener (testListenerVar is
+// "hot"), and records that t's outcome depends on the listener, so that
+// listeners runs it on both.
+func onHot(t testing.TB) bool {
+	name, _, _ := strings.Cut(t.Name(), "/")
+	listenerTests.Lock()
+	if listenerTests.names == nil {
+		listenerTests.names = map[string]bool{}
+	}
+	listenerTests.names[name] = true
+	listenerTests.Unlock()
+	return os.Getenv(testListenerVar) == "hot"
+}
+
+// runListenerTests narrows -test.run to the tests onHot recorded, unless
+// the run was given a -test.run of its own, which then holds for both
+// passes.
+func runListenerTests() error {
+	if f := flag.Lookup("test.run"); f == nil || f.Value.String() != "" {
+		return nil
+	}
+	listenerTests.Lock()
+	names := slices.Sorted(maps.Keys(listenerTests.names))
+	listenerTests.Unlock()
+	for i, n := range names {
+		names[i] = regexp.QuoteMeta(n)
+	}
+	pattern := "^$"
+	if len(names) > 0 {
+		pattern = "^(" + strings.Join(names, "|") + ")$"
+	}
+	return flag.Set("test.run", pattern)
+}
 
 // newServer builds a Server with opts, its Logger discarding unless set.
 func newServer(t *testing.T, opts server.Options) (*server.Server, server.Options) {
@@ -111,7 +166,7 @@ func start(t *testing.T, opts server.Options) (*httptest.Server, server.Options)
 	s, opts := newServer(t, opts)
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
-	if os.Getenv(testListenerVar) == "hot" {
+	if onHot(t) {
 		ts.URL = server.ServeHot(t, s)
 	}
 	return ts, opts

@@ -42,10 +42,13 @@ type sharedTableJSON struct {
 	Name       string `json:"name"`
 	DefaultTTL string `json:"default_ttl"`
 	CreatedAt  string `json:"created_at"`
+	// Expiry is the table's expiry mode: sweep, native or drop.
+	Expiry string `json:"expiry"`
 }
 
 func sharedTable(t multitable.Table) sharedTableJSON {
-	return sharedTableJSON{Name: t.Name, DefaultTTL: durfmt.Format(t.DefaultTTL), CreatedAt: timefmt.Format(t.CreatedAt)}
+	return sharedTableJSON{Name: t.Name, DefaultTTL: durfmt.Format(t.DefaultTTL), CreatedAt: timefmt.Format(t.CreatedAt),
+		Expiry: t.Expiry.String()}
 }
 
 // sharedItemJSON is one item in the API; ExpiresAt is null when the item never
@@ -81,6 +84,7 @@ func (h tablesHandler) listTables(w http.ResponseWriter, r *http.Request) error 
 func (h tablesHandler) putTable(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		DefaultTTL *string `json:"default_ttl"`
+		Expiry     string  `json:"expiry"`
 	}
 	// Every field is optional, so an empty body is the default table.
 	if r.ContentLength != 0 {
@@ -96,6 +100,11 @@ func (h tablesHandler) putTable(w http.ResponseWriter, r *http.Request) error {
 		}
 		cfg.DefaultTTL = d
 	}
+	mode, err := parseExpiryMode(body.Expiry)
+	if err != nil {
+		return err
+	}
+	cfg.Expiry = mode
 	t, created, err := h.reg.CreateTable(r.Context(), r.PathValue("table"), cfg)
 	if err != nil {
 		return err
@@ -214,6 +223,8 @@ type sharedTableUsageJSON struct {
 	// and timestamps.
 	Items int64 `json:"items"`
 	Bytes int64 `json:"bytes"`
+	// Expiry is the table's expiry mode.
+	Expiry string `json:"expiry"`
 }
 
 // logicalTableUsage reports every shared table in the store, for the admin
@@ -226,7 +237,8 @@ func (s *Server) logicalTableUsage(ctx context.Context) ([]sharedTableUsageJSON,
 	}
 	out := make([]sharedTableUsageJSON, 0, len(usage))
 	for _, u := range usage {
-		out = append(out, sharedTableUsageJSON{Name: u.Name, DefaultTTL: durfmt.Format(u.DefaultTTL), Items: u.Items, Bytes: u.Bytes})
+		out = append(out, sharedTableUsageJSON{Name: u.Name, DefaultTTL: durfmt.Format(u.DefaultTTL), Items: u.Items, Bytes: u.Bytes,
+			Expiry: u.Expiry.String()})
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/ebb-data/ebb"
 	"github.com/ebb-data/ebb/cost"
@@ -37,7 +38,8 @@ type usageAnswer struct {
 // physically holds; with cost=true, what the rate of use over the last ten
 // minutes or more (since the start when shorter) costs a month on the
 // price sheet built into ebb (package cost), as `ebb cost --from` projects
-// a usage.
+// a usage, with the expiry modes compared and the cheapest one whose
+// promptness is within gone_within (a duration; absent: no bound) named.
 func (s *Server) adminUsage(w http.ResponseWriter, r *http.Request) error {
 	storage, err := boolParam(r, "storage")
 	if err != nil {
@@ -46,6 +48,12 @@ func (s *Server) adminUsage(w http.ResponseWriter, r *http.Request) error {
 	withCost, err := boolParam(r, "cost")
 	if err != nil {
 		return err
+	}
+	var goneWithin time.Duration
+	if v := r.URL.Query().Get("gone_within"); v != "" {
+		if goneWithin, err = ParseDuration(v); err != nil {
+			return err
+		}
 	}
 	u, err := s.admin.(UsageReporter).Usage(r.Context(), storage)
 	if errors.Is(err, ebb.ErrNoMetering) {
@@ -60,6 +68,7 @@ func (s *Server) adminUsage(w http.ResponseWriter, r *http.Request) error {
 		if answer.Cost, err = cost.Project(recent, cost.DefaultPrices()); err != nil {
 			return err
 		}
+		answer.Cost.CompareModes(u, cost.DefaultPrices(), goneWithin)
 	}
 	return WriteJSON(w, http.StatusOK, answer)
 }

@@ -85,6 +85,7 @@ func TestAdminUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	want.CompareModes(withCost.Usage, cost.DefaultPrices(), 0)
 	if len(withCost.Cost.Projections) != 2 || !reflect.DeepEqual(withCost.Cost, want) {
 		t.Errorf("cost=true: %+v, want the projection of the same usage %+v", withCost.Cost, want)
 	}
@@ -96,6 +97,23 @@ func TestAdminUsage(t *testing.T) {
 	}
 	if r := call(t, "GET", ts.URL+"/v1/admin/usage?cost=1", "root", nil); r.status != 400 || r.errorCode(t) != "invalid_argument" {
 		t.Errorf("cost=1: %d %s", r.status, r.body)
+	}
+	// gone_within names the cheapest expiry mode that prompt: within a
+	// minute only the sweeper is.
+	r = call(t, "GET", ts.URL+"/v1/admin/usage?cost=true&gone_within=1m", "root", nil)
+	var bounded struct {
+		Cost *cost.Live `json:"cost"`
+	}
+	if err := json.Unmarshal(r.body, &bounded); err != nil || r.status != 200 || bounded.Cost == nil {
+		t.Fatalf("gone_within=1m: %d %s %v", r.status, r.body, err)
+	}
+	for _, p := range bounded.Cost.Projections {
+		if len(p.Modes) != 3 || p.CheapestMode != cost.ModeSweep || p.Modes[1].Meets || p.Modes[2].Meets {
+			t.Errorf("gone_within=1m: %s: %+v, cheapest %q; want sweep alone meeting it", p.Provider, p.Modes, p.CheapestMode)
+		}
+	}
+	if r := call(t, "GET", ts.URL+"/v1/admin/usage?cost=true&gone_within=soon", "root", nil); r.status != 400 || r.errorCode(t) != "invalid_argument" {
+		t.Errorf("gone_within=soon: %d %s", r.status, r.body)
 	}
 	if r := call(t, "GET", ts.URL+"/v1/admin/usage", "any", nil); r.status != 403 {
 		t.Errorf("without the admin scope: %d %s", r.status, r.body)

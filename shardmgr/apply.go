@@ -154,7 +154,7 @@ func record(ctx context.Context, st store.Store, cfg Config, plan Plan, results 
 		case a.Op == OpDrop:
 			delete(tables, a.Table)
 			continue
-		case a.Switch:
+		case a.Switch, a.Op == OpCreate && cfg.Switches.CreationCounts:
 			h.Switches = append(h.Switches, now)
 		}
 		if a.Op == OpPrewarm && a.Capacity.Mode == store.Provisioned {
@@ -166,13 +166,7 @@ func record(ctx context.Context, st store.Store, cfg Config, plan Plan, results 
 	}
 	// Switches older than the window no longer count against the limit.
 	for name, h := range tables {
-		kept := h.Switches[:0:0]
-		for _, t := range h.Switches {
-			if t.After(now.Add(-cfg.Capacity.SwitchWindow)) {
-				kept = append(kept, t)
-			}
-		}
-		h.Switches = kept
+		h.Switches = cfg.Switches.Recent(h.Switches, now)
 		if len(h.Switches) == 0 && h.PrewarmedAt.IsZero() {
 			delete(tables, name)
 			continue

@@ -40,9 +40,8 @@ const MaxShards = 1000
 const (
 	DefaultMaxClockJump   = 24 * time.Hour
 	DefaultMaxDropsPerRun = 4
-	// DefaultSwitchLimit is DynamoDB's: at most 4 switches from provisioned
-	// to on-demand per table in any 24 hours.
-	DefaultSwitchLimit  = 4
+	// DefaultSwitchWindow is the window of CapacityPolicy.SwitchLimit when
+	// SwitchWindow is not set and the backend has none.
 	DefaultSwitchWindow = 24 * time.Hour
 	// DefaultPrewarmHold is how long a shard pre-warmed by provisioning it
 	// stays provisioned before it goes back to on-demand: long enough for
@@ -76,6 +75,10 @@ type Config struct {
 	// DropKeepsSnapshot is the backend's capability: a drop leaves a
 	// snapshot on disk (Cassandra's auto_snapshot), which drop reasons say.
 	DropKeepsSnapshot bool
+	// Switches are the backend's limits on capacity-mode switches
+	// (store.Capabilities.Switches): a switch they would refuse is
+	// deferred, so that the store never refuses one the plan applies.
+	Switches store.SwitchRules
 }
 
 // Guards bound what one run may drop. Zero values take the defaults.
@@ -102,9 +105,11 @@ type CapacityPolicy struct {
 	HotWrite  int64 `json:"hot_write_units,omitempty"`
 	PeakRead  int64 `json:"peak_read_units,omitempty"`
 	PeakWrite int64 `json:"peak_write_units,omitempty"`
-	// SwitchLimit switches from provisioned to on-demand are allowed per
-	// table within SwitchWindow (the provider's limit); a switch that
-	// would break it is deferred. Defaults DefaultSwitchLimit and
+	// SwitchLimit, when set, allows this many switches from provisioned to
+	// on-demand per table within SwitchWindow instead of the backend's
+	// limit (Config.Switches); a switch that would break it is deferred.
+	// Setting it above the provider's limit makes the store refuse what
+	// the plan applies. SwitchWindow defaults to the backend's window, or
 	// DefaultSwitchWindow.
 	SwitchLimit  int           `json:"switch_limit,omitempty"`
 	SwitchWindow time.Duration `json:"switch_window,omitempty"`
@@ -126,11 +131,13 @@ func (c Config) withDefaults() Config {
 		c.Guards.MaxDropsPerRun = DefaultMaxDropsPerRun
 	}
 	p := &c.Capacity
-	if p.SwitchLimit <= 0 {
-		p.SwitchLimit = DefaultSwitchLimit
+	if p.SwitchLimit > 0 {
+		c.Switches.MaxToOnDemand = p.SwitchLimit
 	}
-	if p.SwitchWindow <= 0 {
-		p.SwitchWindow = DefaultSwitchWindow
+	if p.SwitchWindow > 0 {
+		c.Switches.Window = p.SwitchWindow
+	} else if c.Switches.MaxToOnDemand > 0 && c.Switches.Window <= 0 {
+		c.Switches.Window = DefaultSwitchWindow
 	}
 	if p.PrewarmHold <= 0 {
 		p.PrewarmHold = DefaultPrewarmHold

@@ -58,7 +58,9 @@ func TestReconcileCreatesDropsAndIsIdempotent(t *testing.T) {
 		clock := storetest.NewClock(time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC))
 		st := open(t, clock.Now)
 		cfg := Config{Index: "ev", TableBucket: 24 * time.Hour, Retention: 48 * time.Hour, Runway: 2, Schema: testSchema,
-			Capacity: CapacityPolicy{HotRead: 10, HotWrite: 100, PeakRead: 40, PeakWrite: 400}}
+			Capacity: CapacityPolicy{HotRead: 10, HotWrite: 100, PeakRead: 40, PeakWrite: 400},
+			// A provider's limit, so that the switch below is recorded.
+			Switches: store.DynamoDBSwitches}
 		// A shard of another index with a longer name must survive.
 		other := testSchema
 		other.Name = "ev_eu_1772582400"

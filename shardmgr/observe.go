@@ -106,7 +106,7 @@ func SortTables(infos []store.TableInfo) {
 func newObserved(infos []store.TableInfo, st state, pass passRecord) observed {
 	o := observed{shards: make([]Shard, 0, len(infos)), state: st, last: st.LastRun}
 	for _, info := range infos {
-		o.shards = append(o.shards, Shard{Table: info.Spec.Name, Capacity: info.Capacity, History: st.Tables[info.Spec.Name]})
+		o.shards = append(o.shards, Shard{Table: info.Spec.Name, Capacity: info.Capacity, History: st.Tables[info.Spec.Name], Switches: info.Switches})
 	}
 	if pass.At.After(o.last.At) {
 		o.last.At = pass.At

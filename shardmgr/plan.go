@@ -30,13 +30,18 @@ type Shard struct {
 	Capacity store.Capacity
 	// History is what the manager recorded about the table.
 	History History
+	// Switches are the switches the store recorded for the table
+	// (store.TableInfo.Switches); the planner counts whichever record
+	// holds more, so that a switch made around the manager is counted too.
+	Switches []time.Time
 }
 
 // History is the manager's record of one shard's capacity changes, kept in
 // the ebb_meta table because the provider's limits count them.
 type History struct {
 	// Switches are the times the table went from provisioned to on-demand,
-	// oldest first.
+	// and, where the backend counts it (store.SwitchRules.CreationCounts),
+	// the time the manager created it on-demand, oldest first.
 	Switches []time.Time `json:"switches,omitempty"`
 	// PrewarmedAt is when the table was provisioned at peak to pre-warm it
 	// (backends without warm throughput); zero when it was not.
@@ -248,10 +253,18 @@ func capacityActions(cfg Config, now, hot time.Time, sh Shard, start time.Time) 
 		a.Op, a.Capacity, a.Reason = op, c, reason
 		if cur.Mode == store.Provisioned && c.Mode == store.OnDemand {
 			a.Switch = true
-			if n, next := switchesInWindow(sh.History, now, p.SwitchWindow); n >= p.SwitchLimit {
+			if n, next := nextSwitch(cfg.Switches, sh, now); next.After(now) {
+				r := cfg.Switches
+				limit := fmt.Sprintf("limit %d", r.MaxToOnDemand)
+				if r.Provider != "" {
+					limit += ", " + r.Provider
+				}
+				if r.CreationCounts {
+					limit += ", counting an on-demand creation"
+				}
 				a.Deferred = true
-				a.Reason = fmt.Sprintf("deferred: %d switches to on-demand in the last %s (limit %d), next allowed at %s (%s)",
-					n, durfmt.Format(p.SwitchWindow), p.SwitchLimit, timefmt.Format(next), reason)
+				a.Reason = fmt.Sprintf("deferred: %d switches to on-demand in the last %s (%s), next allowed at %s (%s)",
+					n, durfmt.Format(r.Window), limit, timefmt.Format(next), reason)
 			}
 		}
 		return []Action{a}
@@ -291,18 +304,13 @@ func capacityActions(cfg Config, now, hot time.Time, sh Shard, start time.Time) 
 	return nil
 }
 
-// switchesInWindow counts the switches within (now - window, now] and
-// returns when the oldest of them leaves the window.
-func switchesInWindow(h History, now time.Time, window time.Duration) (int, time.Time) {
-	n := 0
-	var next time.Time
-	for _, t := range h.Switches {
-		if t.After(now.Add(-window)) && !t.After(now) {
-			if n == 0 {
-				next = t.Add(window)
-			}
-			n++
-		}
+// nextSwitch returns how many switches of sh count at now under the rules
+// and when the next switch to on-demand is allowed (now when it is), by
+// the manager's record or the store's, whichever defers it longer.
+func nextSwitch(r store.SwitchRules, sh Shard, now time.Time) (int, time.Time) {
+	n, next := r.NextToOnDemand(sh.History.Switches, now)
+	if m, t := r.NextToOnDemand(sh.Switches, now); t.After(next) || (t.Equal(next) && m > n) {
+		n, next = m, t
 	}
 	return n, next
 }

@@ -19,10 +19,10 @@ import (
 // (datadriven's flag) to accept the plans computed now, and review the
 // diff. The input lines are
 //
-//	config index=events table_bucket=168h retention=1008h runway=2 [hot=R/W] [peak=R/W] [warm] [max_drops=N] [max_clock_jump=D] [switch_limit=N] [prewarm_hold=D]
+//	config index=events table_bucket=168h retention=1008h runway=2 [hot=R/W] [peak=R/W] [warm] [max_drops=N] [max_clock_jump=D] [provider=dynamodb|keyspaces] [switch_limit=N] [prewarm_hold=D]
 //	now 2024-06-27T12:00:00Z
 //	last_run 2024-06-27T11:59:30Z
-//	shard events_1719446400 [provisioned=R/W] [warm=R/W] [switches=T,T] [prewarmed=T]
+//	shard events_1719446400 [provisioned=R/W] [warm=R/W] [switches=T,T] [store_switches=T,T] [prewarmed=T]
 func TestPlanData(t *testing.T) {
 	files, err := filepath.Glob("testdata/plan/*.txt")
 	if err != nil || len(files) == 0 {
@@ -78,6 +78,11 @@ func parseCase(t *testing.T, input string) (Config, time.Time, []Shard, LastRun)
 					cfg.Guards.MaxDropsPerRun = mustInt(t, v)
 				case "max_clock_jump":
 					cfg.Guards.MaxClockJump = mustDuration(t, v)
+				case "provider":
+					cfg.Switches = map[string]store.SwitchRules{"dynamodb": store.DynamoDBSwitches, "keyspaces": store.KeyspacesSwitches}[v]
+					if v == "keyspaces" {
+						cfg.WarmThroughput = false // the rules alone; warm throughput is the "warm" key
+					}
 				case "switch_limit":
 					cfg.Capacity.SwitchLimit = mustInt(t, v)
 				case "prewarm_hold":
@@ -106,6 +111,10 @@ func parseCase(t *testing.T, input string) (Config, time.Time, []Shard, LastRun)
 				case "switches":
 					for _, s := range strings.Split(v, ",") {
 						sh.History.Switches = append(sh.History.Switches, mustTime(t, s))
+					}
+				case "store_switches":
+					for _, s := range strings.Split(v, ",") {
+						sh.Switches = append(sh.Switches, mustTime(t, s))
 					}
 				case "prewarmed":
 					sh.History.PrewarmedAt = mustTime(t, v)

@@ -32,6 +32,9 @@
 // still on disk (expiry == now means gone). A row is live while its row marker
 // or any of its cells is live. Physical removal is the job of the expiry
 // package and of DropTable; backends may also use native TTL as a backstop.
+// A Mutation's Expiry (an ExpiryMode) says which removes the row: the
+// expiry package's sweeper (the default), native TTL alone, or only the
+// table's drop, for which the remote backends write no native TTL.
 //
 // # Concurrency and ownership
 //

@@ -31,7 +31,8 @@ var (
 	ErrUnavailable = errors.New("store: unavailable")
 	// ErrCapacityLimit: a capacity change would break a provider limit (for
 	// example DynamoDB allows at most 4 switches from provisioned to
-	// on-demand per 24 hours). Nothing was changed.
+	// on-demand per 24 hours), or a new table would exceed the provider's
+	// table quota. Nothing was changed.
 	ErrCapacityLimit = errors.New("store: capacity change limit reached")
 	// ErrClosed: the Store has been closed.
 	ErrClosed = errors.New("store: closed")

@@ -82,6 +82,14 @@ type TableSpec struct {
 	DefaultTTL time.Duration
 	// Indexes on value columns; at most one index per column.
 	Indexes []IndexSpec
+	// NeverExpires declares that no row of the table ever expires (such a
+	// table is dropped whole, as an index shard is): an upsert or cell
+	// with an expiry is refused with ErrInvalid, and a backend may create
+	// the table without its per-row expiry machinery (Amazon Keyspaces:
+	// TTL left off, which it cannot turn off once on). It excludes
+	// DefaultTTL. Equal ignores it, so that a table created before it was
+	// declared still matches its spec.
+	NeverExpires bool `json:",omitempty"`
 }
 
 // Limits shared by every backend, so that an application behaves the same
@@ -132,6 +140,9 @@ func (s TableSpec) Validate() error {
 	}
 	if s.DefaultTTL < 0 {
 		return bad("negative default TTL")
+	}
+	if s.NeverExpires && s.DefaultTTL > 0 {
+		return bad("a default TTL on a table whose rows never expire")
 	}
 	seen := map[string]bool{}
 	for _, group := range [][]Column{s.PartitionKey, s.Clustering, s.Values} {

@@ -165,6 +165,13 @@ type Mutation struct {
 	// NoExpiry, for Upsert, overrides the table default TTL: the row and its
 	// cells without their own expiry never expire.
 	NoExpiry bool
+	// Expiry says how the row is physically removed once expired (see
+	// ExpiryMode); the zero mode is swept. The expiry decorator indexes
+	// only the upserts and cell deletes of a swept mode, and a remote
+	// backend writes no native TTL for an ExpiryDrop upsert. A backend
+	// never refuses a mode here: whoever chose it checked it with
+	// CheckExpiryMode.
+	Expiry ExpiryMode
 	// If, when set, makes the mutation conditional: it is applied only when
 	// the condition holds for the row's live content at the moment the
 	// write is applied, atomically with respect to every other writer of
@@ -282,8 +289,8 @@ type Capacity struct {
 	// ReadUnits and WriteUnits apply to Provisioned.
 	ReadUnits, WriteUnits int64
 	// WarmRead and WarmWrite, where the backend has warm throughput
-	// (DynamoDB), pre-warm an on-demand table to this many units per
-	// second. Zero leaves warm throughput unchanged.
+	// (DynamoDB, Amazon Keyspaces), pre-warm an on-demand table to this
+	// many units per second. Zero leaves warm throughput unchanged.
 	WarmRead, WarmWrite int64
 }
 
@@ -312,6 +319,10 @@ type TableInfo struct {
 	Spec     TableSpec
 	State    TableState
 	Capacity Capacity
+	// Switches are the capacity-mode switches the backend recorded that
+	// its Capabilities().Switches count, oldest first; nil where it keeps
+	// none.
+	Switches []time.Time
 }
 
 // TableStats is what is physically stored in a table.
@@ -343,6 +354,10 @@ type Capabilities struct {
 	NativeTTL bool
 	// WarmThroughput: SetCapacity honours WarmRead/WarmWrite.
 	WarmThroughput bool
+	// Switches are the provider's limits on capacity-mode switches, which
+	// SetCapacity enforces and the shard manager plans around; the zero
+	// value limits nothing.
+	Switches SwitchRules
 	// DeleteBatch is the best number of deletes per Write.
 	DeleteBatch int
 	// DropKeepsSnapshot: the backend keeps a copy of a dropped table on

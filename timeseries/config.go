@@ -50,6 +50,7 @@ var shardSchema = store.TableSpec{
 	PartitionKey: []store.Column{{Name: colIndexID, Type: store.TypeText}, {Name: colBucket, Type: store.TypeInt64}},
 	Clustering:   []store.Column{{Name: colTS, Type: store.TypeTimestamp}, {Name: colEventID, Type: store.TypeText}},
 	Values:       []store.Column{{Name: colPayload, Type: store.TypeBytes}},
+	NeverExpires: true,
 }
 
 // Config is an index's configuration. It cannot be changed once the index
@@ -153,6 +154,7 @@ func (c Config) shardConfig(g shardmgr.Guards, caps store.Capabilities) shardmgr
 		Guards:            g,
 		WarmThroughput:    caps.WarmThroughput,
 		DropKeepsSnapshot: caps.DropKeepsSnapshot,
+		Switches:          caps.Switches,
 	}
 }
 

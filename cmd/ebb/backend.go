@@ -52,6 +52,10 @@ func backendOptions(ctx context.Context, cfg serveConfig, log *slog.Logger, reg 
 		o.Username, o.Password = cfg.cqlUsername, os.Getenv("EBB_CQL_PASSWORD")
 		o.TLS, o.CAFile = cfg.cqlTLS || cfg.cqlCAFile != "", cfg.cqlCAFile
 		o.CreateKeyspace, o.Replication = cfg.cqlCreateKeyspace, cfg.cqlReplication
+		o.MaxTables = cfg.cqlMaxTables
+		if err := cqlAuth(ctx, cfg.cqlAuth, &o); err != nil {
+			return ebb.Options{}, "", err
+		}
 		c, err := gocql.ParseConsistencyWrapper(cfg.cqlConsistency)
 		if err == nil && c == gocql.Any {
 			// ANY acknowledges a write stored only as a hint: reads could

@@ -23,6 +23,7 @@ func newCostCmd(c *client) *cobra.Command {
 		w                          cost.Workload
 		retention, ownTTL, period  time.Duration
 		dynamoLag, keyspacesLag    time.Duration
+		goneWithin                 time.Duration
 		workloadFile, pricesFile   string
 		chartFile, from, providers string
 		out                        *output
@@ -38,6 +39,10 @@ expiry; a second table shows how the sharded strategies change with the
 shard period, since storage is held until a shard is dropped. With
 --tables N above 1 a third table compares the capacity of the workload
 spread over N tables of their own (one per tenant) with one shared table.
+Last, the expiry modes of a list feature or shared table (sweep, native,
+drop) are compared for every row of the workload, and the cheapest whose
+promptness (how long past its expiry a row may stay on disk) is within
+--gone-within is named.
 
 The workload comes from the flags or from a JSON or YAML file (--workload)
 whose keys are the flag names; flags given override the file. Prices come
@@ -47,11 +52,13 @@ checked: "ebb cost --show-prices"), figure by figure replaceable with
 
 With --from URL it reads a running server's metered usage instead
 (GET /v1/admin/usage; admin scope, --token) and projects its monthly bill on
-each provider, beside what the same traffic would cost with native TTL.`,
+each provider, beside what the same traffic would cost with native TTL,
+and under each expiry mode.`,
 		Example: `  ebb cost --rows-per-second 25000 --row-bytes 1024 --retention 1008h
   ebb cost --workload lists.yaml --json
   ebb cost --rows-per-second 100 --row-bytes 500 --retention 720h --own-ttl-share 0.25 --own-ttl 1h --chart cost.svg
   ebb cost --rows-per-second 100 --row-bytes 500 --retention 720h --tables 1000 --capacity provisioned
+  ebb cost --rows-per-second 10000 --row-bytes 200 --retention 720h --own-ttl-share 1 --own-ttl 720h --gone-within 1m
   ebb cost --from http://127.0.0.1:7070`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -67,7 +74,7 @@ each provider, beside what the same traffic would cost with native TTL.`,
 				return printJSON(cmd.OutOrStdout(), prices)
 			}
 			if from != "" {
-				return costFrom(cmd, c, from, prices, out)
+				return costFrom(cmd, c, from, prices, goneWithin, out)
 			}
 			if workloadFile != "" {
 				fw, err := cost.LoadWorkload(workloadFile)
@@ -96,6 +103,7 @@ each provider, beside what the same traffic would cost with native TTL.`,
 				set("keyspaces-ttl-lag", func() { merged.KeyspacesTTLLag = cost.Duration(keyspacesLag) })
 				set("provider", func() { merged.Providers = splitList(providers) })
 				set("tables", func() { merged.Tables = w.Tables })
+				set("gone-within", func() { merged.GoneWithin = cost.Duration(goneWithin) })
 				w = merged
 			} else {
 				if !cmd.Flags().Changed("rows-per-second") || !cmd.Flags().Changed("row-bytes") || !cmd.Flags().Changed("retention") {
@@ -103,6 +111,7 @@ each provider, beside what the same traffic would cost with native TTL.`,
 				}
 				w.Retention, w.OwnTTL, w.ShardPeriod = cost.Duration(retention), cost.Duration(ownTTL), cost.Duration(period)
 				w.DynamoDBTTLLag, w.KeyspacesTTLLag = cost.Duration(dynamoLag), cost.Duration(keyspacesLag)
+				w.GoneWithin = cost.Duration(goneWithin)
 				w.Providers = splitList(providers)
 			}
 			if err := zeroFlags(cmd); err != nil {
@@ -145,6 +154,7 @@ each provider, beside what the same traffic would cost with native TTL.`,
 	f.Float64Var(&w.Utilization, "utilization", 0, "with provisioned capacity, the share of it used on average (default 0.7)")
 	f.StringVar(&providers, "provider", "", "dynamodb, keyspaces, or both comma-separated (default both)")
 	f.IntVar(&w.Tables, "tables", 0, "tables the workload would be spread over without shared tables (one per tenant); above 1, compares them with one shared table (default 1)")
+	f.DurationVar(&goneWithin, "gone-within", 0, "how long past its expiry a row may stay on disk: names the cheapest expiry mode within it (default: no bound)")
 	f.StringVar(&workloadFile, "workload", "", "JSON or YAML file holding the workload, keyed by flag name")
 	f.StringVar(&pricesFile, "prices", "", "JSON or YAML price sheet replacing built-in figures")
 	f.Bool("show-prices", false, "print the price sheet in use, with its sources and date, and exit")
@@ -226,6 +236,9 @@ func printEstimate(out io.Writer, e *cost.Estimate) error {
 		if err := printTables(out, e, &p); err != nil {
 			return err
 		}
+		if err := printModes(out, e, &p); err != nil {
+			return err
+		}
 		fmt.Fprintf(out, "\n%s by shard period (storage is held until a shard is dropped)\n", p.Provider)
 		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "shard period\tstored GB\tstorage\tshards total\tshards + sweeper total\t")
@@ -270,6 +283,34 @@ func printTables(out io.Writer, e *cost.Estimate, p *cost.ProviderEstimate) erro
 	return tw.Flush()
 }
 
+// printModes prints the expiry modes compared, and the cheapest within
+// the bound.
+func printModes(out io.Writer, e *cost.Estimate, p *cost.ProviderEstimate) error {
+	fmt.Fprintf(out, "\n%s by expiry mode of a list feature or shared table (every row)\n", p.Provider)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mode\twrites\treads\tstorage\texpiry\ttotal\tstored GB\tgone within\t")
+	for _, b := range p.Modes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b.Strategy, cost.Money(b.Writes), cost.Money(b.Reads),
+			cost.Money(b.Storage), cost.Money(b.Expiry), cost.Money(b.Total), num(b.StoredGB), durfmt.Format(time.Duration(b.GoneWithin)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(out, cheapestLine(p.CheapestMode, time.Duration(e.Workload.GoneWithin)))
+	return err
+}
+
+// cheapestLine says which mode is cheapest within the bound.
+func cheapestLine(mode string, bound time.Duration) string {
+	switch {
+	case mode == "":
+		return fmt.Sprintf("no mode removes rows within %s", durfmt.Format(bound))
+	case bound == 0:
+		return fmt.Sprintf("cheapest: %s (no --gone-within bound)", mode)
+	}
+	return fmt.Sprintf("cheapest gone within %s: %s", durfmt.Format(bound), mode)
+}
+
 // num prints a figure with thousands separators and up to one decimal.
 func num(v float64) string {
 	s := cost.Money(math.Round(v*10) / 10)
@@ -278,7 +319,7 @@ func num(v float64) string {
 }
 
 // costFrom projects a running server's usage.
-func costFrom(cmd *cobra.Command, c *client, from string, prices cost.Prices, out *output) error {
+func costFrom(cmd *cobra.Command, c *client, from string, prices cost.Prices, goneWithin time.Duration, out *output) error {
 	cc := *c
 	cc.server = from
 	api, err := cc.api()
@@ -293,6 +334,7 @@ func costFrom(cmd *cobra.Command, c *client, from string, prices cost.Prices, ou
 	if err != nil {
 		return err
 	}
+	live.CompareModes(u, prices, goneWithin)
 	if out.json {
 		return printJSON(cmd.OutOrStdout(), live)
 	}
@@ -304,6 +346,23 @@ func costFrom(cmd *cobra.Command, c *client, from string, prices cost.Prices, ou
 	for _, p := range live.Projections {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Provider, cost.Money(p.Writes), cost.Money(p.Reads),
 			cost.Money(p.Expiry), cost.Money(p.Storage), cost.Money(p.Total), cost.Money(p.NativeTTL), cost.Money(p.Saved))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(o, "\nby expiry mode")
+	tw = tabwriter.NewWriter(o, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "provider\tsweep\tnative\tdrop\tcheapest\t")
+	for _, p := range live.Projections {
+		row := []string{p.Provider}
+		for _, m := range p.Modes {
+			row = append(row, cost.Money(m.Total))
+		}
+		best := p.CheapestMode
+		if best == "" {
+			best = "none within " + durfmt.Format(goneWithin)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t\n", strings.Join(row, "\t"), best)
 	}
 	return tw.Flush()
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ebb-data/ebb/cost"
 )
@@ -165,6 +166,48 @@ func TestCostExampleLists(t *testing.T) {
 			t.Fatalf("the example's command writes %g rows a second", e.Workload.RowsPerSecond)
 		}
 		checkStrategies(t, e, "dynamodb", doc, c.wants)
+	}
+}
+
+func TestCostExampleModes(t *testing.T) {
+	doc, cmds := costExample(t, 4)
+	e := costJSON(t, cmds[0]...)
+	if time.Duration(e.Workload.GoneWithin) != 72*time.Hour {
+		t.Fatalf("the example's bound is %s, want 72h", time.Duration(e.Workload.GoneWithin))
+	}
+	wants := map[string]map[string]want{
+		"dynamodb": {
+			cost.ModeSweep:  {16425.00, 1642.50, 1810.49, 49435.40, 69313.39},
+			cost.ModeNative: {16425.00, 1642.50, 1931.19, 0, 19998.69},
+			cost.ModeDrop:   {16425.00, 1642.50, 2021.72, 0, 20089.22},
+		},
+		"keyspaces": {
+			cost.ModeSweep:  {16425.00, 1642.50, 1206.99, 52720.40, 71994.89},
+			cost.ModeNative: {16425.00, 1642.50, 1609.33, 7227.00, 26903.83},
+			cost.ModeDrop:   {16425.00, 1642.50, 1347.81, 0, 19415.31},
+		},
+	}
+	cheapest := map[string]string{"dynamodb": cost.ModeNative, "keyspaces": cost.ModeSweep}
+	for _, p := range e.Providers {
+		for _, b := range p.Modes {
+			w := wants[p.Provider][b.Strategy]
+			stated(t, doc, w.writes, w.reads, w.storage, w.expiry, w.total)
+			for _, f := range []struct {
+				name      string
+				got, want float64
+			}{{"writes", b.Writes, w.writes}, {"reads", b.Reads, w.reads}, {"storage", b.Storage, w.storage}, {"expiry", b.Expiry, w.expiry}, {"total", b.Total, w.total}} {
+				if math.Abs(f.got-f.want) > 0.005 {
+					t.Errorf("%s %s %s: %.4f, docs/cost.md works out %.2f", p.Provider, b.Strategy, f.name, f.got, f.want)
+				}
+			}
+		}
+		if p.CheapestMode != cheapest[p.Provider] {
+			t.Errorf("%s: cheapest within 72h %q, docs/cost.md says %q", p.Provider, p.CheapestMode, cheapest[p.Provider])
+		}
+	}
+	code, out, errOut := cli(append([]string{"cost"}, cmds[0]...)...)
+	if code != 0 || !strings.Contains(out, "cheapest gone within 72h: native") || !strings.Contains(out, "cheapest gone within 72h: sweep") {
+		t.Errorf("ebb cost: exit %d, %s%s", code, out, errOut)
 	}
 }
 

@@ -201,15 +201,21 @@ func listsRmCmd(c *client) *cobra.Command {
 
 func listsCreateFeatureCmd(c *client) *cobra.Command {
 	var ttl time.Duration
+	var expiry string
 	var out *output
 	cmd := &cobra.Command{
-		Use:   "create-feature ENTITY_TYPE FEATURE VERSION --ttl DURATION",
+		Use:   "create-feature ENTITY_TYPE FEATURE VERSION --ttl DURATION [--expiry sweep|native|drop]",
 		Short: "Create a list feature version",
 		Long: `Create a list feature version whose items expire --ttl after their own
 timestamp. An identical version is left as it is; one with another TTL is a
-conflict.`,
-		Example: `  ebb lists create-feature user stories_presented _ --ttl 720h`,
-		Args:    cobra.ExactArgs(3),
+conflict. --expiry chooses how expired items leave the disk: sweep (deleted
+within seconds), native (the backend's own TTL), drop (only with the
+version); without it a new version gets the backend's default and an
+existing one keeps its mode. Another mode for an existing version changes
+it for the items written from then on.`,
+		Example: `  ebb lists create-feature user stories_presented _ --ttl 720h
+  ebb lists create-feature user stories_presented v2 --ttl 720h --expiry drop`,
+		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ttl <= 0 {
 				return errors.New("--ttl is required: a positive Go duration such as 720h")
@@ -219,18 +225,19 @@ conflict.`,
 				return err
 			}
 			id := listFeatureID(args)
-			f, _, err := api.CreateListFeature(cmd.Context(), id, ttl)
+			f, _, err := api.CreateListFeatureWith(cmd.Context(), id, ebbclient.ListFeatureConfig{TTL: ttl, Expiry: ebbclient.ExpiryMode(expiry)})
 			if err != nil {
 				return err
 			}
 			if out.json {
 				return printJSON(cmd.OutOrStdout(), f)
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "list feature %s: ttl %s, created %s\n", describeFeature(id), ebbclient.FormatDuration(f.TTL), formatTime(f.CreatedAt))
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "list feature %s: ttl %s, expiry %s, created %s\n", describeFeature(id), ebbclient.FormatDuration(f.TTL), f.Expiry, formatTime(f.CreatedAt))
 			return err
 		},
 	}
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "how long an item lives after its timestamp (e.g. 720h)")
+	cmd.Flags().StringVar(&expiry, "expiry", "", "how expired items leave the disk: sweep, native or drop (default: the backend's)")
 	out = addOutput(cmd)
 	return cmd
 }
@@ -262,13 +269,13 @@ func listsFeaturesCmd(c *client) *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), fs)
 			}
 			tw := newTable(cmd.OutOrStdout())
-			fmt.Fprintln(tw, "ENTITY_TYPE\tFEATURE\tVERSION\tTTL\tCREATED_AT")
+			fmt.Fprintln(tw, "ENTITY_TYPE\tFEATURE\tVERSION\tTTL\tCREATED_AT\tEXPIRY")
 			for _, f := range fs {
 				v := f.Version
 				if v == "" {
 					v = ebbclient.DefaultListVersion
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.EntityType, f.Feature, v, ebbclient.FormatDuration(f.TTL), formatTime(f.CreatedAt))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", f.EntityType, f.Feature, v, ebbclient.FormatDuration(f.TTL), formatTime(f.CreatedAt), f.Expiry)
 			}
 			return tw.Flush()
 		},
@@ -297,7 +304,7 @@ func listsShowFeatureCmd(c *client) *cobra.Command {
 			if out.json {
 				return printJSON(cmd.OutOrStdout(), f)
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "list feature %s: ttl %s, created %s\n", describeFeature(id), ebbclient.FormatDuration(f.TTL), formatTime(f.CreatedAt))
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "list feature %s: ttl %s, expiry %s, created %s\n", describeFeature(id), ebbclient.FormatDuration(f.TTL), f.Expiry, formatTime(f.CreatedAt))
 			return err
 		},
 	}

@@ -61,6 +61,14 @@ func TestListsCommands(t *testing.T) {
 	if out := ok("lists", "features", list[0]); !strings.Contains(out, "ENTITY_TYPE") || !strings.Contains(out, "user/kind    stories#1  _        720h") {
 		t.Fatalf("lists features: %q", out)
 	}
+	// --expiry changes the mode of the existing version online.
+	if out := ok("lists", "create-feature", list[0], list[1], "_", "--ttl", "720h", "--expiry", "drop"); !strings.Contains(out, "expiry drop") {
+		t.Fatalf("create-feature --expiry drop: %q", out)
+	}
+	if out := ok("lists", "features", list[0]); !strings.Contains(out, "EXPIRY") || !strings.Contains(out, "drop") {
+		t.Fatalf("lists features after the change: %q", out)
+	}
+	fails("expiry", "lists", "create-feature", list[0], list[1], "_", "--ttl", "720h", "--expiry", "later")
 	if out := ok("lists", "features", "nobody", "--output", "json"); strings.TrimSpace(out) != "[]" {
 		t.Fatalf("lists features of an entity type without any: %q", out)
 	}

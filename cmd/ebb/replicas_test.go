@@ -33,10 +33,13 @@ var replicaEndpoints = []struct {
 // replica serves reads and writes, one replica at a time runs the shard
 // manager and the sweeper, a killed leader is replaced within two lease
 // periods, a paused one acts on nothing when it wakes, no shard is dropped
-// twice or early, and expired rows are deleted once.
+// twice or early, and expired rows are deleted once. The endpoints' runs
+// overlap: each is mostly waiting out lease periods, on a table prefix of
+// its own.
 func TestReplicas(t *testing.T) {
 	for _, ep := range replicaEndpoints {
 		t.Run(ep.name, func(t *testing.T) {
+			t.Parallel()
 			testReplicas(t, ep.target.Require(t))
 		})
 	}

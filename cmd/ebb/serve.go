@@ -39,6 +39,8 @@ type serveConfig struct {
 	cqlCAFile         string
 	cqlCreateKeyspace bool
 	cqlReplication    string
+	cqlMaxTables      int
+	cqlAuth           string
 	dynamoPrefix      string
 	authFile          string
 	logLevel          string
@@ -97,6 +99,8 @@ Flags given on the command line override the file; a relative path in it
 	f.BoolVar(&cfg.cqlTLS, "cql-tls", false, "connect to the CQL cluster with TLS (Keyspaces requires it, on port 9142)")
 	f.StringVar(&cfg.cqlCAFile, "cql-ca-file", "", "PEM file of CA certificates for the CQL cluster's TLS (implies --cql-tls)")
 	f.BoolVar(&cfg.cqlCreateKeyspace, "cql-create-keyspace", false, "create the CQL keyspace when missing, with --cql-replication")
+	f.StringVar(&cfg.cqlAuth, "cql-auth", "password", "CQL authentication: password (--cql-username, $EBB_CQL_PASSWORD) or sigv4 (Amazon Keyspaces; region and credentials from the AWS default chain)")
+	f.IntVar(&cfg.cqlMaxTables, "cql-max-tables", 0, "most CQL tables ebb's keyspace may hold; a create past it fails (0: the provider's default, 256 on Amazon Keyspaces, none elsewhere; -1: none)")
 	f.StringVar(&cfg.cqlReplication, "cql-replication", "", "replication map for --cql-create-keyspace, e.g. {'class':'NetworkTopologyStrategy','dc1':3} (default: SingleRegionStrategy on Keyspaces, SimpleStrategy RF 1 elsewhere)")
 	f.DurationVar(&cfg.db.ReconcileInterval, "reconcile-interval", cfg.db.ReconcileInterval, "how often the shard manager reconciles every index")
 	f.DurationVar(&cfg.db.SweepInterval, "sweep-interval", cfg.db.SweepInterval, "how often the expiry sweeper deletes expired rows")

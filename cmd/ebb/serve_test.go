@@ -52,8 +52,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// ebbBinary builds cmd/ebb once per test run, so that the process tests
-// exercise exactly what a user runs.
+// testVersion is the version ebbBinary sets with the release build's -X
+// flag, which TestVersionLdflags checks.
+const testVersion = "v9.9.9"
+
+// ebbBinary builds cmd/ebb once per test run, as the Makefile's build
+// target does (with -ldflags "-X main.version=..."), so that the process
+// tests exercise exactly what a user runs. One build serves every test:
+// linking the binary costs seconds of CPU.
 func ebbBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -63,7 +69,7 @@ func ebbBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "ebb")
-		out, err := exec.Command(goTool, "build", "-o", binPath, ".").CombinedOutput()
+		out, err := exec.Command(goTool, "build", "-ldflags", "-X main.version="+testVersion, "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

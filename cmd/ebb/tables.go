@@ -64,13 +64,18 @@ func tablesCreateCmd(c *client) *cobra.Command {
 	var cfg ebbclient.TableConfig
 	var out *output
 	cmd := &cobra.Command{
-		Use:   "create TABLE [--default-ttl DURATION]",
+		Use:   "create TABLE [--default-ttl DURATION] [--expiry sweep|native]",
 		Short: "Create a shared table",
 		Long: `Create a shared table. Items put without a TTL of their own expire
 --default-ttl after they are written (0, the default: never). An identical
-table is left as it is; one with another default TTL is a conflict.`,
-		Example: `  ebb tables create orders --default-ttl 720h`,
-		Args:    cobra.ExactArgs(1),
+table is left as it is; one with another default TTL is a conflict.
+--expiry chooses how expired items leave the disk: sweep (deleted within
+seconds) or native (the backend's own TTL); without it a new table gets the
+backend's default and an existing one keeps its mode. Another mode for an
+existing table changes it for the items written from then on.`,
+		Example: `  ebb tables create orders --default-ttl 720h
+  ebb tables create sessions --default-ttl 24h --expiry native`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := c.api()
 			if err != nil {
@@ -92,6 +97,7 @@ table is left as it is; one with another default TTL is a conflict.`,
 		},
 	}
 	cmd.Flags().DurationVar(&cfg.DefaultTTL, "default-ttl", 0, "TTL of items put without their own (0: never expire)")
+	cmd.Flags().StringVar((*string)(&cfg.Expiry), "expiry", "", "how expired items leave the disk: sweep or native (default: the backend's)")
 	out = addOutput(cmd)
 	return cmd
 }
@@ -115,9 +121,9 @@ func tablesListCmd(c *client) *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), map[string][]ebbclient.Table{"tables": nonNil(tables)})
 			}
 			tw := newTable(cmd.OutOrStdout())
-			fmt.Fprintln(tw, "NAME\tDEFAULT_TTL\tCREATED")
+			fmt.Fprintln(tw, "NAME\tDEFAULT_TTL\tCREATED\tEXPIRY")
 			for _, t := range tables {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, ebbclient.FormatDuration(t.DefaultTTL), formatTime(t.CreatedAt))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, ebbclient.FormatDuration(t.DefaultTTL), formatTime(t.CreatedAt), t.Expiry)
 			}
 			return tw.Flush()
 		},

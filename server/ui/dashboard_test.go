@@ -104,6 +104,12 @@ func TestDashboard(t *testing.T) {
 		t.Errorf("list feature row %q", got)
 	}
 	b.waitFor("the shared table's items", `document.querySelector('[data-table-name="orders"] [data-items]')?.dataset.items === '2'`)
+	// Each shows its expiry mode, the embedded backend's default.
+	for _, sel := range []string{`[data-feature="user/stories/"] [data-expiry]`, `[data-table-name="orders"] [data-expiry]`} {
+		if got := eval[string](b, fmt.Sprintf(`document.querySelector(%s)?.dataset.expiry ?? ''`, js(sel))); got != "sweep" {
+			t.Errorf("%s: expiry %q, want sweep", sel, got)
+		}
+	}
 
 	// Backend and health.
 	b.waitFor("ready", `document.querySelector('[data-ready]')?.dataset.ready === 'ready'`)

@@ -192,6 +192,9 @@ func (s *Store) CreateTable(ctx context.Context, spec store.TableSpec) (err erro
 	}
 	defer cancel()
 	defer s.observe("create_table", timeNow(), &err)
+	if err := s.reserveTables(ctx, spec); err != nil {
+		return err
+	}
 	if err := s.claimName(ctx, spec); err != nil {
 		return err
 	}
@@ -211,6 +214,18 @@ func (s *Store) CreateTable(ctx context.Context, spec store.TableSpec) (err erro
 	return nil
 }
 
+// creationSwitches is the switch history a table starts with: where the
+// provider counts an on-demand creation as a switch to on-demand
+// (Keyspaces: back to on-demand only 24 h after creation), the creation
+// time, as a JSON list of Unix ms; null elsewhere. Tables are created
+// on-demand.
+func (s *Store) creationSwitches() any {
+	if !s.caps.Switches.CreationCounts {
+		return nil
+	}
+	return fmt.Sprintf("[%d]", s.now().UnixMilli())
+}
+
 // claimName writes the spec into the catalog unless a row with another
 // spec exists for a table that still exists (ErrTableExists). A left-over
 // row without its table (a create or drop interrupted half-way) is
@@ -219,7 +234,7 @@ func (s *Store) claimName(ctx context.Context, spec store.TableSpec) error {
 	doc := specJSON(spec)
 	for range 3 {
 		cur := map[string]any{}
-		applied, err := s.session.Query(`INSERT INTO `+s.catalog()+` ("name", "spec") VALUES (?, ?) IF NOT EXISTS`, spec.Name, doc).
+		applied, err := s.session.Query(`INSERT INTO `+s.catalog()+` ("name", "spec", "switches") VALUES (?, ?, ?) IF NOT EXISTS`, spec.Name, doc, s.creationSwitches()).
 			MapScanCASContext(ctx, cur)
 		if err != nil {
 			return mapErr(ctx, "create "+spec.Name, err)
@@ -243,8 +258,8 @@ func (s *Store) claimName(ctx context.Context, spec store.TableSpec) error {
 			return store.Errorf(store.ErrTableExists, "%q", spec.Name)
 		}
 		// A stale row: replace it only if nobody changed it meanwhile.
-		applied, err = s.session.Query(`UPDATE `+s.catalog()+` SET "spec" = ?, "capacity" = null, "switches" = null WHERE "name" = ? IF "spec" = ?`,
-			doc, spec.Name, old).MapScanCASContext(ctx, map[string]any{})
+		applied, err = s.session.Query(`UPDATE `+s.catalog()+` SET "spec" = ?, "capacity" = null, "switches" = ? WHERE "name" = ? IF "spec" = ?`,
+			doc, s.creationSwitches(), spec.Name, old).MapScanCASContext(ctx, map[string]any{})
 		if err != nil {
 			return mapErr(ctx, "create "+spec.Name, err)
 		}
@@ -311,7 +326,7 @@ func (s *Store) Tables(ctx context.Context, prefix string) (_ []store.TableInfo,
 			_ = iter.Close()
 			return nil, err
 		}
-		infos = append(infos, store.TableInfo{Spec: e.spec, State: st, Capacity: e.capacity})
+		infos = append(infos, store.TableInfo{Spec: e.spec, State: st, Capacity: e.capacity, Switches: store.SwitchTimes(e.switches)})
 	}
 	if err := iter.Close(); err != nil {
 		return nil, mapErr(ctx, "list tables", err)

@@ -56,6 +56,14 @@ var goldenSpecs = map[string]store.TableSpec{
 	"meta": store.MetaSpec,
 }
 
+// forever is wide with one index and no row that ever expires (an index
+// shard's promise): no TTL anywhere, and on Keyspaces TTL left off.
+func init() {
+	f := goldenSpecs["wide"]
+	f.Name, f.Indexes, f.NeverExpires = "forever", f.Indexes[:1], true
+	goldenSpecs["forever"] = f
+}
+
 var (
 	goldenNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	goldenTS  = int64(1772366400000000) // µs, the first write timestamp
@@ -193,11 +201,30 @@ func runGolden(t *testing.T, cmd string, args map[string]string) string {
 		p := goldenProvider(t, args)
 		return createKeyspaceCQL("ks", p, args["replication"]) + "\n" + createCatalogCQL("ks", p) + "\n"
 	case "capacity":
-		c := store.Capacity{}
-		if args["mode"] == "provisioned" {
-			c = store.Capacity{Mode: store.Provisioned, ReadUnits: 5, WriteUnits: 7}
+		// mode= is the target, from= the current mode (the other one when
+		// omitted), warm=R/W the target's warm throughput.
+		capOf := func(mode string) store.Capacity {
+			if mode == "provisioned" {
+				return store.Capacity{Mode: store.Provisioned, ReadUnits: 5, WriteUnits: 7}
+			}
+			return store.Capacity{}
 		}
-		return capacityCQL("ks", sc.spec.Name, c) + "\n"
+		c := capOf(args["mode"])
+		from, ok := args["from"]
+		if !ok {
+			from = map[bool]string{true: "on_demand", false: "provisioned"}[args["mode"] == "provisioned"]
+		}
+		cur := capOf(from)
+		if w, ok := args["warm"]; ok {
+			if _, err := fmt.Sscanf(w, "%d/%d", &c.WarmRead, &c.WarmWrite); err != nil {
+				t.Fatalf("warm=%q: %v", w, err)
+			}
+		}
+		out := capacityCQL("ks", sc.spec.Name, cur, c)
+		if out == "" {
+			out = "(nothing to send)"
+		}
+		return out + "\n"
 	case "write":
 		r := resolveOne(t, sc, mut())
 		w := goldenParams()

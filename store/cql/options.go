@@ -40,12 +40,23 @@ type Options struct {
 	// server's password authenticator (Keyspaces service-specific
 	// credentials work the same way).
 	Username, Password string
+	// SigV4, when set, authenticates with Amazon Keyspaces' SigV4 exchange
+	// instead (see SigV4); it excludes Username.
+	SigV4 *SigV4
 	// TLS turns TLS on; CAFile (PEM) adds root certificates and ServerName
 	// sets the name checked in the server's certificate (the host name of
 	// the first contact point when empty). Keyspaces requires TLS.
 	TLS        bool
 	CAFile     string
 	ServerName string
+	// MaxTables is the most CQL tables the keyspace may hold (the catalog,
+	// each table and each table's index companion count one); CreateTable
+	// refuses with ErrTableQuota what would exceed it. Zero means the
+	// provider's default: DefaultKeyspacesMaxTables on Amazon Keyspaces
+	// (its quota counts every keyspace of the account in the Region, so
+	// set what is left for ebb), none on Cassandra and ScyllaDB. Negative
+	// means none.
+	MaxTables int
 	// Common holds the options every remote backend has (see
 	// remote.Common). Here Timeout (10 s by default) bounds each data
 	// operation; TableTimeout (5 minutes) schema agreement and Keyspaces'
@@ -104,6 +115,9 @@ func (o Options) Validate() error {
 	}
 	if o.Password != "" && o.Username == "" {
 		return bad("a password without a username")
+	}
+	if o.SigV4 != nil && (o.Username != "" || o.SigV4.Region == "" || o.SigV4.Credentials == nil) {
+		return bad("SigV4 needs a region and credentials, and no username")
 	}
 	if (o.CAFile != "" || o.ServerName != "") && !o.TLS {
 		return bad("CAFile or ServerName set without TLS")

@@ -117,8 +117,9 @@ func newSchema(ks string, spec store.TableSpec) *schema {
 
 // tableOptions renders the WITH clause of a CREATE TABLE (without the
 // clustering order): the default TTL and, on Keyspaces, the custom
-// properties every ebb table needs there.
-func tableOptions(p Provider, defaultTTL time.Duration, margin time.Duration) []string {
+// properties the table needs there: TTL only when its rows may expire
+// (Keyspaces cannot turn it off again, and it adds bytes to every row).
+func tableOptions(p Provider, defaultTTL time.Duration, neverExpires bool, margin time.Duration) []string {
 	var opts []string
 	if defaultTTL > 0 {
 		// Every write carries USING TTL, so this default only catches
@@ -127,9 +128,14 @@ func tableOptions(p Provider, defaultTTL time.Duration, margin time.Duration) []
 	}
 	if p == Keyspaces {
 		// TTL must be switched on before any USING TTL is accepted, and
-		// client-side timestamps before USING TIMESTAMP and WRITETIME.
+		// client-side timestamps before USING TIMESTAMP and WRITETIME,
+		// which every write carries to order a batch's mutations.
+		ttl := "'ttl': {'status': 'enabled'}, "
+		if neverExpires {
+			ttl = ""
+		}
 		opts = append(opts, "CUSTOM_PROPERTIES = {'capacity_mode': {'throughput_mode': 'PAY_PER_REQUEST'}, "+
-			"'ttl': {'status': 'enabled'}, 'client_side_timestamps': {'status': 'enabled'}}")
+			ttl+"'client_side_timestamps': {'status': 'enabled'}}")
 	}
 	return opts
 }
@@ -160,7 +166,7 @@ func createTableCQL(ks string, spec store.TableSpec, p Provider, margin time.Dur
 	if len(ck) > 0 {
 		key += ", " + strings.Join(ck, ", ")
 	}
-	opts := tableOptions(p, spec.DefaultTTL, margin)
+	opts := tableOptions(p, spec.DefaultTTL, spec.NeverExpires, margin)
 	if len(co) > 0 {
 		opts = append([]string{"CLUSTERING ORDER BY (" + strings.Join(co, ", ") + ")"}, opts...)
 	}
@@ -187,7 +193,7 @@ func createTableCQL(ks string, spec store.TableSpec, p Provider, margin time.Dur
 		ikey += ", " + strings.Join(ck, ", ")
 		ico = append(ico, co...)
 	}
-	iopts := append([]string{"CLUSTERING ORDER BY (" + strings.Join(ico, ", ") + ")"}, tableOptions(p, 0, margin)...)
+	iopts := append([]string{"CLUSTERING ORDER BY (" + strings.Join(ico, ", ") + ")"}, tableOptions(p, 0, spec.NeverExpires, margin)...)
 	out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (%s, PRIMARY KEY (%s)) WITH %s",
 		sc.index, strings.Join(icols, ", "), ikey, strings.Join(iopts, " AND ")))
 	return out

@@ -52,6 +52,17 @@ type writeParams struct {
 
 func (w writeParams) ttl(exp int64) int64 { return ttlSeconds(exp, w.now, w.margin, w.cap) }
 
+// forMutation returns the parameters of r's statements: an
+// store.ExpiryDrop upsert is written with TTL 0, which overrides the
+// table's default_time_to_live, so that only dropping the table removes
+// it.
+func (w writeParams) forMutation(r *kit.ResolvedMutation) writeParams {
+	if r.Expiry == store.ExpiryDrop {
+		w.cap = 0
+	}
+	return w
+}
+
 func orNever(exp int64) int64 {
 	if exp == 0 {
 		return never
@@ -66,6 +77,7 @@ func orNever(exp int64) int64 {
 // statements then carry no timestamp (Paxos sets it) and no index entries
 // (written before, by the caller).
 func upsertStmts(sc *schema, r *kit.ResolvedMutation, w writeParams, cond *stmt) []stmt {
+	w = w.forMutation(r)
 	type group struct {
 		exp   int64
 		cells []kit.ResolvedCell
@@ -85,13 +97,17 @@ func upsertStmts(sc *schema, r *kit.ResolvedMutation, w writeParams, cond *stmt)
 	for gi, g := range groups {
 		var sets []string
 		var args []any
-		using := "USING TIMESTAMP ? AND TTL ?"
-		if cond != nil {
-			using = "USING TTL ?"
-		} else {
+		// A table whose rows never expire carries no TTL (Keyspaces
+		// refuses one where TTL is off).
+		var using []string
+		if cond == nil {
+			using = append(using, "TIMESTAMP ?")
 			args = append(args, w.ts)
 		}
-		args = append(args, w.ttl(g.exp))
+		if !sc.spec.NeverExpires {
+			using = append(using, "TTL ?")
+			args = append(args, w.ttl(g.exp))
+		}
 		if gi == 0 {
 			sets = append(sets, quote(colMarker)+" = ?")
 			args = append(args, g.exp)
@@ -102,7 +118,11 @@ func upsertStmts(sc *schema, r *kit.ResolvedMutation, w writeParams, cond *stmt)
 			args = append(args, bindValue(c.Value), g.exp)
 		}
 		args = appendKey(appendKey(args, r.Partition), r.Clustering)
-		q := fmt.Sprintf("UPDATE %s %s SET %s WHERE %s", sc.data, using, strings.Join(sets, ", "), sc.rowWhere)
+		clause := ""
+		if len(using) > 0 {
+			clause = " USING " + strings.Join(using, " AND ")
+		}
+		q := fmt.Sprintf("UPDATE %s%s SET %s WHERE %s", sc.data, clause, strings.Join(sets, ", "), sc.rowWhere)
 		if cond != nil && gi == 0 {
 			q += cond.cql
 			args = append(args, cond.args...)
@@ -119,6 +139,7 @@ func upsertStmts(sc *schema, r *kit.ResolvedMutation, w writeParams, cond *stmt)
 // cells: keyed by (partition, index, value, clustering), holding the cell's
 // expiry, with the cell's TTL and timestamp.
 func indexEntryStmts(sc *schema, r *kit.ResolvedMutation, w writeParams) []stmt {
+	w = w.forMutation(r)
 	var out []stmt
 	for _, c := range r.Cells {
 		ix := indexOf(&sc.spec, c.Col)
@@ -126,12 +147,15 @@ func indexEntryStmts(sc *schema, r *kit.ResolvedMutation, w writeParams) []stmt 
 			continue
 		}
 		e := orNever(c.ExpiresAt)
-		args := []any{w.ts, w.ttl(e), e}
+		using, args := "TIMESTAMP ? AND TTL ?", []any{w.ts, w.ttl(e), e}
+		if sc.spec.NeverExpires {
+			using, args = "TIMESTAMP ?", []any{w.ts, e}
+		}
 		args = appendKey(args, r.Partition)
 		args = append(args, ix, indexKey(kit.RawValue(c.Value)))
 		args = appendKey(args, r.Clustering)
-		out = append(out, stmt{fmt.Sprintf("UPDATE %s USING TIMESTAMP ? AND TTL ? SET %s = ? WHERE %s",
-			sc.index, quote(colIndexExp), indexWhere(sc)), args})
+		out = append(out, stmt{fmt.Sprintf("UPDATE %s USING %s SET %s = ? WHERE %s",
+			sc.index, using, quote(colIndexExp), indexWhere(sc)), args})
 	}
 	return out
 }

@@ -129,6 +129,8 @@ func capabilities(p Provider) store.Capabilities {
 	}
 	if p == Keyspaces {
 		c.MaxAtomicBatch = 10
+		c.WarmThroughput = true
+		c.Switches = store.KeyspacesSwitches
 	} else {
 		// auto_snapshot: true is the shipped default of both engines.
 		c.DropKeepsSnapshot = true
@@ -150,6 +152,9 @@ func clusterConfig(o Options) (*gocql.ClusterConfig, error) {
 	c.Metadata.CacheMode = gocql.Disabled
 	c.MaxWaitSchemaAgreement = o.TableTimeout
 	c.Logger = slogAdapter{o.Logger}
+	if o.SigV4 != nil {
+		c.Authenticator = sigv4Auth{o.SigV4}
+	}
 	if o.Username != "" {
 		c.Authenticator = gocql.PasswordAuthenticator{Username: o.Username, Password: o.Password}
 	}

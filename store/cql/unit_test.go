@@ -198,18 +198,14 @@ func TestSplitPhases(t *testing.T) {
 	}
 }
 
-func TestSwitchAllowed(t *testing.T) {
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	if h, ok := switchLimit.Allowed(nil, now); !ok || len(h) != 0 {
-		t.Fatalf("no history: %v %v", h, ok)
+func TestProviderSwitchRules(t *testing.T) {
+	if got := capabilities(Keyspaces); got.Switches != store.KeyspacesSwitches || !got.WarmThroughput {
+		t.Fatalf("Keyspaces: switches %+v warm %v; want the Keyspaces rules and warm throughput", got.Switches, got.WarmThroughput)
 	}
-	recent := now.Add(-23 * time.Hour).UnixMilli()
-	old := now.Add(-25 * time.Hour).UnixMilli()
-	if h, ok := switchLimit.Allowed([]int64{old, recent}, now); ok || !slices.Equal(h, []int64{recent}) {
-		t.Fatalf("a switch 23 h ago: history %v allowed %v; want [recent] false", h, ok)
-	}
-	if h, ok := switchLimit.Allowed([]int64{old}, now); !ok || len(h) != 0 {
-		t.Fatalf("a switch 25 h ago: history %v allowed %v; want forgotten and allowed", h, ok)
+	for _, p := range []Provider{Cassandra, ScyllaDB} {
+		if got := capabilities(p); got.Switches.Limited() || got.WarmThroughput {
+			t.Fatalf("%v: switches %+v warm %v; want no limit and no warm throughput", p, got.Switches, got.WarmThroughput)
+		}
 	}
 }
 
@@ -392,5 +388,36 @@ func TestCapabilities(t *testing.T) {
 	}
 	if c := capabilities(Keyspaces); c.MaxAtomicBatch*3 > keyspacesBatchStatements || c.DeleteBatch != keyspacesBatchStatements {
 		t.Errorf("keyspaces: %+v: an atomic batch of plain upserts with up to two index entries each must fit 30 statements", c)
+	}
+}
+
+func TestTableQuota(t *testing.T) {
+	if got := maxTables(Options{}, Keyspaces); got != 256 {
+		t.Errorf("Keyspaces default quota %d, want 256", got)
+	}
+	if got := maxTables(Options{}, Cassandra); got != 0 {
+		t.Errorf("Cassandra default quota %d, want none", got)
+	}
+	if got := maxTables(Options{MaxTables: -1}, Keyspaces); got != 0 {
+		t.Errorf("MaxTables -1 gives %d, want none", got)
+	}
+	if got := maxTables(Options{MaxTables: 10}, ScyllaDB); got != 10 {
+		t.Errorf("MaxTables 10 gives %d", got)
+	}
+	existing := map[string]store.TableState{catalogTable: store.Active, "a": store.Active, "b": store.Active}
+	plain := store.TableSpec{Name: "c"}
+	indexed := store.TableSpec{Name: "c", Indexes: []store.IndexSpec{{Name: "i", Column: "v"}}}
+	if err := checkTableQuota(existing, plain, 4); err != nil {
+		t.Errorf("the 4th table of 4: %v", err)
+	}
+	err := checkTableQuota(existing, indexed, 4)
+	if !errors.Is(err, ErrTableQuota) || !errors.Is(err, store.ErrCapacityLimit) {
+		t.Errorf("a table and its companion past the quota: %v, want ErrTableQuota", err)
+	}
+	if err := checkTableQuota(existing, store.TableSpec{Name: "a"}, 3); err != nil {
+		t.Errorf("re-creating an existing table at the quota: %v", err)
+	}
+	if err := checkTableQuota(existing, plain, 0); err != nil {
+		t.Errorf("no quota: %v", err)
 	}
 }

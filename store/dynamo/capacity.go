@@ -3,22 +3,20 @@ package dynamo
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/ebb-data/ebb/store"
-	"github.com/ebb-data/ebb/store/remote"
 )
 
-// DynamoDB lets a table switch from provisioned to on-demand capacity at
-// most four times in a rolling 24 hours; a fifth UpdateTable fails. ebb
+// switchLimit is DynamoDB's limit on switches from provisioned to
+// on-demand (store.DynamoDBSwitches, which Capabilities reports too). ebb
 // checks its own record of switches first, so the limit surfaces as
 // store.ErrCapacityLimit before anything is sent. The history the limit is
 // checked against holds the Unix ms times of earlier provisioned ->
 // on-demand switches.
-var switchLimit = remote.SwitchLimit{Max: 4, Window: 24 * time.Hour}
+var switchLimit = store.DynamoDBSwitches
 
 // SetCapacity changes a table's billing mode, provisioned throughput and
 // warm throughput with UpdateTable and records the setting in the catalog;

@@ -377,7 +377,7 @@ func (s *Store) Tables(ctx context.Context, prefix string) ([]store.TableInfo, e
 			if !strings.HasPrefix(e.spec.Name, prefix) || !existing[s.physicalName(e.spec.Name)] {
 				continue
 			}
-			infos = append(infos, store.TableInfo{Spec: e.spec, State: store.Active, Capacity: e.capacity})
+			infos = append(infos, store.TableInfo{Spec: e.spec, State: store.Active, Capacity: e.capacity, Switches: store.SwitchTimes(e.switches)})
 		}
 		if out.LastEvaluatedKey == nil {
 			break

@@ -57,6 +57,20 @@ type op struct {
 	// item's native TTL must go. maxExp is the latest expiry it wrote.
 	neverExpires bool
 	maxExp       int64
+	// drop: an store.ExpiryDrop upsert was folded in, so the item carries
+	// no native TTL (only dropping the table removes it).
+	drop bool
+}
+
+// noteMode records r's expiry mode and, for a put, removes the native TTL
+// of an item that must have none.
+func (o *op) noteMode(r *kit.ResolvedMutation) {
+	if r.Kind == store.Upsert && r.Expiry == store.ExpiryDrop {
+		o.drop = true
+	}
+	if o.drop && o.item != nil {
+		delete(o.item, attrTTL)
+	}
 }
 
 func (o *op) key() map[string]types.AttributeValue {
@@ -124,6 +138,7 @@ func apply(spec *store.TableSpec, prev *op, r *kit.ResolvedMutation, sk []byte, 
 	case full:
 		o := newOp(opPut)
 		o.item = upsertItem(spec, r, margin)
+		o.noteMode(r)
 		return replace(prev, o)
 	case r.Kind == store.DeleteRow:
 		return replace(prev, newOp(opDelete))
@@ -148,11 +163,13 @@ func apply(spec *store.TableSpec, prev *op, r *kit.ResolvedMutation, sk []byte, 
 				setCell(spec, prev.item, c)
 			}
 			setTTL(spec, prev.item, margin)
+			prev.noteMode(r)
 		case store.DeleteCells:
 			for _, c := range r.Cells {
 				deleteCell(prev.item, c.Col)
 			}
 			setTTL(spec, prev.item, margin)
+			prev.noteMode(r)
 		case store.DeleteIfExpired:
 			if !itemLive(spec, prev.item, now) {
 				prev.kind, prev.item = opDelete, nil
@@ -163,6 +180,7 @@ func apply(spec *store.TableSpec, prev *op, r *kit.ResolvedMutation, sk []byte, 
 		switch r.Kind {
 		case store.Upsert:
 			prev.kind, prev.item = opPut, upsertItem(spec, r, margin)
+			prev.noteMode(r)
 		case store.DeleteCells, store.DeleteIfExpired:
 		}
 		return prev, false
@@ -210,7 +228,9 @@ func mergeUpdate(spec *store.TableSpec, o *op, r *kit.ResolvedMutation) {
 	o.marker = true
 	exp := expOrNever(r.ExpiresAt)
 	set(attrMarker, numAttr(exp))
-	o.neverExpires = o.neverExpires || exp == never
+	// An ExpiryDrop row must lose its native TTL as one that never
+	// expires does.
+	o.neverExpires = o.neverExpires || exp == never || r.Expiry == store.ExpiryDrop
 	o.maxExp = max(o.maxExp, exp)
 	tmp := map[string]types.AttributeValue{}
 	for _, c := range r.Cells {

@@ -89,6 +89,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			MaxRowBytes:           maxRowBytes,
 			DeleteBatch:           batchWriteItems,
 			SharedAcrossProcesses: true,
+			Switches:              switchLimit,
 		},
 	}
 	s.tables = remote.NewTables(s.core, s.loadTable, mapErr)

@@ -28,6 +28,8 @@ type ResolvedMutation struct {
 	ClusteringKey []byte // EncodeClustering
 	Cells         []ResolvedCell
 	ExpiresAt     int64
+	// Expiry is the mutation's store.Mutation.Expiry.
+	Expiry store.ExpiryMode
 	// Cond is the mutation's condition, nil when it has none.
 	Cond *ResolvedCondition
 	// Size is the approximate stored size of the cells and keys, for limits.
@@ -174,6 +176,10 @@ func sameKey(a, b []any) bool {
 func resolve(spec *store.TableSpec, m *store.Mutation, now time.Time, maxRowBytes int, r *ResolvedMutation, keys *[]byte, parts *partitions) error {
 	var err error
 	r.Kind = m.Kind
+	if m.Expiry > store.ExpiryDrop {
+		return store.Errorf(store.ErrInvalid, "unknown expiry mode %d", m.Expiry)
+	}
+	r.Expiry = m.Expiry
 	var shared *ResolvedMutation
 	keyed := len(m.Partition) == len(spec.PartitionKey) && len(m.Partition) > 0
 	if keyed {
@@ -234,6 +240,8 @@ func resolve(spec *store.TableSpec, m *store.Mutation, now time.Time, maxRowByte
 	switch {
 	case m.NoExpiry && !m.ExpiresAt.IsZero():
 		return store.Errorf(store.ErrInvalid, "both NoExpiry and ExpiresAt set")
+	case spec.NeverExpires && !m.ExpiresAt.IsZero():
+		return store.Errorf(store.ErrInvalid, "table %q: rows never expire, yet an expiry is set", spec.Name)
 	case m.NoExpiry:
 	case !m.ExpiresAt.IsZero():
 		if r.ExpiresAt = m.ExpiresAt.UnixMilli(); r.ExpiresAt <= 0 {
@@ -258,6 +266,9 @@ func resolve(spec *store.TableSpec, m *store.Mutation, now time.Time, maxRowByte
 		}
 		exp := r.ExpiresAt
 		if !c.ExpiresAt.IsZero() {
+			if spec.NeverExpires {
+				return store.Errorf(store.ErrInvalid, "table %q: rows never expire, yet column %q has an expiry", spec.Name, c.Column)
+			}
 			if exp = c.ExpiresAt.UnixMilli(); exp <= 0 {
 				return store.Errorf(store.ErrInvalid, "column %q: expiry is not after 1970", c.Column)
 			}

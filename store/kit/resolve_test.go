@@ -498,3 +498,31 @@ func BenchmarkResolveBatch(b *testing.B) {
 		})
 	}
 }
+
+// TestResolveBatchNeverExpires checks that a table whose rows never expire
+// refuses a row or cell expiry and takes rows without one.
+func TestResolveBatchNeverExpires(t *testing.T) {
+	spec := wideSpec(store.Asc, 0)
+	spec.NeverExpires = true
+	key := func(m store.Mutation) store.Mutation {
+		m.Partition, m.Clustering = []any{"p"}, []any{int64(1), "a"}
+		return m
+	}
+	for name, m := range map[string]store.Mutation{
+		"row expiry":  key(store.Mutation{ExpiresAt: testNow.Add(time.Hour), Cells: []store.Cell{{Column: "v", Value: "x"}}}),
+		"cell expiry": key(store.Mutation{Cells: []store.Cell{{Column: "v", Value: "x", ExpiresAt: testNow.Add(time.Hour)}}}),
+	} {
+		if _, err := ResolveBatch(spec, []store.Mutation{m}, testNow, 0); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "never expire") {
+			t.Errorf("%s: %v, want ErrInvalid naming the table's promise", name, err)
+		}
+	}
+	got, err := ResolveBatch(spec, []store.Mutation{key(store.Mutation{Cells: []store.Cell{{Column: "v", Value: "x"}}})}, testNow, 0)
+	if err != nil || got[0].ExpiresAt != 0 || got[0].Cells[0].ExpiresAt != 0 {
+		t.Fatalf("a row without expiry: %v %+v", err, got)
+	}
+	bad := *spec
+	bad.DefaultTTL = time.Hour
+	if err := bad.Validate(); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("NeverExpires with a default TTL: %v, want ErrInvalid", err)
+	}
+}

@@ -22,9 +22,6 @@
 //   - Metrics, the requests and latency every remote backend exports by
 //     operation; the outcome labels and any further metrics stay with the
 //     backend, because they name what its service reports.
-//   - SwitchLimit, the check of a provider's limit on capacity-mode
-//     switches against the history a backend keeps (the limit itself is
-//     the backend's).
 //   - The error facts that hold for every transport: an error already
 //     mapped onto a store sentinel passes through, a broken connection is
 //     unavailability, a caller's own cancellation is not.

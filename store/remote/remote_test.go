@@ -286,21 +286,6 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
-func TestSwitchLimit(t *testing.T) {
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	ms := func(d time.Duration) int64 { return now.Add(-d).UnixMilli() }
-	two := SwitchLimit{Max: 2, Window: 24 * time.Hour}
-	recent, ok := two.Allowed([]int64{ms(25 * time.Hour), ms(23 * time.Hour), ms(time.Hour)}, now)
-	if ok || len(recent) != 2 {
-		t.Fatalf("two switches within the window, limit 2: ok=%v recent=%v", ok, recent)
-	}
-	one := SwitchLimit{Max: 1, Window: 24 * time.Hour}
-	recent, ok = one.Allowed([]int64{ms(25 * time.Hour), ms(24 * time.Hour)}, now)
-	if !ok || len(recent) != 0 {
-		t.Fatalf("switches at and past the window's edge are forgotten: ok=%v recent=%v", ok, recent)
-	}
-}
-
 func TestErrorFacts(t *testing.T) {
 	for _, s := range sentinels {
 		if !Mapped(fmt.Errorf("op: %w", s)) {

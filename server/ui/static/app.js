@@ -820,12 +820,13 @@
           ? 'Rows stored per version (expired rows not yet deleted included)'
           : 'Row counts need the admin scope'),
         h('thead', {}, h('tr', {}, h('th', {}, 'entity type'), h('th', {}, 'feature'), h('th', {}, 'version'),
-          h('th', {}, 'TTL'), h('th', { class: 'num' }, 'rows'))),
+          h('th', {}, 'TTL'), h('th', {}, 'expiry'), h('th', { class: 'num' }, 'rows'))),
         h('tbody', {}, f.features.map((x) => {
           const n = x.table && rows.has(x.table) ? rows.get(x.table) : null;
           return h('tr', { dataset: { feature: `${x.entity_type}/${x.feature}/${x.version}` } },
             h('td', {}, x.entity_type), h('td', {}, x.feature), h('td', {}, x.version === '' ? '(default)' : x.version),
-            h('td', {}, x.ttl), h('td', { class: 'num', dataset: { rows: n === null ? '' : String(n) } }, formatCount(n)));
+            h('td', {}, x.ttl), h('td', { dataset: { expiry: x.expiry || '' } }, x.expiry || ''),
+            h('td', { class: 'num', dataset: { rows: n === null ? '' : String(n) } }, formatCount(n)));
         }))));
     });
   }
@@ -847,10 +848,11 @@
       }
       return h('div', { class: 'scroll' }, h('table', { class: 'data' },
         h('caption', {}, t.counted ? 'Live items per logical table' : 'Item counts need the admin scope'),
-        h('thead', {}, h('tr', {}, h('th', {}, 'table'), h('th', {}, 'default TTL'),
+        h('thead', {}, h('tr', {}, h('th', {}, 'table'), h('th', {}, 'default TTL'), h('th', {}, 'expiry'),
           h('th', { class: 'num' }, 'items'), h('th', { class: 'num' }, 'bytes'))),
         h('tbody', {}, t.tables.map((x) => h('tr', { dataset: { tableName: x.name } },
           h('td', {}, x.name), h('td', {}, x.default_ttl === '0s' ? 'never expires' : x.default_ttl),
+          h('td', { dataset: { expiry: x.expiry || '' } }, x.expiry || ''),
           h('td', { class: 'num', dataset: { items: x.items === undefined ? '' : String(x.items) } }, formatCount(x.items)),
           h('td', { class: 'num' }, formatBytes(x.bytes)))))));
     });
