@@ -23,34 +23,36 @@ type state struct {
 // Observe lists the tables under the index's prefix and attaches the
 // manager's records: the input of NewPlan.
 func Observe(ctx context.Context, st store.Store, index string) ([]Shard, LastRun, error) {
-	infos, err := st.Tables(ctx, index+"_")
-	if err != nil {
-		return nil, LastRun{}, fmt.Errorf("shardmgr: list shards of %s: %w", index, err)
-	}
-	s, err := loadState(ctx, st, index)
+	o, err := observeOne(ctx, st, index)
 	if err != nil {
 		return nil, LastRun{}, err
 	}
-	shards := make([]Shard, 0, len(infos))
-	for _, info := range infos {
-		shards = append(shards, Shard{Table: info.Spec.Name, Capacity: info.Capacity, History: s.Tables[info.Spec.Name], Switches: info.Switches})
-	}
-	return shards, s.LastRun, nil
+	return o.shards, o.last, nil
 }
 
 func loadState(ctx context.Context, st store.Store, index string) (state, error) {
 	var s state
-	doc, err := store.Meta{S: st}.Get(ctx, metaKind, index)
-	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrTableNotFound):
-		return s, nil
-	case err != nil:
-		return s, fmt.Errorf("shardmgr: load state of %s: %w", index, err)
+	doc, err := getState(ctx, st, index)
+	if err != nil || doc == nil {
+		return s, err
 	}
 	if err := json.Unmarshal(doc, &s); err != nil {
 		return s, fmt.Errorf("shardmgr: state of %s is corrupt: %w", index, err)
 	}
 	return s, nil
+}
+
+// getState reads one document of the manager's kind; nil when there is
+// none.
+func getState(ctx context.Context, st store.Store, key string) ([]byte, error) {
+	doc, err := store.Meta{S: st}.Get(ctx, metaKind, key)
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrTableNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("shardmgr: load state of %s: %w", key, err)
+	}
+	return doc, nil
 }
 
 // Result is the outcome of one applied action.
@@ -115,11 +117,21 @@ func Failed(results []Result) error {
 // record saves what a run did: capacity switches and pre-warms for the
 // provider's limits, and the run's time for the clock-jump guard (unless
 // the guard tripped and was not overridden, so that it keeps holding).
-func record(ctx context.Context, st store.Store, cfg Config, plan Plan, results []Result, observed []Shard, allowJump bool) error {
+// Within a pass (inPass) the index's document is written only when what
+// it holds changed or an action was applied: the pass record then keeps
+// the run's time for every index at once, so a pass with nothing to do
+// writes nothing per index.
+func record(ctx context.Context, st store.Store, cfg Config, plan Plan, results []Result, o observed, allowJump, inPass bool) error {
 	cfg = cfg.withDefaults()
-	s, err := loadState(ctx, st, cfg.Index)
+	s := o.state
+	before, err := json.Marshal(s)
 	if err != nil {
-		return err
+		return fmt.Errorf("shardmgr: encode state of %s: %w", cfg.Index, err)
+	}
+	observed := o.shards
+	applied := false
+	for _, r := range results {
+		applied = applied || r.Err == nil
 	}
 	live := map[string]bool{}
 	for _, sh := range observed {
@@ -162,6 +174,11 @@ func record(ctx context.Context, st store.Store, cfg Config, plan Plan, results 
 		tables[name] = h
 	}
 	s.Tables = tables
+	if inPass && !applied && !allowJump {
+		if doc, err := json.Marshal(s); err == nil && string(doc) == string(before) {
+			return nil
+		}
+	}
 	if !plan.ClockJump || allowJump {
 		s.LastRun.At = now
 	}

@@ -6,6 +6,7 @@
 // It works as a reconcile loop in four steps:
 //
 //	observe  list the index's shard tables and the manager's own records
+//	         (RunOnce lists every table and every record once per pass)
 //	desire   from now: every shard that is not expired, up to runway ahead
 //	plan     the difference as a Plan, a value of Actions with reasons
 //	apply    carry out each Action independently

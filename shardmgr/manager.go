@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -85,6 +84,10 @@ type Manager struct {
 	// reconcile left it; guarded by runMu. RunOnce checks them against
 	// the clock once the whole pass is over.
 	ends map[string]time.Time
+	// touched names the indexes a Reconcile or Forget outside the pass
+	// changed since the running pass read its snapshot; guarded by runMu.
+	// The pass reads those afresh instead of trusting the snapshot.
+	touched map[string]bool
 }
 
 // New returns a Manager; it does nothing until RunOnce.
@@ -147,18 +150,48 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 			shortest = cfg.TableBucket
 		}
 	}
+	listed := make(map[string]bool, len(cfgs))
+	for _, cfg := range cfgs {
+		listed[cfg.Index] = true
+	}
 	m.runMu.Lock()
 	m.shortest = shortest
 	for index := range m.ends {
-		if !slices.ContainsFunc(cfgs, func(c Config) bool { return c.Index == index }) {
+		if !listed[index] {
 			delete(m.ends, index)
 		}
 	}
 	m.runMu.Unlock()
 	start := m.now()
+	if len(cfgs) == 0 {
+		// Nothing to manage: no listing, no record, so that an idle
+		// deployment without indexes reads and writes nothing more.
+		m.checkPass(cfgs, start)
+		m.metrics.lastSuccess.Set(float64(m.now().UnixNano()) / 1e9)
+		return nil
+	}
+	m.runMu.Lock()
+	m.touched = map[string]bool{}
+	m.runMu.Unlock()
+	snap, err := observeAll(ctx, m.opts.Store)
+	if err != nil {
+		m.metrics.failures.Inc()
+		return err
+	}
 	var errs []error
+	jumped := false
 	for _, cfg := range cfgs {
-		if _, _, err := m.Reconcile(ctx, cfg, RunOptions{Fence: fence}); err != nil {
+		plan, err := m.reconcilePass(ctx, cfg, snap, fence)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		jumped = jumped || plan.ClockJump
+	}
+	if !jumped {
+		// The pass record stands for every index's last run, so it is
+		// written only by a pass whose clock no guard refused.
+		if err := m.recordPass(ctx, start); err != nil {
+			m.metrics.failures.Inc()
 			errs = append(errs, err)
 		}
 	}
@@ -218,7 +251,10 @@ func (m *Manager) Reconcile(ctx context.Context, cfg Config, ro RunOptions) (Pla
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
 	now := m.now()
-	plan, results, err := m.reconcile(ctx, cfg, now, ro)
+	if !ro.DryRun && m.touched != nil {
+		m.touched[cfg.Index] = true
+	}
+	plan, results, err := m.reconcile(ctx, cfg, now, ro, nil)
 	if err != nil && !ro.DryRun {
 		m.metrics.failures.Inc()
 		m.log.Warn("reconcile of index failed", "index", cfg.Index, "err", err)
@@ -226,14 +262,52 @@ func (m *Manager) Reconcile(ctx context.Context, cfg Config, ro RunOptions) (Pla
 	return plan, results, err
 }
 
-func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro RunOptions) (Plan, []Result, error) {
+// reconcilePass is one index's reconcile within RunOnce, planned from the
+// pass's snapshot instead of reads of its own.
+func (m *Manager) reconcilePass(ctx context.Context, cfg Config, snap *snapshot, fence func(context.Context) error) (Plan, error) {
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	now := m.now()
+	var plan Plan
+	o, err := snap.of(cfg.Index)
+	if m.touched[cfg.Index] {
+		o, err = observeOne(ctx, m.opts.Store, cfg.Index)
+	}
+	if err == nil {
+		plan, _, err = m.reconcile(ctx, cfg, now, RunOptions{Fence: fence}, &o)
+	}
+	if err != nil {
+		m.metrics.failures.Inc()
+		m.log.Warn("reconcile of index failed", "index", cfg.Index, "err", err)
+	}
+	return plan, err
+}
+
+func (m *Manager) recordPass(ctx context.Context, at time.Time) error {
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	if err := m.ensureMeta(ctx); err != nil {
+		return err
+	}
+	return recordPass(ctx, m.opts.Store, at)
+}
+
+// reconcile plans and applies one index's actions. pass is the index's
+// part of a pass's snapshot; nil (Reconcile outside a pass) reads the
+// index's tables and records itself.
+func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro RunOptions, pass *observed) (Plan, []Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Plan{}, nil, err
 	}
-	observed, last, err := Observe(ctx, m.opts.Store, cfg.Index)
-	if err != nil {
-		return Plan{}, nil, err
+	o := pass
+	if o == nil {
+		one, err := observeOne(ctx, m.opts.Store, cfg.Index)
+		if err != nil {
+			return Plan{}, nil, err
+		}
+		o = &one
 	}
+	observed, last := o.shards, o.last
 	if ro.AllowClockJump {
 		last = LastRun{}
 	}
@@ -295,7 +369,7 @@ func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro R
 	errs := []error{Failed(results)}
 	if err := m.ensureMeta(ctx); err != nil {
 		errs = append(errs, err)
-	} else if err := record(ctx, m.opts.Store, cfg, plan, results, observed, ro.AllowClockJump); err != nil {
+	} else if err := record(ctx, m.opts.Store, cfg, plan, results, *o, ro.AllowClockJump, pass != nil); err != nil {
 		errs = append(errs, err)
 	}
 	return plan, results, errors.Join(errs...)
@@ -319,6 +393,9 @@ func (m *Manager) Forget(ctx context.Context, index string) error {
 	defer m.runMu.Unlock()
 	m.ForgetSeries(index)
 	delete(m.ends, index)
+	if m.touched != nil {
+		m.touched[index] = true
+	}
 	return Forget(ctx, m.opts.Store, index)
 }
 

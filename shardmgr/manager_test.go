@@ -321,3 +321,50 @@ func metricValue(t testing.TB, reg *prometheus.Registry, name, label string) flo
 	t.Fatalf("series %s{%s} not found", name, label)
 	return 0
 }
+
+// TestClockJumpGuardAcrossQuietPasses: passes with nothing to change write
+// no record per index, only the pass record, and that keeps the guard
+// measuring from the last pass: passes 12 hours apart never trip it, a
+// jump of 72 hours does, on every pass until a run is confirmed.
+func TestClockJumpGuardAcrossQuietPasses(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewClock(time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC))
+	st := testbackend.Pebble(t, clock.Now)
+	week := 7 * 24 * time.Hour
+	cfg := Config{Index: "ev", TableBucket: week, Retention: week, Runway: 1, Schema: testSchema}
+	m, _ := newManager(t, st, clock.Now, cfg)
+	if err := m.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 6 {
+		clock.Advance(12 * time.Hour)
+		if err := m.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if plan, _, _ := m.Reconcile(ctx, cfg, RunOptions{DryRun: true}); plan.ClockJump {
+			t.Fatalf("guard tripped by passes 12 hours apart at %s", clock.Now())
+		}
+	}
+	before := tableNames(t, st, "ev_")
+	clock.Advance(3 * week)
+	for range 2 {
+		if err := m.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for name := range before {
+			if _, ok := tableNames(t, st, "ev_")[name]; !ok {
+				t.Fatalf("%s dropped despite the clock jump", name)
+			}
+		}
+	}
+	if _, _, err := m.Reconcile(ctx, cfg, RunOptions{AllowClockJump: true}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	if err := m.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if plan, _, _ := m.Reconcile(ctx, cfg, RunOptions{DryRun: true}); plan.ClockJump {
+		t.Error("guard still tripped after the confirmed run")
+	}
+}

@@ -296,13 +296,17 @@ func (s *Service) List(ctx context.Context) ([]Index, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One listing of the catalog for every index: the remote backends'
+	// Tables read their whole catalog whatever the prefix, so a listing
+	// per index would cost indexes × tables.
+	infos, err := s.st.Tables(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("timeseries: list shards: %w", err)
+	}
+	shardmgr.SortTables(infos)
 	out := make([]Index, 0, len(cfgs))
 	for _, cfg := range cfgs {
-		idx, err := s.describe(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, idx)
+		out = append(out, s.describeFrom(cfg, shardmgr.TablesOf(infos, cfg.Name)))
 	}
 	return out, nil
 }
@@ -460,6 +464,12 @@ func (s *Service) describe(ctx context.Context, cfg Config) (Index, error) {
 	if err != nil {
 		return Index{}, fmt.Errorf("timeseries: list shards of %s: %w", cfg.Name, err)
 	}
+	return s.describeFrom(cfg, infos), nil
+}
+
+// describeFrom reports an index's shards from the tables listed under its
+// prefix.
+func (s *Service) describeFrom(cfg Config, infos []store.TableInfo) Index {
 	now := s.now()
 	idx := Index{Config: cfg, Shards: []ShardInfo{}}
 	var starts []int64
@@ -491,7 +501,7 @@ func (s *Service) describe(ctx context.Context, cfg Config) (Index, error) {
 	s.mu.Lock()
 	s.shards[cfg.Name] = cachedShards{starts: starts, loaded: now}
 	s.mu.Unlock()
-	return idx, nil
+	return idx
 }
 
 // config returns an index's config, from the cache when fresh.

@@ -5,10 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
-	"strings"
-
-	"github.com/ebb-data/ebb/store"
 )
 
 // slogLogger routes Pebble's log lines to slog.
@@ -35,7 +31,3 @@ func (l slogLogger) Fatalf(format string, args ...any) {
 // FatalExitCode is the exit status of a process the embedded store stopped
 // on a fatal disk error (EX_IOERR of sysexits.h).
 const FatalExitCode = 74
-
-func sortInfos(infos []store.TableInfo) {
-	slices.SortFunc(infos, func(a, b store.TableInfo) int { return strings.Compare(a.Spec.Name, b.Spec.Name) })
-}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/RaduBerinde/btreemap"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ebb-data/ebb/store"
@@ -70,6 +71,10 @@ type Store struct {
 	// DropTable (exclusive) never races a write into a dropped table's range.
 	mu     sync.RWMutex
 	tables map[string]*table
+	// byName holds the same tables in name order, so that Tables(prefix)
+	// visits only the tables under prefix: listing one index's shards
+	// does not walk a catalog of 100,000 tables.
+	byName *btreemap.BTreeMap[string, *table]
 	nextID uint64
 	closed bool
 
@@ -144,7 +149,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("pebble: lock %s: %w", dir, err)
 	}
-	s := &Store{now: opts.Now, log: opts.Logger, tables: map[string]*table{}, wo: pebble.Sync, rows: newRowLocks(), lock: lock}
+	s := &Store{now: opts.Now, log: opts.Logger, tables: map[string]*table{}, byName: btreemap.New[string, *table](32, strings.Compare), wo: pebble.Sync, rows: newRowLocks(), lock: lock}
 	s.guard.fs, s.guard.dir, s.guard.minFree = opts.FS, dir, opts.MinFreeBytes
 	s.guard.free.Store(-1)
 	if opts.NoSync {
@@ -205,6 +210,7 @@ func (s *Store) loadCatalog() error {
 			continue
 		}
 		s.tables[t.Spec.Name] = t
+		s.byName.ReplaceOrInsert(t.Spec.Name, t)
 	}
 	if err := it.Close(); err != nil {
 		return err
@@ -309,6 +315,7 @@ func (s *Store) CreateTable(ctx context.Context, spec store.TableSpec) error {
 	}
 	s.nextID++
 	s.tables[spec.Name] = t
+	s.byName.ReplaceOrInsert(spec.Name, t)
 	return nil
 }
 
@@ -336,6 +343,7 @@ func (s *Store) DropTable(ctx context.Context, name string) error {
 		return fmt.Errorf("drop %s: %w", name, err)
 	}
 	delete(s.tables, name)
+	s.byName.Delete(name)
 	return s.excise(t)
 }
 
@@ -375,12 +383,13 @@ func (s *Store) Tables(ctx context.Context, prefix string) ([]store.TableInfo, e
 		return nil, store.ErrClosed
 	}
 	var out []store.TableInfo
-	for name, t := range s.tables {
-		if strings.HasPrefix(name, prefix) {
-			out = append(out, store.TableInfo{Spec: t.Spec, Capacity: t.Capacity, State: store.Active})
+	s.byName.AscendFunc(btreemap.GE(prefix), btreemap.Max[string](), func(name string, t *table) bool {
+		if !strings.HasPrefix(name, prefix) {
+			return false
 		}
-	}
-	sortInfos(out)
+		out = append(out, store.TableInfo{Spec: t.Spec, Capacity: t.Capacity, State: store.Active})
+		return true
+	})
 	return out, nil
 }
 
