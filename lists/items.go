@@ -296,7 +296,8 @@ type Read struct {
 	// MinTimestamp bounds the items' timestamps from below, inclusive;
 	// the zero time sets no bound.
 	MinTimestamp time.Time
-	// Limit is the page size, 1..store.MaxLimit.
+	// Limit is the page size, 1..store.MaxLimit; zero means
+	// store.DefaultLimit, as it does for the HTTP API.
 	Limit int
 	// PageToken resumes after the last item of a previous page (its
 	// NextPageToken); empty starts at the newest item.
@@ -328,6 +329,9 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 		return 0, "", err
 	}
 	limit, minTimestamp := rd.Limit, rd.MinTimestamp
+	if limit == 0 {
+		limit = store.DefaultLimit
+	}
 	if err := store.CheckLimit(limit); err != nil {
 		return 0, "", err
 	}

@@ -25,7 +25,8 @@ type Query struct {
 	// Desc returns the newest first; the default is oldest first. Events
 	// are ordered by (timestamp, event_id), reversed for Desc.
 	Desc bool
-	// Limit is the most events to return: 1..store.MaxLimit.
+	// Limit is the most events to return: 1..store.MaxLimit; zero means
+	// store.DefaultLimit, as it does for the HTTP API.
 	Limit int
 	// PageToken resumes after the last event of a previous page of the same
 	// query; nil starts at the beginning.
@@ -63,6 +64,9 @@ type Page struct {
 // While the index migrates from a legacy table (see SetRouter), the router
 // decides which source answers; QueryShards always reads the shards.
 func (s *Service) Query(ctx context.Context, index string, q Query) (Page, error) {
+	if q.Limit == 0 {
+		q.Limit = store.DefaultLimit
+	}
 	if r := s.router.Load(); r != nil {
 		if p, handled, err := r.RouteQuery(ctx, index, q); handled {
 			return p, err
@@ -80,6 +84,9 @@ func (s *Service) QueryShards(ctx context.Context, index string, q Query) (Page,
 	}
 	if err := checkID("index_id", q.IndexID); err != nil {
 		return Page{}, err
+	}
+	if q.Limit == 0 {
+		q.Limit = store.DefaultLimit
 	}
 	if err := store.CheckLimit(q.Limit); err != nil {
 		return Page{}, err

@@ -134,8 +134,7 @@ func (s *Service) PutShards(ctx context.Context, index string, events []Event) (
 			}
 		}
 		s.metrics.refused(index, reasonNoShard)
-		return 0, &store.MutationError{Noun: "event", Index: i, Err: fmt.Errorf("%w: %s: timestamp %s needs shard %s",
-			ErrNoShard, index, timefmt.Format(events[i].Timestamp), cfg.shardTable(start))}
+		return 0, &store.MutationError{Noun: "event", Index: i, Err: noShard(cfg, index, events[i].Timestamp, start, now)}
 	}
 
 	muts := buf.build(cfg, events, order)
@@ -304,4 +303,20 @@ func (b *writeBuf) build(cfg Config, events []Event, order []int) []store.Mutati
 		muts[j] = store.Mutation{Partition: part, Clustering: k[2:4:4], Cells: cells[j : j+1 : j+1]}
 	}
 	return muts
+}
+
+// noShard explains why the shard starting at start does not exist for an
+// event at ts. Past the runway (the shard holding now and Runway shards
+// after it) the manager is not late: it never creates shards that far
+// ahead, and running it again changes nothing, so the message says where
+// the runway ends instead of blaming the manager.
+func noShard(cfg Config, index string, ts time.Time, start int64, now time.Time) error {
+	end := cfg.shardOf(now.UnixMilli()) + int64(cfg.Runway+1)*cfg.tbMs()
+	if start >= end {
+		return fmt.Errorf("%w: %s: timestamp %s is past the runway, which ends at %s (%d shards of %s ahead of the one holding now); "+
+			"write it once the runway reaches it, or raise the index's runway",
+			ErrNoShard, index, timefmt.Format(ts), timefmt.Format(time.UnixMilli(end).UTC()), cfg.Runway, durfmt.Format(cfg.TableBucket))
+	}
+	return fmt.Errorf("%w: %s: timestamp %s needs shard %s, which the shard manager has not created yet",
+		ErrNoShard, index, timefmt.Format(ts), cfg.shardTable(start))
 }

@@ -88,6 +88,9 @@ func explain(err error) error {
 		return fmt.Errorf("%w; retry in %s", err, ae.RetryAfter)
 	case errors.Is(err, ebbclient.ErrUnavailable):
 		return fmt.Errorf("%w; the backend is down or busy: retry shortly (every write is safe to repeat)", err)
+	case errors.Is(err, ebbclient.ErrNoShard) && strings.Contains(ae.Message, "past the runway"):
+		// The manager is healthy: the time is beyond what it creates.
+		return err
 	case errors.Is(err, ebbclient.ErrNoShard):
 		return fmt.Errorf("%w; the shard manager has not kept up: check the server's log, then `ebb index apply NAME`", err)
 	case errors.Is(err, ebbclient.ErrInvalidArgument):
