@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/spf13/pflag"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -71,4 +73,71 @@ func backendOptions(ctx context.Context, cfg serveConfig, log *slog.Logger, reg 
 		return ebb.Options{Store: st}, fmt.Sprintf("hosts %s, keyspace %s", strings.Join(cfg.cqlHosts, ","), cfg.cqlKeyspace), nil
 	}
 	return ebb.Options{}, "", fmt.Errorf("unknown --backend %q: want pebble, dynamodb or cql", cfg.backend)
+}
+
+// backendOfFlag names the backend a flag of `ebb serve` belongs to, by the
+// flag's prefix; flags of every backend belong to none.
+func backendOfFlag(name string) string {
+	switch {
+	case strings.HasPrefix(name, "dynamodb-"):
+		return "dynamodb"
+	case strings.HasPrefix(name, "cql-"):
+		return "cql"
+	}
+	return ""
+}
+
+// configLineAnnotation marks a flag set from a config file; its value is
+// the line, so that a refusal can point at it.
+const configLineAnnotation = "ebb-config-line"
+
+// checkBackendFlags refuses a flag of a backend other than the selected
+// one, given on the command line or in the config file: such a flag would
+// otherwise be ignored, and `ebb serve --dynamodb-endpoint URL` would
+// serve on the embedded store while its user believed it on DynamoDB. The
+// backend is never inferred from the flags: which store holds the data is
+// said once, with --backend.
+func checkBackendFlags(flags *pflag.FlagSet, backend, configFile string) error {
+	var err error
+	flags.VisitAll(func(f *pflag.Flag) {
+		owner := backendOfFlag(f.Name)
+		if err != nil || owner == "" || owner == backend {
+			return
+		}
+		where := "--" + f.Name
+		if !f.Changed {
+			line, ok := f.Annotations[configLineAnnotation]
+			if !ok {
+				return
+			}
+			n, _ := strconv.Atoi(line[0])
+			where = fmt.Sprintf("config file %s, line %d: %s", configFile, n, f.Name)
+		}
+		selected := backend
+		if !flags.Changed("backend") {
+			if _, ok := flags.Lookup("backend").Annotations[configLineAnnotation]; !ok {
+				selected += " (the default)"
+			}
+		}
+		err = fmt.Errorf("%s is a flag of the %s backend, but the backend is %s: select it with --backend %s, or drop the flag",
+			where, owner, selected, owner)
+	})
+	return err
+}
+
+// backendName is the value of --backend, checked when it is set, so that
+// a wrong name in a config file is reported with the file and its line
+// as every other bad value there is.
+type backendName string
+
+func (b *backendName) String() string { return string(*b) }
+func (b *backendName) Type() string   { return "string" }
+
+func (b *backendName) Set(s string) error {
+	switch s {
+	case "pebble", "dynamodb", "cql":
+		*b = backendName(s)
+		return nil
+	}
+	return fmt.Errorf("unknown backend %q: want pebble, dynamodb or cql", s)
 }

@@ -78,6 +78,9 @@ Flags given on the command line override the file; a relative path in it
 					return err
 				}
 			}
+			if err := checkBackendFlags(cmd.Flags(), cfg.backend, configFile); err != nil {
+				return err
+			}
 			return serve(cmd.Context(), cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -86,7 +89,8 @@ Flags given on the command line override the file; a relative path in it
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7070", "address to listen on (HOST:PORT; port 0 picks a free one)")
 	f.StringVar(&cfg.hotAddr, "hot-addr", "", "second address serving the same API on a lean HTTP/1.1 server, for clients making many small reads and writes (there a request with a body runs on when its client hangs up); empty: none")
 	f.StringVar(&cfg.data, "data", "./ebb-data", "data directory of the pebble backend")
-	f.StringVar(&cfg.backend, "backend", "pebble", "storage backend: pebble, dynamodb or cql")
+	cfg.backend = "pebble"
+	f.Var((*backendName)(&cfg.backend), "backend", "storage backend: pebble, dynamodb or cql")
 	f.StringVar(&cfg.dynamoEndpoint, "dynamodb-endpoint", "", "DynamoDB API endpoint URL (default: the AWS endpoint of the region)")
 	f.StringVar(&cfg.dynamoRegion, "dynamodb-region", "", "DynamoDB region (default: from the AWS environment)")
 	f.StringVar(&cfg.dynamoPrefix, "dynamodb-table-prefix", "", "prefix of every DynamoDB table ebb creates, so that several deployments share one account")
