@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWriteFileBadTime checks that a bad time in `ebb index write --file`
+// is named by its event's number counting from 1, in every form the file
+// takes, with what a time should look like rather than Go's layout.
+func TestWriteFileBadTime(t *testing.T) {
+	dir := t.TempDir()
+	good := `{"index_id":"a","event_id":"1","timestamp":"2026-11-22T10:00:00Z","payload":""}`
+	bad := `{"index_id":"a","event_id":"2","timestamp":"2026-13-01","payload":""}`
+	for name, body := range map[string]string{
+		"lines.jsonl": good + "\n" + bad + "\n",
+		"array.json":  "[" + good + "," + bad + "]",
+		"body.json":   `{"events": [` + good + "," + bad + "]}",
+	} {
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := cli("--server", "http://127.0.0.1:1", "index", "write", "ev", "--file", file)
+		want := `event 2: timestamp "2026-13-01" is not an RFC 3339 time, such as 2026-11-22T10:00:00.123Z`
+		if code != 1 || !strings.Contains(errOut, want) || strings.Contains(errOut, "2006-01-02") {
+			t.Errorf("%s: exit %d, %q; want %q", name, code, errOut, want)
+		}
+	}
+}
+
+// TestWriteFileProgressAndResume checks that `ebb index write --file`
+// shows its progress on a terminal, and that a write failing after its
+// first batch says which events were written and how to resume from the
+// first that was not.
+func TestWriteFileProgressAndResume(t *testing.T) {
+	url := fullServer(t, false)
+	ok(t, url, "index", "create", "ev", "--table-bucket", "1h", "--partition-bucket", "1h", "--retention", "2h")
+	old := writerIsTerminal
+	writerIsTerminal = func(io.Writer) bool { return true }
+	t.Cleanup(func() { writerIsTerminal = old })
+
+	now := time.Now().UTC()
+	var b strings.Builder
+	write := func(i int, ts time.Time) {
+		line, _ := json.Marshal(map[string]string{"index_id": "a", "event_id": fmt.Sprint(i), "timestamp": ts.Format(time.RFC3339Nano), "payload": ""})
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	n := maxEventBatch + 5
+	for i := range n {
+		write(i, now)
+	}
+	file := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := cli("--server", url, "index", "write", "ev", "--file", file)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("written %d event(s)", n)) {
+		t.Fatalf("write: exit %d, %q %q", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "writing events") || !strings.Contains(errOut, fmt.Sprint(n)) {
+		t.Errorf("no progress on a terminal: %q", errOut)
+	}
+
+	// The second batch holds an event past the runway: the first batch is
+	// written, and the message says where to resume.
+	write(n, now.Add(100*24*time.Hour))
+	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = cli("--server", url, "index", "write", "ev", "--file", file)
+	for _, want := range []string{
+		fmt.Sprintf("events %d..%d of %d", maxEventBatch+1, n+1, n+1),
+		fmt.Sprintf("events 1..%d were written. To resume, write the events from event %d on", maxEventBatch, maxEventBatch+1),
+		fmt.Sprintf("tail -n +%d %s | ebb index write ev --file -", maxEventBatch+1, file),
+	} {
+		if code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("failed second batch: exit %d, %q; want %q", code, errOut, want)
+		}
+	}
+}
+
+// TestRestoreMissingBackup checks that a backup directory that does not
+// exist is said not to exist, with one "ebb: " prefix.
+func TestRestoreMissingBackup(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope")
+	code, _, errOut := cli("restore", "--from", missing, "--data", filepath.Join(t.TempDir(), "data"))
+	if code != 1 || !strings.Contains(errOut, "the backup "+missing+" does not exist") || strings.Contains(errOut, "ebb: ebb:") {
+		t.Errorf("restore --from a missing directory: exit %d, %q", code, errOut)
+	}
+}
+
+// TestHintsOnce checks that an error explained by a command is not
+// explained again on its way out: one token hint, not two.
+func TestHintsOnce(t *testing.T) {
+	url := fullServer(t, true)
+	t.Setenv("EBB_TOKEN", "")
+	code, _, errOut := cli("cost", "--from", url)
+	if code != 1 || strings.Count(errOut, "pass a token") != 1 {
+		t.Errorf("cost --from without a token: exit %d, %q; want the token hint once", code, errOut)
+	}
+}
+
+// TestHealthJSON checks `ebb health --output json`, as every read command
+// takes it.
+func TestHealthJSON(t *testing.T) {
+	url := fullServer(t, false)
+	var rep healthReport
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, out, errOut := cli("--server", url, "health", "-o", "json")
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("health -o json: exit %d, %q %q: %v", code, out, errOut, err)
+		}
+		if code == 0 && rep.Ready && rep.Serving && rep.Server == url {
+			break
+		}
+		if code != 1 || rep.Ready || rep.Reason == "" || time.Now().After(deadline) {
+			t.Fatalf("health -o json: exit %d, %+v", code, rep)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Nothing listening: not serving, with the reason, exit 1.
+	code, out, _ := cli("--server", "http://127.0.0.1:1", "health", "-o", "json")
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 1 || rep.Serving || rep.Reason == "" {
+		t.Errorf("health -o json of nothing: exit %d, %q, %v", code, out, err)
+	}
+}
