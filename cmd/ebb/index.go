@@ -320,6 +320,18 @@ an error.`,
 			if n := plan.Failed(); n > 0 {
 				return fmt.Errorf("%d action(s) failed; the others were applied (run again to retry)", n)
 			}
+			deferred := 0
+			for _, a := range plan.Actions {
+				if a.Deferred {
+					deferred++
+				}
+			}
+			if apply && deferred > 0 && !out.json {
+				// A deferred action is held back by a guard or a limit
+				// of this pass; the next pass (this command again, or
+				// the reconcile loop) takes it up.
+				fmt.Fprintf(cmd.ErrOrStderr(), "\n%d action(s) deferred; run `ebb index apply %s` again to apply them (each says why it waits)\n", deferred, args[0])
+			}
 			if pending, _ := plan.Pending(); detailed && !apply && pending > 0 {
 				return exitCode(2)
 			}

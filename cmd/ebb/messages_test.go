@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,5 +133,43 @@ func TestHealthJSON(t *testing.T) {
 	code, out, _ := cli("--server", "http://127.0.0.1:1", "health", "-o", "json")
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 1 || rep.Serving || rep.Reason == "" {
 		t.Errorf("health -o json of nothing: exit %d, %q, %v", code, out, err)
+	}
+}
+
+// TestApplyDeferredSaysRunAgain checks that `ebb index apply` leaving
+// deferred actions says to run it again. The server is a stand-in
+// answering a plan with one action applied and one deferred.
+func TestApplyDeferredSaysRunAgain(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/indexes/ev/reconcile" {
+			http.NotFound(w, r)
+			return
+		}
+		applied := r.URL.Query().Get("dry_run") == "false"
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"applied": %t, "actions": [
+			{"op": "create", "table": "ev_2", "reason": "runway"},
+			{"op": "drop", "table": "ev_0", "reason": "deferred: at most 1 drops per run (expired)", "deferred": true}]}`, applied)
+	}))
+	t.Cleanup(srv.Close)
+	code, out, errOut := cli("--server", srv.URL, "index", "apply", "ev", "--yes")
+	if code != 0 || !strings.Contains(out, "1 deferred") ||
+		!strings.Contains(errOut, "1 action(s) deferred; run `ebb index apply ev` again to apply them") {
+		t.Errorf("apply with a deferred action: exit %d, %q %q", code, out, errOut)
+	}
+	// A plan, not applied, does not say to run apply again.
+	if code, _, errOut := cli("--server", srv.URL, "index", "plan", "ev"); code != 0 || strings.Contains(errOut, "again") {
+		t.Errorf("plan: exit %d, %q", code, errOut)
+	}
+}
+
+// TestStopBackfillSaysWhatItDid checks that --stop-backfill prints what
+// it did, here that there was nothing to stop.
+func TestStopBackfillSaysWhatItDid(t *testing.T) {
+	url := fullServer(t, false)
+	ok(t, url, "index", "create", "ev", "--table-bucket", "1h", "--partition-bucket", "1h", "--retention", "2h")
+	ok(t, url, "index", "migrate", "ev", "--legacy-table", "ev_legacy")
+	if out := ok(t, url, "index", "migrate", "ev", "--stop-backfill"); !strings.Contains(out, "ev: no backfill was running; nothing stopped") {
+		t.Errorf("stop-backfill: %q", out)
 	}
 }

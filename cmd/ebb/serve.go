@@ -207,6 +207,11 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 		if cerr := db.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close: %w", cerr))
 		}
+		if err == nil {
+			// The last line of a clean stop: requests drained, roles
+			// handed on, the store closed.
+			log.Info("stopped cleanly")
+		}
 	}()
 	if auth != nil {
 		warnForeignLegacy(ctx, log, db.Migrations())

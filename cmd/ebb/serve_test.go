@@ -271,6 +271,9 @@ func TestServeLifecycle(t *testing.T) {
 	if !strings.Contains(p.stderr.String(), "shutting down") {
 		t.Errorf("no shutdown log line; stderr:\n%s", p.stderr)
 	}
+	if !strings.Contains(p.stderr.String(), `msg="stopped cleanly"`) {
+		t.Errorf("no log line for the clean stop; stderr:\n%s", p.stderr)
+	}
 	// The lock is released: the directory opens again.
 	again := startServe(t, "--addr", "127.0.0.1:0", "--data", data)
 	if err := again.cmd.Process.Signal(syscall.SIGINT); err != nil {
