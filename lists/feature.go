@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ebb-data/ebb/internal/durfmt"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -63,7 +64,8 @@ type Feature struct {
 	TTL time.Duration
 	// Table is the name of the table holding the version's items.
 	Table string
-	// Created is when the version was created, on the Service's clock.
+	// Created is when the version was created, on the Service's clock,
+	// to the millisecond as every stored time.
 	Created time.Time
 }
 
@@ -186,7 +188,7 @@ func TableSpec(name string, ttl time.Duration) store.TableSpec {
 
 func checkTTL(ttl time.Duration) error {
 	if ttl <= 0 || ttl%time.Millisecond != 0 {
-		return fmt.Errorf("%w: TTL %s must be a positive whole number of milliseconds", store.ErrInvalid, ttl)
+		return fmt.Errorf("%w: TTL %s must be a positive whole number of milliseconds", store.ErrInvalid, durfmt.Format(ttl))
 	}
 	return nil
 }
@@ -205,7 +207,7 @@ func (s *Service) CreateFeature(ctx context.Context, id FeatureID, ttl time.Dura
 	}
 	existing := func(f Feature) (Feature, bool, error) {
 		if f.TTL != ttl {
-			return Feature{}, false, fmt.Errorf("%w: %s has TTL %s, not %s", ErrFeatureConflict, id, f.TTL, ttl)
+			return Feature{}, false, fmt.Errorf("%w: %s has TTL %s, not %s", ErrFeatureConflict, id, durfmt.Format(f.TTL), durfmt.Format(ttl))
 		}
 		s.remember(f)
 		return f, false, nil
@@ -237,7 +239,7 @@ func (s *Service) CreateFeature(ctx context.Context, id FeatureID, ttl time.Dura
 		return Feature{}, false, fmt.Errorf("%w: %s: its table %s exists with another TTL (a concurrent or interrupted create; delete the version and retry)",
 			ErrFeatureConflict, id, name)
 	}
-	f = Feature{FeatureID: id, TTL: ttl, Table: name, Created: s.now().UTC()}
+	f = Feature{FeatureID: id, TTL: ttl, Table: name, Created: s.now().UTC().Truncate(time.Millisecond)}
 	doc, err := json.Marshal(featureDoc{
 		EntityType: id.EntityType, Name: id.Name, Version: id.Version,
 		TTL: ttl.String(), Table: name, Created: f.Created,
@@ -404,7 +406,7 @@ func (s *Service) readFeature(ctx context.Context, id FeatureID, key string) (Fe
 	if err != nil || checkTTL(ttl) != nil || !store.NamePattern.MatchString(d.Table) {
 		return Feature{}, fmt.Errorf("read %s: malformed record %s", id, doc)
 	}
-	return Feature{FeatureID: id, TTL: ttl, Table: d.Table, Created: d.Created.UTC()}, nil
+	return Feature{FeatureID: id, TTL: ttl, Table: d.Table, Created: d.Created.UTC().Truncate(time.Millisecond)}, nil
 }
 
 // lookup returns a feature, from the cache while it is fresh.

@@ -271,7 +271,8 @@ func (s *Service) write(ctx context.Context, table string, muts []store.Mutation
 // Get returns up to limit live items of the list of entityID whose
 // timestamp is at or after minTimestamp (the zero time: no bound), newest
 // first; items with equal timestamps come in descending order of their
-// item keys. limit is 1..store.MaxLimit. A list never written is empty.
+// item keys. limit is 1..store.MaxLimit, or zero for store.DefaultLimit.
+// A list never written is empty.
 func (s *Service) Get(ctx context.Context, id FeatureID, entityID string, minTimestamp time.Time, limit int) ([]Item, error) {
 	var out []Item
 	_, _, err := s.Scan(ctx, id, entityID, Read{MinTimestamp: minTimestamp, Limit: limit}, func(it Item) error {

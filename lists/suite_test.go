@@ -109,7 +109,7 @@ func testCreateFeature(t *testing.T, e *env) {
 	if err != nil || !created {
 		t.Fatalf("first create: created=%v err=%v", created, err)
 	}
-	if f.TTL != 30*day || !store.NamePattern.MatchString(f.Table) || !f.Created.Equal(start) {
+	if f.TTL != 30*day || !store.NamePattern.MatchString(f.Table) || !f.Created.Equal(start.Truncate(time.Millisecond)) {
 		t.Fatalf("feature %+v", f)
 	}
 	again, created, err := e.svc.CreateFeature(ctx, feat, 30*day)
@@ -119,6 +119,10 @@ func testCreateFeature(t *testing.T, e *env) {
 	_, _, err = e.svc.CreateFeature(ctx, feat, 7*day)
 	if !errors.Is(err, store.ErrConflict) || !errors.Is(err, lists.ErrFeatureConflict) {
 		t.Fatalf("create with another TTL: %v, want a conflict", err)
+	}
+	// Durations are written as everywhere else, 720h, never 720h0m0s.
+	if !strings.Contains(err.Error(), "has TTL 720h, not 168h") {
+		t.Errorf("create with another TTL: %q, want the TTLs as 720h and 168h", err)
 	}
 	got, err := e.svc.Feature(ctx, feat)
 	if err != nil || got.TTL != 30*day {
@@ -223,7 +227,9 @@ func testMinTimestampAndLimit(t *testing.T, e *env) {
 	}
 	// A min_timestamp before 1970 bounds nothing.
 	sameItems(t, mustGet(t, e, feat, "alice", time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC), 100), newestFirst)
-	for _, limit := range []int{0, -1, store.MaxLimit + 1} {
+	// A zero limit is the default page, as for the HTTP API.
+	sameItems(t, mustGet(t, e, feat, "alice", time.Time{}, 0), newestFirst)
+	for _, limit := range []int{-1, store.MaxLimit + 1} {
 		if _, err := e.svc.Get(t.Context(), feat, "alice", time.Time{}, limit); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("limit %d: %v, want ErrInvalid", limit, err)
 		}
