@@ -716,7 +716,7 @@ RFC 3339, now, or a duration from now (--from=-1h).`,
 			tw := newTable(cmd.OutOrStdout())
 			fmt.Fprintln(tw, "TIMESTAMP\tEVENT_ID\tPAYLOAD")
 			for _, ev := range page.Events {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", formatTime(ev.Timestamp), showBytes([]byte(ev.EventID), false), showBytes(ev.Payload, asBase64))
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", columnTime(ev.Timestamp, false), showBytes([]byte(ev.EventID), false), showBytes(ev.Payload, asBase64))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

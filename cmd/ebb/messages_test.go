@@ -173,3 +173,53 @@ func TestStopBackfillSaysWhatItDid(t *testing.T) {
 		t.Errorf("stop-backfill: %q", out)
 	}
 }
+
+// TestIndexQueryTimesAligned checks that the times of `ebb index query`
+// have one width, whole seconds or not, so that the columns line up.
+func TestIndexQueryTimesAligned(t *testing.T) {
+	url := fullServer(t, false)
+	ok(t, url, "index", "create", "ev", "--table-bucket", "1h", "--partition-bucket", "1h", "--retention", "2h")
+	now := time.Now().UTC().Truncate(time.Second).Add(-time.Minute)
+	ok(t, url, "index", "write", "ev", "--index-id", "a", "--event-id", "e1", "--timestamp", now.Format(time.RFC3339), "--payload", "x")
+	ok(t, url, "index", "write", "ev", "--index-id", "a", "--event-id", "e2", "--timestamp", now.Add(5*time.Millisecond).Format(time.RFC3339Nano), "--payload", "y")
+	out := ok(t, url, "index", "query", "ev", "--index-id", "a")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("query printed %q", out)
+	}
+	col := strings.Index(lines[0], "EVENT_ID")
+	for _, l := range lines[1:] {
+		if strings.Index(l, "e") != col || !strings.HasPrefix(l, now.Format("2006-01-02T15:04:05")) {
+			t.Errorf("query printed %q: the event ids do not line up under EVENT_ID", out)
+		}
+	}
+	if !strings.Contains(lines[1], now.Format("2006-01-02T15:04:05")+".000Z") || !strings.Contains(lines[2], ".005Z") {
+		t.Errorf("query printed %q, want times to the millisecond", out)
+	}
+}
+
+// TestTablesDeleteWithoutKey checks that `ebb tables delete NAME`, its key
+// forgotten, points at `ebb tables drop`.
+func TestTablesDeleteWithoutKey(t *testing.T) {
+	code, _, errOut := cli("tables", "delete", "orders")
+	if code != 1 || !strings.Contains(errOut, "delete needs the item's KEY (ebb tables delete orders KEY); to delete the whole table, run ebb tables drop orders") {
+		t.Errorf("tables delete without a key: exit %d, %q", code, errOut)
+	}
+}
+
+// TestListFeatureCreatedAtMillis checks that a list feature's created_at
+// is to the millisecond, as the docs say every stored time is.
+func TestListFeatureCreatedAtMillis(t *testing.T) {
+	url := fullServer(t, false)
+	out := ok(t, url, "lists", "create-feature", "user", "stories", "_", "--ttl", "720h", "-o", "json")
+	var f struct {
+		CreatedAt string `json:"created_at"`
+	}
+	if err := json.Unmarshal([]byte(out), &f); err != nil {
+		t.Fatalf("%q: %v", out, err)
+	}
+	ts, err := time.Parse(time.RFC3339Nano, f.CreatedAt)
+	if err != nil || ts.Nanosecond()%int(time.Millisecond) != 0 {
+		t.Errorf("created_at %q: want milliseconds at most (%v)", f.CreatedAt, err)
+	}
+}
