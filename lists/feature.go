@@ -46,15 +46,15 @@ const maxCandidates = 8
 
 // FeatureID names a list feature version. Every field may hold any valid
 // UTF-8, including '#', '|', '/' and NUL, up to MaxNameBytes bytes;
-// EntityType and Name must not be empty, Version "" is the default version.
+// EntityType and Feature must not be empty, Version "" is the default version.
 type FeatureID struct {
 	EntityType string
-	Name       string
+	Feature    string
 	Version    string
 }
 
 func (id FeatureID) String() string {
-	return fmt.Sprintf("list feature (entity type %q, feature %q, version %q)", id.EntityType, id.Name, id.Version)
+	return fmt.Sprintf("list feature (entity type %q, feature %q, version %q)", id.EntityType, id.Feature, id.Version)
 }
 
 // Feature is a list feature version as recorded in the meta table.
@@ -146,13 +146,13 @@ func metaKey(id FeatureID) (string, error) {
 	if err := checkName("entity type", id.EntityType, false); err != nil {
 		return "", err
 	}
-	if err := checkName("feature name", id.Name, false); err != nil {
+	if err := checkName("feature name", id.Feature, false); err != nil {
 		return "", err
 	}
 	if err := checkName("version", id.Version, true); err != nil {
 		return "", err
 	}
-	b, err := json.Marshal([3]string{id.EntityType, id.Name, id.Version})
+	b, err := json.Marshal([3]string{id.EntityType, id.Feature, id.Version})
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", store.ErrInvalid, err)
 	}
@@ -241,7 +241,7 @@ func (s *Service) CreateFeature(ctx context.Context, id FeatureID, ttl time.Dura
 	}
 	f = Feature{FeatureID: id, TTL: ttl, Table: name, Created: s.now().UTC().Truncate(time.Millisecond)}
 	doc, err := json.Marshal(featureDoc{
-		EntityType: id.EntityType, Name: id.Name, Version: id.Version,
+		EntityType: id.EntityType, Name: id.Feature, Version: id.Version,
 		TTL: ttl.String(), Table: name, Created: f.Created,
 	})
 	if err != nil {
@@ -259,7 +259,7 @@ func (s *Service) CreateFeature(ctx context.Context, id FeatureID, ttl time.Dura
 		return Feature{}, false, fmt.Errorf("create %s: record: %w", id, err)
 	}
 	s.remember(f)
-	s.log.Info("list feature created", "entity_type", id.EntityType, "feature", id.Name, "version", id.Version, "ttl", ttl, "table", name)
+	s.log.Info("list feature created", "entity_type", id.EntityType, "feature", id.Feature, "version", id.Version, "ttl", ttl, "table", name)
 	return f, true, nil
 }
 
@@ -352,7 +352,7 @@ func (s *Service) DeleteFeatureVersion(ctx context.Context, id FeatureID) error 
 	if orphan {
 		return fmt.Errorf("%w: %s", ErrFeatureNotFound, id)
 	}
-	s.log.Info("list feature version deleted", "entity_type", id.EntityType, "feature", id.Name, "version", id.Version, "table", f.Table)
+	s.log.Info("list feature version deleted", "entity_type", id.EntityType, "feature", id.Feature, "version", id.Version, "table", f.Table)
 	return nil
 }
 
@@ -374,7 +374,7 @@ func (s *Service) Features(ctx context.Context, entityType string) ([]Feature, e
 		if entityType != "" && k[0] != entityType {
 			continue
 		}
-		f, err := s.readFeature(ctx, FeatureID{EntityType: k[0], Name: k[1], Version: k[2]}, key)
+		f, err := s.readFeature(ctx, FeatureID{EntityType: k[0], Feature: k[1], Version: k[2]}, key)
 		if errors.Is(err, ErrFeatureNotFound) {
 			continue // deleted meanwhile
 		}
@@ -384,7 +384,7 @@ func (s *Service) Features(ctx context.Context, entityType string) ([]Feature, e
 		out = append(out, f)
 	}
 	slices.SortFunc(out, func(a, b Feature) int {
-		return cmp.Or(cmp.Compare(a.EntityType, b.EntityType), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Version, b.Version))
+		return cmp.Or(cmp.Compare(a.EntityType, b.EntityType), cmp.Compare(a.Feature, b.Feature), cmp.Compare(a.Version, b.Version))
 	})
 	return out, nil
 }

@@ -77,7 +77,7 @@ func testModel(t *testing.T, e *env) {
 	checks := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		checks++
-		id := lists.FeatureID{EntityType: "model", Name: "f", Version: strconv.Itoa(checks)}
+		id := lists.FeatureID{EntityType: "model", Feature: "f", Version: strconv.Itoa(checks)}
 		ttl := time.Duration(rapid.IntRange(1, 60).Draw(rt, "ttl_seconds")) * time.Second
 		e.clock.Set(start)
 		if _, _, err := e.svc.CreateFeature(ctx, id, ttl); err != nil {

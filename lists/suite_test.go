@@ -43,7 +43,7 @@ func runSuite(t *testing.T, f testbackend.Factory) {
 	}
 }
 
-var feat = lists.FeatureID{EntityType: "user", Name: "stories_presented", Version: ""}
+var feat = lists.FeatureID{EntityType: "user", Feature: "stories_presented", Version: ""}
 
 const day = 24 * time.Hour
 
@@ -143,13 +143,13 @@ func testCreateFeature(t *testing.T, e *env) {
 		id  lists.FeatureID
 		ttl time.Duration
 	}{
-		{lists.FeatureID{EntityType: "", Name: "f"}, day},
-		{lists.FeatureID{EntityType: "u", Name: ""}, day},
-		{lists.FeatureID{EntityType: "u\xff", Name: "f"}, day},
-		{lists.FeatureID{EntityType: "u", Name: strings.Repeat("n", lists.MaxNameBytes+1)}, day},
-		{lists.FeatureID{EntityType: "u", Name: "f"}, 0},
-		{lists.FeatureID{EntityType: "u", Name: "f"}, -time.Hour},
-		{lists.FeatureID{EntityType: "u", Name: "f"}, time.Microsecond},
+		{lists.FeatureID{EntityType: "", Feature: "f"}, day},
+		{lists.FeatureID{EntityType: "u", Feature: ""}, day},
+		{lists.FeatureID{EntityType: "u\xff", Feature: "f"}, day},
+		{lists.FeatureID{EntityType: "u", Feature: strings.Repeat("n", lists.MaxNameBytes+1)}, day},
+		{lists.FeatureID{EntityType: "u", Feature: "f"}, 0},
+		{lists.FeatureID{EntityType: "u", Feature: "f"}, -time.Hour},
+		{lists.FeatureID{EntityType: "u", Feature: "f"}, time.Microsecond},
 	} {
 		if _, _, err := e.svc.CreateFeature(ctx, bad.id, bad.ttl); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("create %v ttl %s: %v, want ErrInvalid", bad.id, bad.ttl, err)
@@ -331,7 +331,7 @@ func testBadInput(t *testing.T, e *env) {
 func testUnknownFeature(t *testing.T, e *env) {
 	ctx := t.Context()
 	mustCreate(t, e, feat, day)
-	unknown := lists.FeatureID{EntityType: "user", Name: "nope"}
+	unknown := lists.FeatureID{EntityType: "user", Feature: "nope"}
 	otherVersion := feat
 	otherVersion.Version = "v9"
 	for _, id := range []lists.FeatureID{unknown, otherVersion} {
@@ -445,19 +445,19 @@ func testDeleteFeatureVersion(t *testing.T, e *env) {
 // two different (entity type, feature, version, entity) tuples share a list.
 func testNames(t *testing.T, e *env) {
 	ids := []lists.FeatureID{
-		{EntityType: "a#b", Name: "c", Version: ""},
-		{EntityType: "a", Name: "b#c", Version: ""},
-		{EntityType: "a", Name: "b", Version: "c"},
-		{EntityType: "a|b", Name: "c", Version: "d"},
-		{EntityType: "a", Name: "b|c", Version: "d"},
-		{EntityType: "a", Name: "b", Version: "c|d"},
-		{EntityType: "a/b", Name: "c", Version: "d"},
-		{EntityType: "a", Name: "b/c", Version: "d"},
-		{EntityType: "a\x00b", Name: "c", Version: ""},
-		{EntityType: "a", Name: "b\x00c", Version: ""},
-		{EntityType: "a", Name: "b", Version: "\x00"},
-		{EntityType: "a", Name: "b", Version: ""},
-		{EntityType: "é\"ü", Name: "[\"x\"]", Version: "\\"},
+		{EntityType: "a#b", Feature: "c", Version: ""},
+		{EntityType: "a", Feature: "b#c", Version: ""},
+		{EntityType: "a", Feature: "b", Version: "c"},
+		{EntityType: "a|b", Feature: "c", Version: "d"},
+		{EntityType: "a", Feature: "b|c", Version: "d"},
+		{EntityType: "a", Feature: "b", Version: "c|d"},
+		{EntityType: "a/b", Feature: "c", Version: "d"},
+		{EntityType: "a", Feature: "b/c", Version: "d"},
+		{EntityType: "a\x00b", Feature: "c", Version: ""},
+		{EntityType: "a", Feature: "b\x00c", Version: ""},
+		{EntityType: "a", Feature: "b", Version: "\x00"},
+		{EntityType: "a", Feature: "b", Version: ""},
+		{EntityType: "é\"ü", Feature: "[\"x\"]", Version: "\\"},
 	}
 	entities := []string{"x", "x\x00", "x\x00y", "x#y", "x/y", "x|y", "y"}
 	t0 := start.Add(-time.Hour)

@@ -53,8 +53,9 @@ type Page struct {
 	NextPageToken []byte
 }
 
-// Query returns live events of q.IndexID in [From, To) clipped to the
-// retention window, in order. It visits shards, and partition buckets
+// QueryEvents returns live events of q.IndexID in [From, To) clipped to
+// the retention window, in order (named as the HTTP route, GET
+// /v1/indexes/{name}/events, and package client's Client.QueryEvents). It visits shards, and partition buckets
 // within them, in the query's order, touching only those the range covers,
 // and stops as soon as it has Limit events, or once it has visited
 // Options.MaxPartitions partitions: then the page holds what was found,
@@ -63,7 +64,7 @@ type Page struct {
 //
 // While the index migrates from a legacy table (see SetRouter), the router
 // decides which source answers; QueryShards always reads the shards.
-func (s *Service) Query(ctx context.Context, index string, q Query) (Page, error) {
+func (s *Service) QueryEvents(ctx context.Context, index string, q Query) (Page, error) {
 	if q.Limit == 0 {
 		q.Limit = store.DefaultLimit
 	}
@@ -75,7 +76,7 @@ func (s *Service) Query(ctx context.Context, index string, q Query) (Page, error
 	return s.QueryShards(ctx, index, q)
 }
 
-// QueryShards is Query on the shards alone, whatever the index's
+// QueryShards is QueryEvents on the shards alone, whatever the index's
 // migration phase.
 func (s *Service) QueryShards(ctx context.Context, index string, q Query) (Page, error) {
 	cfg, err := s.config(ctx, index)

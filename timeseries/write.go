@@ -40,8 +40,10 @@ const (
 	reasonError    = "error"
 )
 
-// Put writes events to the index: idempotent upserts keyed by (IndexID,
-// Timestamp, EventID), so retrying a failed Put is safe.
+// WriteEvents writes events to the index: idempotent upserts keyed by
+// (IndexID, Timestamp, EventID), so retrying a failed write is safe. It is
+// named as the HTTP route (POST /v1/indexes/{name}/events) and package
+// client's Client.WriteEvents.
 //
 // The whole batch is checked before anything is written, and it is refused
 // whole, with a *store.MutationError naming the first offending event, when any
@@ -54,7 +56,7 @@ const (
 //
 // While the index migrates from a legacy table (see SetRouter), the router
 // decides where the events go; PutShards always writes the shards.
-func (s *Service) Put(ctx context.Context, index string, events []Event) (int, error) {
+func (s *Service) WriteEvents(ctx context.Context, index string, events []Event) (int, error) {
 	if r := s.router.Load(); r != nil {
 		if n, handled, err := r.RoutePut(ctx, index, events); handled {
 			return n, err
@@ -63,7 +65,7 @@ func (s *Service) Put(ctx context.Context, index string, events []Event) (int, e
 	return s.PutShards(ctx, index, events)
 }
 
-// PutShards is Put on the shards alone, whatever the index's migration
+// PutShards is WriteEvents on the shards alone, whatever the index's migration
 // phase.
 func (s *Service) PutShards(ctx context.Context, index string, events []Event) (int, error) {
 	cfg, err := s.config(ctx, index)
