@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestWriteFileBadTime checks that a bad time in `ebb index write --file`
@@ -221,5 +227,44 @@ func TestListFeatureCreatedAtMillis(t *testing.T) {
 	ts, err := time.Parse(time.RFC3339Nano, f.CreatedAt)
 	if err != nil || ts.Nanosecond()%int(time.Millisecond) != 0 {
 		t.Errorf("created_at %q: want milliseconds at most (%v)", f.CreatedAt, err)
+	}
+}
+
+// TestDynamoDBUnreachable checks that opening the DynamoDB backend at an
+// endpoint where nothing listens logs that it connects and retries, and
+// fails with one line naming the endpoint and the cause.
+func TestDynamoDBUnreachable(t *testing.T) {
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_REGION", "us-east-1")
+	old := connectingNotice
+	connectingNotice = 200 * time.Millisecond
+	t.Cleanup(func() { connectingNotice = old })
+	// A free loopback port with nothing listening on it.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "http://" + l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, _, err = backendOptions(ctx, serveConfig{backend: "dynamodb", dynamoEndpoint: endpoint}, log, prometheus.NewRegistry())
+	if err == nil {
+		t.Fatal("opened DynamoDB where nothing listens")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "\n") || !strings.Contains(msg, "DynamoDB at endpoint "+endpoint+" unreachable") || !strings.Contains(msg, "connection refused") {
+		t.Errorf("error %q: want one line naming the endpoint and the cause", msg)
+	}
+	for _, want := range []string{`msg="connecting to DynamoDB" at="endpoint ` + endpoint, `msg="DynamoDB has not answered yet; retrying"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
 	}
 }
