@@ -11,8 +11,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -266,5 +268,61 @@ func TestDynamoDBUnreachable(t *testing.T) {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, logs.String())
 		}
+	}
+}
+
+// TestServeBindsBeforeOpening checks that `ebb serve` holds its port
+// before it opens its store: while the store opens (a DynamoDB endpoint
+// where nothing listens, which it retries for seconds) the port is taken,
+// a second server on it fails at once, and a signal stops the start.
+func TestServeBindsBeforeOpening(t *testing.T) {
+	free := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().String()
+	}
+	addr, nothing := free(), free()
+	env := append(os.Environ(), "AWS_EC2_METADATA_DISABLED=true", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1")
+	cmd := exec.Command(ebbBinary(t), "serve", "--addr", addr, "--backend", "dynamodb", "--dynamodb-endpoint", "http://"+nothing)
+	cmd.Env = env
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Kill()
+		<-done
+	}()
+	// The store is being opened once it says it connects.
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stderr.String(), "connecting to DynamoDB") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no connecting line after 20 s:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err != nil {
+		t.Errorf("port %s not held while the store opens: %v", addr, err)
+	} else {
+		_ = c.Close()
+	}
+	second := exec.Command(ebbBinary(t), "serve", "--addr", addr, "--data", filepath.Join(t.TempDir(), "data"))
+	if out, err := second.CombinedOutput(); err == nil || !strings.Contains(string(out), "listen on "+addr) {
+		t.Errorf("a second server on the port: %v, %s", err, out)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+		done <- nil // for the deferred wait
+	case <-time.After(20 * time.Second):
+		t.Fatalf("still running 20 s after SIGTERM while opening:\n%s", stderr.String())
 	}
 }

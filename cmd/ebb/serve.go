@@ -165,6 +165,24 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 		}
 	}
 
+	// The ports are bound before the store is opened and the leases
+	// taken: a port already in use fails the start at once, before any
+	// lease is held, and connections made while the store opens wait in
+	// the kernel's queue and are answered once it is open.
+	ln, hotLn, err := server.Listen(cfg.addr, cfg.hotAddr)
+	if err != nil {
+		return err
+	}
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			_ = ln.Close()
+			if hotLn != nil {
+				_ = hotLn.Close()
+			}
+		}
+	}()
+
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(collectors.NewGoCollector()); err != nil {
 		return fmt.Errorf("register go collector: %w", err)
@@ -220,7 +238,8 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	if err != nil {
 		return err
 	}
-	return srv.ListenAndServe(ctx, cfg.addr, cfg.shutdownTimeout, func(url string) {
+	handedOver = true
+	return srv.Serve(ctx, ln, hotLn, cfg.shutdownTimeout, func(url string) {
 		log.Info("serving", "url", url, "backend", cfg.backend, "auth", auth != nil)
 		if hot := srv.HotURL(); hot != "" {
 			log.Info("serving on the hot listener", "url", hot)
