@@ -110,6 +110,13 @@ func RestoreWith(ctx context.Context, from, data string, o RestoreOptions) error
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("ebb: restore: %w", err)
 	}
+	if fi, err := os.Stat(from); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: the backup %s does not exist", store.ErrInvalid, from)
+	} else if err != nil {
+		return fmt.Errorf("ebb: restore: %w", err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("%w: the backup %s is not a directory", store.ErrInvalid, from)
+	}
 	if m, _ := filepath.Glob(filepath.Join(from, "MANIFEST-*")); len(m) == 0 {
 		return store.Errorf(store.ErrInvalid, "%s is not an ebb backup (no Pebble manifest)", from)
 	}

@@ -36,7 +36,7 @@ func TestBackupRestore(t *testing.T) {
 	if _, err := db.Indexes().Put(ctx, "ev", []timeseries.Event{{IndexID: "a", EventID: "e1", Timestamp: now, Payload: []byte("p")}}); err != nil {
 		t.Fatal(err)
 	}
-	id := lists.FeatureID{EntityType: "user", Name: "seen", Version: "v1"}
+	id := lists.FeatureID{EntityType: "user", Feature: "seen", Version: "v1"}
 	if _, _, err := db.Lists().CreateFeature(ctx, id, time.Hour); err != nil {
 		t.Fatal(err)
 	}

@@ -22,10 +22,10 @@
 //		Name: "events", TableBucket: 7 * 24 * time.Hour,
 //		PartitionBucket: 24 * time.Hour, Retention: 6 * 7 * 24 * time.Hour,
 //	})
-//	_, err = db.Indexes().Put(ctx, "events", []timeseries.Event{{
+//	_, err = db.Indexes().WriteEvents(ctx, "events", []timeseries.Event{{
 //		IndexID: "acct_1", EventID: "e1", Timestamp: time.Now(), Payload: []byte("{}"),
 //	}})
-//	page, err := db.Indexes().Query(ctx, "events", timeseries.Query{
+//	page, err := db.Indexes().QueryEvents(ctx, "events", timeseries.Query{
 //		IndexID: "acct_1", From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Minute),
 //	})
 //

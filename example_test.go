@@ -67,15 +67,15 @@ func ExampleDB_Indexes() {
 		log.Fatal(err)
 	}
 	now := time.Now()
-	if _, err := db.Indexes().Put(ctx, "events", []timeseries.Event{
+	if _, err := db.Indexes().WriteEvents(ctx, "events", []timeseries.Event{
 		{IndexID: "acct_1", EventID: "login", Timestamp: now.Add(-2 * time.Hour), Payload: []byte(`{"ip":"10.0.0.1"}`)},
 		{IndexID: "acct_1", EventID: "logout", Timestamp: now.Add(-time.Hour)},
 		{IndexID: "acct_2", EventID: "login", Timestamp: now.Add(-time.Hour)},
 	}); err != nil {
 		log.Fatal(err)
 	}
-	page, err := db.Indexes().Query(ctx, "events", timeseries.Query{
-		IndexID: "acct_1", From: now.Add(-24 * time.Hour), To: now, Desc: true, Limit: 10,
+	page, err := db.Indexes().QueryEvents(ctx, "events", timeseries.Query{
+		IndexID: "acct_1", From: now.Add(-24 * time.Hour), To: now, Desc: true, // no Limit: a page of store.DefaultLimit
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -85,7 +85,7 @@ func ExampleDB_Indexes() {
 	}
 	// An event older than the retention is refused: it would already be
 	// gone.
-	_, err = db.Indexes().Put(ctx, "events", []timeseries.Event{{IndexID: "acct_1", EventID: "old", Timestamp: now.Add(-7 * week)}})
+	_, err = db.Indexes().WriteEvents(ctx, "events", []timeseries.Event{{IndexID: "acct_1", EventID: "old", Timestamp: now.Add(-7 * week)}})
 	fmt.Println(errors.Is(err, timeseries.ErrExpired))
 	// Output:
 	// logout
@@ -101,7 +101,7 @@ func ExampleDB_Lists() {
 	defer done()
 	ctx := context.Background()
 
-	id := lists.FeatureID{EntityType: "user", Name: "recently_viewed", Version: "v1"}
+	id := lists.FeatureID{EntityType: "user", Feature: "recently_viewed", Version: "v1"}
 	if _, _, err := db.Lists().CreateFeature(ctx, id, 30*24*time.Hour); err != nil {
 		log.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func ExampleDB_Lists_expiryModes() {
 	defer done()
 	ctx := context.Background()
 
-	id := lists.FeatureID{EntityType: "user", Name: "recently_viewed", Version: "v2"}
+	id := lists.FeatureID{EntityType: "user", Feature: "recently_viewed", Version: "v2"}
 	f, _, err := db.Lists().CreateFeatureWith(ctx, id, lists.FeatureConfig{TTL: 30 * 24 * time.Hour, Expiry: store.ExpiryDrop})
 	if err != nil {
 		log.Fatal(err)

@@ -47,7 +47,7 @@ func openBench(b *testing.B, metered bool) *ebb.DB {
 }
 
 var (
-	benchFeature = lists.FeatureID{EntityType: "user", Name: "recent_items", Version: "v1"}
+	benchFeature = lists.FeatureID{EntityType: "user", Feature: "recent_items", Version: "v1"}
 	benchBase    = time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 )
 

@@ -32,7 +32,7 @@ func TestSweepExclude(t *testing.T) {
 	}
 	add := func(name string) {
 		t.Helper()
-		id := lists.FeatureID{EntityType: "user", Name: name}
+		id := lists.FeatureID{EntityType: "user", Feature: name}
 		f, _, err := db.Lists().CreateFeature(ctx, id, time.Hour)
 		if err != nil {
 			t.Fatal(err)

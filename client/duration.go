@@ -9,7 +9,7 @@ import (
 )
 
 // duration is a time.Duration as the API writes it: a Go duration string
-// without trailing zero units ("168h", "1m30s", "0s").
+// without trailing zero units ("168h", "90s", "0s").
 type duration time.Duration
 
 func (d duration) MarshalJSON() ([]byte, error) {

@@ -71,10 +71,18 @@ func Chart(w Workload, p Prices) ([]byte, error) {
 	}
 	w = w.withDefaults()
 	const (
-		width, panelH = 760, 300
-		left, right   = 90, 250
-		top, bottom   = 40, 40
+		plotWidth, panelH = 420, 300
+		left              = 90
+		top, bottom       = 40, 40
 	)
+	// The legend's column is as wide as its longest title, so that none
+	// is cut off at the edge of the picture.
+	longest := 0
+	for _, s := range Strategies {
+		longest = max(longest, len(StrategyTitles[s]))
+	}
+	right := 36 + longest*legendCharWidth + 10
+	width := left + plotWidth + right
 	horizon := 2 * time.Duration(w.Retention).Seconds()
 	const steps = 60
 	var buf bytes.Buffer
@@ -98,13 +106,20 @@ func Chart(w Workload, p Prices) ([]byte, error) {
 		if maxCost <= 0 || math.IsNaN(maxCost) || math.IsInf(maxCost, 0) {
 			maxCost = 1
 		}
+		// The y axis ends on a round value, and its ticks fall on round
+		// values: 1, 2, 2.5 or 5 times a power of ten.
+		step := max(tickStep(maxCost/4), 0.01)
+		ticks := int(math.Ceil(maxCost/step - 1e-9))
+		maxCost = step * float64(ticks)
 		fmt.Fprintf(&buf, `<text x="%d" y="%d" font-size="14">%s: cumulative cost (%s) from an empty table</text>`+"\n",
 			left, y0+20, html.EscapeString(name), html.EscapeString(p.Currency))
 		fmt.Fprintf(&buf, `<rect x="%d" y="%d" width="%g" height="%g" fill="none" stroke="#999"/>`+"\n", left, y0+top, plotW, plotH)
-		for k := 0; k <= 4; k++ {
-			v := maxCost * float64(k) / 4
-			y := float64(y0+top) + plotH - plotH*float64(k)/4
+		for k := 0; k <= ticks; k++ {
+			v := step * float64(k)
+			y := float64(y0+top) + plotH - plotH*float64(k)/float64(ticks)
 			fmt.Fprintf(&buf, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, y+4, money(v))
+		}
+		for k := 0; k <= 4; k++ {
 			days := horizon * float64(k) / 4 / 86400
 			fmt.Fprintf(&buf, `<text x="%.1f" y="%d" text-anchor="middle">day %.0f</text>`+"\n", float64(left)+plotW*float64(k)/4, y0+panelH-bottom+16, days)
 		}
@@ -126,6 +141,22 @@ func Chart(w Workload, p Prices) ([]byte, error) {
 	}
 	buf.WriteString("</svg>\n")
 	return buf.Bytes(), nil
+}
+
+// legendCharWidth is a generous width of one character of the legend's
+// 12-pixel sans-serif text, so that the column computed from it holds it.
+const legendCharWidth = 7
+
+// tickStep is the smallest round step (1, 2, 2.5 or 5 times a power of
+// ten) of at least raw.
+func tickStep(raw float64) float64 {
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*p >= raw*(1-1e-9) {
+			return m * p
+		}
+	}
+	return 10 * p
 }
 
 // money formats an amount with thousands separators and cents.

@@ -205,6 +205,11 @@ func checkDuration(field string, d Duration, lo, hi time.Duration) error {
 // Validate reports the first bad figure of a workload (with its defaults
 // applied) as an *InputError.
 func (w Workload) Validate() error {
+	if w.Utilization != 0 && w.Capacity != Provisioned {
+		// On demand bills each request: a utilization would change
+		// nothing, and estimating as if it did would mislead.
+		return bad("utilization", "%g applies to provisioned capacity only, and the capacity is on demand: set capacity provisioned, or leave utilization out", w.Utilization)
+	}
 	w = w.withDefaults()
 	if err := checkRate("rows-per-second", w.RowsPerSecond); err != nil {
 		return err
@@ -233,8 +238,13 @@ func (w Workload) Validate() error {
 	if err := checkDuration("retention", w.Retention, time.Second, maxDuration); err != nil {
 		return err
 	}
-	if err := checkDuration("own-ttl", w.OwnTTL, time.Second, time.Duration(w.Retention)); err != nil {
+	if err := checkDuration("own-ttl", w.OwnTTL, time.Second, maxDuration); err != nil {
 		return err
+	}
+	if w.OwnTTL > w.Retention {
+		// The bound is the retention, whatever the default (24h).
+		return bad("own-ttl", "%s is longer than the retention, %s: a row's own TTL ends it before the retention would",
+			durfmt.Format(time.Duration(w.OwnTTL)), durfmt.Format(time.Duration(w.Retention)))
 	}
 	if err := checkDuration("shard-period", w.ShardPeriod, time.Second, maxDuration); err != nil {
 		return err

@@ -36,11 +36,82 @@ func (e *FileError) Error() string {
 
 // LoadWorkload reads a workload file, JSON or YAML by extension, whose keys
 // are the flags of `ebb cost`. A key that is unknown or of the wrong shape
-// gives a *FileError naming it; the figures are checked by Validate.
+// gives a *FileError naming it; the figures are checked by Validate. The
+// keys naming the command's other files (chart, prices) are read by
+// LoadWorkloadFile and ignored here.
 func LoadWorkload(path string) (Workload, error) {
-	var w Workload
-	err := decodeFile(path, "", &w)
-	return w, err
+	f, err := LoadWorkloadFile(path)
+	return f.Workload, err
+}
+
+// WorkloadFile is a workload file as `ebb cost --workload` reads it: the
+// workload, and the keys of the command's flags that are not part of a
+// workload.
+type WorkloadFile struct {
+	Workload Workload
+	// Chart and Prices are the chart and prices keys: paths as the file
+	// gives them, or "".
+	Chart, Prices string
+	// ProviderKey is how the file spelled its providers, "provider" (as
+	// the flag, a comma-separated string or a list) or "providers", so
+	// that an error names the key the file has.
+	ProviderKey string
+}
+
+// LoadWorkloadFile reads a workload file as LoadWorkload does, with the
+// keys of every flag of `ebb cost` that a file can hold: provider as the
+// flag takes it (providers, a list, is taken too), chart and prices.
+func LoadWorkloadFile(path string) (WorkloadFile, error) {
+	var out WorkloadFile
+	tree, err := readTree(path)
+	if err != nil {
+		return out, err
+	}
+	m, ok := tree.(map[string]any)
+	if !ok {
+		return out, fill(path, "", tree, reflect.ValueOf(&out.Workload).Elem())
+	}
+	for _, key := range []string{"chart", "prices"} {
+		v, ok := m[key]
+		if !ok {
+			continue
+		}
+		s, ok := v.(string)
+		if !ok || s == "" {
+			return out, &FileError{Path: path, Field: key, Msg: fmt.Sprintf("want a file name, not %s", show(v))}
+		}
+		if key == "chart" {
+			out.Chart = s
+		} else {
+			out.Prices = s
+		}
+		delete(m, key)
+	}
+	out.ProviderKey = "providers"
+	if v, ok := m["provider"]; ok {
+		if _, both := m["providers"]; both {
+			return out, &FileError{Path: path, Field: "provider", Msg: "give provider or providers, not both"}
+		}
+		out.ProviderKey = "provider"
+		if s, ok := v.(string); ok {
+			// As the flag takes it: comma-separated.
+			var list []any
+			for _, p := range strings.Split(s, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					list = append(list, p)
+				}
+			}
+			v = list
+		}
+		delete(m, "provider")
+		m["providers"] = v
+	}
+	err = fill(path, "", m, reflect.ValueOf(&out.Workload).Elem())
+	var fe *FileError
+	if errors.As(err, &fe) && out.ProviderKey == "provider" && strings.HasPrefix(fe.Field, "providers") {
+		fe.Field = "provider" + strings.TrimPrefix(fe.Field, "providers")
+	}
+	return out, err
 }
 
 // decodeFile reads a JSON or YAML file (by extension: .json, .yaml or .yml)
@@ -50,9 +121,18 @@ func LoadWorkload(path string) (Workload, error) {
 // struct mapping, so that every error names the key in the file's words,
 // never a Go type.
 func decodeFile(path, prefix string, v any) error {
+	tree, err := readTree(path)
+	if err != nil {
+		return err
+	}
+	return fill(path, prefix, tree, reflect.ValueOf(v).Elem())
+}
+
+// readTree reads a JSON or YAML file into its generic form.
+func readTree(path string) (any, error) {
 	ext := strings.ToLower(filepath.Ext(path))
 	if ext != ".json" && ext != ".yaml" && ext != ".yml" {
-		return &FileError{Path: path, Msg: fmt.Sprintf("want a .json, .yaml or .yml file, not %q", ext)}
+		return nil, &FileError{Path: path, Msg: fmt.Sprintf("want a .json, .yaml or .yml file, not %q", ext)}
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -60,10 +140,10 @@ func decodeFile(path, prefix string, v any) error {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return &FileError{Path: path, Msg: err.Error()}
+		return nil, &FileError{Path: path, Msg: err.Error()}
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return &FileError{Path: path, Msg: "the file is empty"}
+		return nil, &FileError{Path: path, Msg: "the file is empty"}
 	}
 	var tree any
 	switch ext {
@@ -71,17 +151,17 @@ func decodeFile(path, prefix string, v any) error {
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.UseNumber()
 		if err := dec.Decode(&tree); err != nil {
-			return &FileError{Path: path, Msg: jsonSyntax(data, err)}
+			return nil, &FileError{Path: path, Msg: jsonSyntax(data, err)}
 		}
 		if _, err := dec.Token(); err != io.EOF {
-			return &FileError{Path: path, Msg: "not one JSON object: more follows it"}
+			return nil, &FileError{Path: path, Msg: "not one JSON object: more follows it"}
 		}
 	default:
 		if err := yaml.Unmarshal(data, &tree); err != nil {
-			return &FileError{Path: path, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+			return nil, &FileError{Path: path, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 		}
 	}
-	return fill(path, prefix, tree, reflect.ValueOf(v).Elem())
+	return tree, nil
 }
 
 // jsonSyntax describes a JSON syntax error with its line.

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ebb-data/ebb/internal/durfmt"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -45,15 +46,15 @@ const maxCandidates = 8
 
 // FeatureID names a list feature version. Every field may hold any valid
 // UTF-8, including '#', '|', '/' and NUL, up to MaxNameBytes bytes;
-// EntityType and Name must not be empty, Version "" is the default version.
+// EntityType and Feature must not be empty, Version "" is the default version.
 type FeatureID struct {
 	EntityType string
-	Name       string
+	Feature    string
 	Version    string
 }
 
 func (id FeatureID) String() string {
-	return fmt.Sprintf("list feature (entity type %q, feature %q, version %q)", id.EntityType, id.Name, id.Version)
+	return fmt.Sprintf("list feature (entity type %q, feature %q, version %q)", id.EntityType, id.Feature, id.Version)
 }
 
 // Feature is a list feature version as recorded in the meta table.
@@ -63,7 +64,8 @@ type Feature struct {
 	TTL time.Duration
 	// Table is the name of the table holding the version's items.
 	Table string
-	// Created is when the version was created, on the Service's clock.
+	// Created is when the version was created, on the Service's clock,
+	// to the millisecond as every stored time.
 	Created time.Time
 	// Expiry is how the version's expired items leave the disk (see
 	// store.ExpiryMode); never store.ExpiryDefault once created.
@@ -162,13 +164,13 @@ func metaKey(id FeatureID) (string, error) {
 	if err := checkName("entity type", id.EntityType, false); err != nil {
 		return "", err
 	}
-	if err := checkName("feature name", id.Name, false); err != nil {
+	if err := checkName("feature name", id.Feature, false); err != nil {
 		return "", err
 	}
 	if err := checkName("version", id.Version, true); err != nil {
 		return "", err
 	}
-	b, err := json.Marshal([3]string{id.EntityType, id.Name, id.Version})
+	b, err := json.Marshal([3]string{id.EntityType, id.Feature, id.Version})
 	if err != nil {
 		return "", store.Errorf(store.ErrInvalid, "%v", err)
 	}
@@ -203,7 +205,7 @@ func TableSpec(name string, ttl time.Duration) store.TableSpec {
 
 func checkTTL(ttl time.Duration) error {
 	if ttl <= 0 || ttl%time.Millisecond != 0 {
-		return store.Errorf(store.ErrInvalid, "TTL %s must be a positive whole number of milliseconds", ttl)
+		return store.Errorf(store.ErrInvalid, "TTL %s must be a positive whole number of milliseconds", durfmt.Format(ttl))
 	}
 	return nil
 }
@@ -235,7 +237,7 @@ func (s *Service) CreateFeatureWith(ctx context.Context, id FeatureID, cfg Featu
 	}
 	existing := func(f Feature) (Feature, bool, error) {
 		if f.TTL != ttl {
-			return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s has TTL %s, not %s", id, f.TTL, ttl)
+			return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s has TTL %s, not %s", id, durfmt.Format(f.TTL), durfmt.Format(ttl))
 		}
 		if cfg.Expiry != store.ExpiryDefault && cfg.Expiry != f.Expiry {
 			return s.setExpiry(ctx, f, key, cfg.Expiry)
@@ -273,7 +275,7 @@ func (s *Service) CreateFeatureWith(ctx context.Context, id FeatureID, cfg Featu
 		}
 		return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s: its table %s exists with another TTL (a concurrent or interrupted create; delete the version and retry)", id, name)
 	}
-	f = Feature{FeatureID: id, TTL: ttl, Table: name, Created: s.now().UTC(), Expiry: mode}
+	f = Feature{FeatureID: id, TTL: ttl, Table: name, Created: s.now().UTC().Truncate(time.Millisecond), Expiry: mode}
 	doc, err := json.Marshal(docOf(f))
 	if err != nil {
 		return Feature{}, false, err
@@ -290,14 +292,14 @@ func (s *Service) CreateFeatureWith(ctx context.Context, id FeatureID, cfg Featu
 		return Feature{}, false, fmt.Errorf("create %s: record: %w", id, err)
 	}
 	s.remember(f)
-	s.log.Info("list feature created", "entity_type", id.EntityType, "feature", id.Name, "version", id.Version, "ttl", ttl, "expiry", mode, "table", name)
+	s.log.Info("list feature created", "entity_type", id.EntityType, "feature", id.Feature, "version", id.Version, "ttl", ttl, "expiry", mode, "table", name)
 	return f, true, nil
 }
 
 // docOf is f's meta document.
 func docOf(f Feature) featureDoc {
 	return featureDoc{
-		EntityType: f.EntityType, Name: f.Name, Version: f.Version,
+		EntityType: f.EntityType, Name: f.Feature, Version: f.Version,
 		TTL: f.TTL.String(), Table: f.Table, Created: f.Created, Expiry: f.Expiry.String(),
 	}
 }
@@ -329,7 +331,7 @@ func (s *Service) setExpiry(ctx context.Context, f Feature, key string, mode sto
 	if err := s.meta.CompareAndSwap(ctx, kindFeature, key, old, doc); err != nil {
 		return Feature{}, false, fmt.Errorf("set expiry of %s: %w", f.FeatureID, err)
 	}
-	s.log.Info("list feature expiry mode changed", "entity_type", f.EntityType, "feature", f.Name, "version", f.Version, "from", from, "to", mode)
+	s.log.Info("list feature expiry mode changed", "entity_type", f.EntityType, "feature", f.Feature, "version", f.Version, "from", from, "to", mode)
 	return cur, false, nil
 }
 
@@ -422,7 +424,7 @@ func (s *Service) DeleteFeatureVersion(ctx context.Context, id FeatureID) error 
 	if orphan {
 		return store.Errorf(ErrFeatureNotFound, "%s", id)
 	}
-	s.log.Info("list feature version deleted", "entity_type", id.EntityType, "feature", id.Name, "version", id.Version, "table", f.Table)
+	s.log.Info("list feature version deleted", "entity_type", id.EntityType, "feature", id.Feature, "version", id.Version, "table", f.Table)
 	return nil
 }
 
@@ -444,7 +446,7 @@ func (s *Service) Features(ctx context.Context, entityType string) ([]Feature, e
 		if entityType != "" && k[0] != entityType {
 			continue
 		}
-		f, err := s.readFeature(ctx, FeatureID{EntityType: k[0], Name: k[1], Version: k[2]}, key)
+		f, err := s.readFeature(ctx, FeatureID{EntityType: k[0], Feature: k[1], Version: k[2]}, key)
 		if errors.Is(err, ErrFeatureNotFound) {
 			continue // deleted meanwhile
 		}
@@ -454,7 +456,7 @@ func (s *Service) Features(ctx context.Context, entityType string) ([]Feature, e
 		out = append(out, f)
 	}
 	slices.SortFunc(out, func(a, b Feature) int {
-		return cmp.Or(cmp.Compare(a.EntityType, b.EntityType), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Version, b.Version))
+		return cmp.Or(cmp.Compare(a.EntityType, b.EntityType), cmp.Compare(a.Feature, b.Feature), cmp.Compare(a.Version, b.Version))
 	})
 	return out, nil
 }
@@ -488,7 +490,7 @@ func parseFeature(id FeatureID, doc []byte) (Feature, error) {
 	if mode == store.ExpiryDefault {
 		mode = store.ExpirySweep // recorded before modes existed
 	}
-	return Feature{FeatureID: id, TTL: ttl, Table: d.Table, Created: d.Created.UTC(), Expiry: mode}, nil
+	return Feature{FeatureID: id, TTL: ttl, Table: d.Table, Created: d.Created.UTC().Truncate(time.Millisecond), Expiry: mode}, nil
 }
 
 // lookup returns a feature, from the cache while it is fresh.

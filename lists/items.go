@@ -272,7 +272,8 @@ func (s *Service) write(ctx context.Context, table string, muts []store.Mutation
 // Get returns up to limit live items of the list of entityID whose
 // timestamp is at or after minTimestamp (the zero time: no bound), newest
 // first; items with equal timestamps come in descending order of their
-// item keys. limit is 1..store.MaxLimit. A list never written is empty.
+// item keys. limit is 1..store.MaxLimit, or zero for store.DefaultLimit.
+// A list never written is empty.
 func (s *Service) Get(ctx context.Context, id FeatureID, entityID string, minTimestamp time.Time, limit int) ([]Item, error) {
 	var out []Item
 	_, _, err := s.Scan(ctx, id, entityID, Read{MinTimestamp: minTimestamp, Limit: limit}, func(it Item) error {
@@ -297,7 +298,8 @@ type Read struct {
 	// MinTimestamp bounds the items' timestamps from below, inclusive;
 	// the zero time sets no bound.
 	MinTimestamp time.Time
-	// Limit is the page size, 1..store.MaxLimit.
+	// Limit is the page size, 1..store.MaxLimit; zero means
+	// store.DefaultLimit, as it does for the HTTP API.
 	Limit int
 	// PageToken resumes after the last item of a previous page (its
 	// NextPageToken); empty starts at the newest item.
@@ -329,6 +331,9 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 		return 0, "", err
 	}
 	limit, minTimestamp := rd.Limit, rd.MinTimestamp
+	if limit == 0 {
+		limit = store.DefaultLimit
+	}
 	if err := store.CheckLimit(limit); err != nil {
 		return 0, "", err
 	}

@@ -63,8 +63,8 @@ func TestItemKeyOrder(t *testing.T) {
 func TestMetaKeyUnambiguous(t *testing.T) {
 	name := rapid.StringOfN(rapid.SampledFrom([]rune{'a', 'b', '#', '|', '/', '"', '\\', 0, ',', '[', ']', 'é'}), 0, 6, -1)
 	rapid.Check(t, func(rt *rapid.T) {
-		x := FeatureID{EntityType: "e" + name.Draw(rt, "xe"), Name: "n" + name.Draw(rt, "xn"), Version: name.Draw(rt, "xv")}
-		y := FeatureID{EntityType: "e" + name.Draw(rt, "ye"), Name: "n" + name.Draw(rt, "yn"), Version: name.Draw(rt, "yv")}
+		x := FeatureID{EntityType: "e" + name.Draw(rt, "xe"), Feature: "n" + name.Draw(rt, "xn"), Version: name.Draw(rt, "xv")}
+		y := FeatureID{EntityType: "e" + name.Draw(rt, "ye"), Feature: "n" + name.Draw(rt, "yn"), Version: name.Draw(rt, "yv")}
 		kx, err := metaKey(x)
 		if err != nil {
 			rt.Fatal(err)

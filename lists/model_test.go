@@ -85,7 +85,7 @@ func testModel(t *testing.T, e *env) {
 		checks++
 		ttlSeconds := rapid.IntRange(1, 60).Draw(rt, "ttl_seconds")
 		ttl := time.Duration(ttlSeconds) * time.Second
-		id := lists.FeatureID{EntityType: "model", Name: "f", Version: strconv.Itoa(ttlSeconds)}
+		id := lists.FeatureID{EntityType: "model", Feature: "f", Version: strconv.Itoa(ttlSeconds)}
 		e.clock.Set(start)
 		if _, _, err := e.svc.CreateFeature(ctx, id, ttl); err != nil {
 			rt.Fatalf("create: %v", err)

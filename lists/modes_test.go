@@ -92,7 +92,7 @@ func TestExpiryModes(t *testing.T) {
 		caps := e.raw.Capabilities()
 		features := map[store.ExpiryMode]lists.Feature{}
 		for _, mode := range []store.ExpiryMode{store.ExpirySweep, store.ExpiryNative, store.ExpiryDrop} {
-			id := lists.FeatureID{EntityType: "user", Name: "seen_" + mode.String()}
+			id := lists.FeatureID{EntityType: "user", Feature: "seen_" + mode.String()}
 			f, created, err := e.svc.CreateFeatureWith(e.ctx, id, lists.FeatureConfig{TTL: time.Hour, Expiry: mode})
 			if mode == store.ExpiryNative && !caps.NativeTTL {
 				if !errors.Is(err, store.ErrNativeTTLUnsupported) || !errors.Is(err, store.ErrInvalid) {

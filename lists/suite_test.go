@@ -43,7 +43,7 @@ func runSuite(t *testing.T, f testbackend.Factory) {
 	}
 }
 
-var feat = lists.FeatureID{EntityType: "user", Name: "stories_presented", Version: ""}
+var feat = lists.FeatureID{EntityType: "user", Feature: "stories_presented", Version: ""}
 
 const day = 24 * time.Hour
 
@@ -109,7 +109,7 @@ func testCreateFeature(t *testing.T, e *env) {
 	if err != nil || !created {
 		t.Fatalf("first create: created=%v err=%v", created, err)
 	}
-	if f.TTL != 30*day || !store.NamePattern.MatchString(f.Table) || !f.Created.Equal(start) {
+	if f.TTL != 30*day || !store.NamePattern.MatchString(f.Table) || !f.Created.Equal(start.Truncate(time.Millisecond)) {
 		t.Fatalf("feature %+v", f)
 	}
 	again, created, err := e.svc.CreateFeature(ctx, feat, 30*day)
@@ -119,6 +119,10 @@ func testCreateFeature(t *testing.T, e *env) {
 	_, _, err = e.svc.CreateFeature(ctx, feat, 7*day)
 	if !errors.Is(err, store.ErrConflict) || !errors.Is(err, lists.ErrFeatureConflict) {
 		t.Fatalf("create with another TTL: %v, want a conflict", err)
+	}
+	// Durations are written as everywhere else, 720h, never 720h0m0s.
+	if !strings.Contains(err.Error(), "has TTL 720h, not 168h") {
+		t.Errorf("create with another TTL: %q, want the TTLs as 720h and 168h", err)
 	}
 	got, err := e.svc.Feature(ctx, feat)
 	if err != nil || got.TTL != 30*day {
@@ -139,13 +143,13 @@ func testCreateFeature(t *testing.T, e *env) {
 		id  lists.FeatureID
 		ttl time.Duration
 	}{
-		{lists.FeatureID{EntityType: "", Name: "f"}, day},
-		{lists.FeatureID{EntityType: "u", Name: ""}, day},
-		{lists.FeatureID{EntityType: "u\xff", Name: "f"}, day},
-		{lists.FeatureID{EntityType: "u", Name: strings.Repeat("n", lists.MaxNameBytes+1)}, day},
-		{lists.FeatureID{EntityType: "u", Name: "f"}, 0},
-		{lists.FeatureID{EntityType: "u", Name: "f"}, -time.Hour},
-		{lists.FeatureID{EntityType: "u", Name: "f"}, time.Microsecond},
+		{lists.FeatureID{EntityType: "", Feature: "f"}, day},
+		{lists.FeatureID{EntityType: "u", Feature: ""}, day},
+		{lists.FeatureID{EntityType: "u\xff", Feature: "f"}, day},
+		{lists.FeatureID{EntityType: "u", Feature: strings.Repeat("n", lists.MaxNameBytes+1)}, day},
+		{lists.FeatureID{EntityType: "u", Feature: "f"}, 0},
+		{lists.FeatureID{EntityType: "u", Feature: "f"}, -time.Hour},
+		{lists.FeatureID{EntityType: "u", Feature: "f"}, time.Microsecond},
 	} {
 		if _, _, err := e.svc.CreateFeature(ctx, bad.id, bad.ttl); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("create %v ttl %s: %v, want ErrInvalid", bad.id, bad.ttl, err)
@@ -223,7 +227,9 @@ func testMinTimestampAndLimit(t *testing.T, e *env) {
 	}
 	// A min_timestamp before 1970 bounds nothing.
 	sameItems(t, mustGet(t, e, feat, "alice", time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC), 100), newestFirst)
-	for _, limit := range []int{0, -1, store.MaxLimit + 1} {
+	// A zero limit is the default page, as for the HTTP API.
+	sameItems(t, mustGet(t, e, feat, "alice", time.Time{}, 0), newestFirst)
+	for _, limit := range []int{-1, store.MaxLimit + 1} {
 		if _, err := e.svc.Get(t.Context(), feat, "alice", time.Time{}, limit); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("limit %d: %v, want ErrInvalid", limit, err)
 		}
@@ -325,7 +331,7 @@ func testBadInput(t *testing.T, e *env) {
 func testUnknownFeature(t *testing.T, e *env) {
 	ctx := t.Context()
 	mustCreate(t, e, feat, day)
-	unknown := lists.FeatureID{EntityType: "user", Name: "nope"}
+	unknown := lists.FeatureID{EntityType: "user", Feature: "nope"}
 	otherVersion := feat
 	otherVersion.Version = "v9"
 	for _, id := range []lists.FeatureID{unknown, otherVersion} {
@@ -439,19 +445,19 @@ func testDeleteFeatureVersion(t *testing.T, e *env) {
 // two different (entity type, feature, version, entity) tuples share a list.
 func testNames(t *testing.T, e *env) {
 	ids := []lists.FeatureID{
-		{EntityType: "a#b", Name: "c", Version: ""},
-		{EntityType: "a", Name: "b#c", Version: ""},
-		{EntityType: "a", Name: "b", Version: "c"},
-		{EntityType: "a|b", Name: "c", Version: "d"},
-		{EntityType: "a", Name: "b|c", Version: "d"},
-		{EntityType: "a", Name: "b", Version: "c|d"},
-		{EntityType: "a/b", Name: "c", Version: "d"},
-		{EntityType: "a", Name: "b/c", Version: "d"},
-		{EntityType: "a\x00b", Name: "c", Version: ""},
-		{EntityType: "a", Name: "b\x00c", Version: ""},
-		{EntityType: "a", Name: "b", Version: "\x00"},
-		{EntityType: "a", Name: "b", Version: ""},
-		{EntityType: "é\"ü", Name: "[\"x\"]", Version: "\\"},
+		{EntityType: "a#b", Feature: "c", Version: ""},
+		{EntityType: "a", Feature: "b#c", Version: ""},
+		{EntityType: "a", Feature: "b", Version: "c"},
+		{EntityType: "a|b", Feature: "c", Version: "d"},
+		{EntityType: "a", Feature: "b|c", Version: "d"},
+		{EntityType: "a", Feature: "b", Version: "c|d"},
+		{EntityType: "a/b", Feature: "c", Version: "d"},
+		{EntityType: "a", Feature: "b/c", Version: "d"},
+		{EntityType: "a\x00b", Feature: "c", Version: ""},
+		{EntityType: "a", Feature: "b\x00c", Version: ""},
+		{EntityType: "a", Feature: "b", Version: "\x00"},
+		{EntityType: "a", Feature: "b", Version: ""},
+		{EntityType: "é\"ü", Feature: "[\"x\"]", Version: "\\"},
 	}
 	entities := []string{"x", "x\x00", "x\x00y", "x#y", "x/y", "x|y", "y"}
 	t0 := start.Add(-time.Hour)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/durfmt"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -119,7 +120,7 @@ func (f Facts) LegacyCovered() (bool, string) {
 		why = fmt.Sprintf("a shadow write failed at %s", f.LastShadowWriteFailure.UTC().Format(time.RFC3339))
 	}
 	return false, fmt.Sprintf("the legacy table may hold live events the shards lack until %s (%s; retention %s): run a backfill to cut over sooner",
-		f.LegacyCoveredAt().UTC().Format(time.RFC3339), why, f.Retention)
+		f.LegacyCoveredAt().UTC().Format(time.RFC3339), why, durfmt.Format(f.Retention))
 }
 
 // CheckTransition applies the phase rules to a change from -> to:

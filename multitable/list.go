@@ -16,7 +16,8 @@ type ListQuery struct {
 	// After, when set, selects items whose timestamp is strictly after it;
 	// nil selects every item.
 	After *time.Time
-	// Limit is the page size, 1..store.MaxLimit.
+	// Limit is the page size, 1..store.MaxLimit; zero means
+	// store.DefaultLimit, as it does for the HTTP API.
 	Limit int
 	// PageToken resumes after the last item of a previous page of the same
 	// table; empty starts at the beginning.
@@ -112,6 +113,9 @@ func (g *Registry) List(ctx context.Context, table string, lq ListQuery) (ListPa
 }
 
 func (g *Registry) list(ctx context.Context, table string, lq ListQuery) (ListPage, error) {
+	if lq.Limit == 0 {
+		lq.Limit = store.DefaultLimit
+	}
 	if lq.MaxBytes <= 0 {
 		return g.listChunk(ctx, table, lq)
 	}

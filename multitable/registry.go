@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ebb-data/ebb/internal/durfmt"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/kit"
 )
@@ -331,7 +332,7 @@ func (g *Registry) createOnce(ctx context.Context, name string, cfg Config) (t T
 	case ok && old.live():
 		if old.DefaultTTLMs != cfg.DefaultTTL.Milliseconds() {
 			return Table{}, false, store.Errorf(ErrConflict, "table %q has default TTL %s, not %s", name,
-				time.Duration(old.DefaultTTLMs)*time.Millisecond, cfg.DefaultTTL)
+				durfmt.Format(time.Duration(old.DefaultTTLMs)*time.Millisecond), durfmt.Format(cfg.DefaultTTL))
 		}
 		if cfg.Expiry == store.ExpiryDefault || cfg.Expiry == old.mode() {
 			return old.table(name), false, nil

@@ -349,7 +349,11 @@ func testMissingTable(t *testing.T, b backend) {
 	if _, err := e.reg.Get(e.ctx, "t", "k"); !errors.Is(err, ErrNoItem) || !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Get of a missing item: %v", err)
 	}
-	for _, l := range []int{0, -1, store.MaxLimit + 1} {
+	// A zero limit is the default page, as for the HTTP API.
+	if page, err := e.reg.List(e.ctx, "t", ListQuery{}); err != nil || len(page.Items) != 0 {
+		t.Errorf("List without a limit: %+v, %v", page, err)
+	}
+	for _, l := range []int{-1, store.MaxLimit + 1} {
 		if _, err := e.reg.List(e.ctx, "t", ListQuery{Limit: l}); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("List limit %d: %v", l, err)
 		}

@@ -305,6 +305,11 @@ func (a *Auth) authorize(r *http.Request, res Resource) (string, error) {
 		return "", err
 	}
 	if !t.scopes.allowsRequest(r.Method, res) {
+		if t.scopes.read != nil && t.scopes.read.allows(res) {
+			// The token reaches the resource, for reading only: say so,
+			// rather than that it has no scope for it at all.
+			return t.name, Errorf(http.StatusForbidden, CodePermissionDenied, "the token is read-only for %s (a read: scope); a %s request needs a scope without read:", describe(res), r.Method)
+		}
 		return t.name, Errorf(http.StatusForbidden, CodePermissionDenied, "the token has no scope for %s", describe(res))
 	}
 	return t.name, nil

@@ -165,6 +165,15 @@ tokens:
 			t.Errorf("%s %s %s: %d %s, want %d", c.token, c.method, c.path, r.status, r.body, c.status)
 		}
 	}
+	// A write refused to a token that may read the resource says the
+	// token is read-only there; one it cannot reach at all, that it has
+	// no scope.
+	if r := call(t, "PUT", ts.URL+"/v1/indexes/events", "reader", strings.NewReader(`{}`)); !strings.Contains(string(r.body), `the token is read-only for index \"events\"`) {
+		t.Errorf("read-only token's write: %d %s, want it said read-only", r.status, r.body)
+	}
+	if r := call(t, "GET", ts.URL+"/v1/indexes/other", "reader", nil); strings.Contains(string(r.body), "read-only") || !strings.Contains(string(r.body), "has no scope") {
+		t.Errorf("read-only token's read of another index: %d %s", r.status, r.body)
+	}
 }
 
 // authServer serves routes of every kind; each handler counts its calls and

@@ -254,7 +254,7 @@ func (h indexHandlers) putEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		events[i] = timeseries.Event{IndexID: *e.IndexID, EventID: *e.EventID, Timestamp: ts, Payload: payload}
 	}
-	n, err := h.svc.Put(r.Context(), r.PathValue("name"), events)
+	n, err := h.svc.WriteEvents(r.Context(), r.PathValue("name"), events)
 	if err != nil {
 		return err
 	}
@@ -303,7 +303,7 @@ func (h indexHandlers) getEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer resp.done()
 	q.MaxBytes = resp.maxData
-	page, err := h.svc.Query(r.Context(), r.PathValue("name"), q)
+	page, err := h.svc.QueryEvents(r.Context(), r.PathValue("name"), q)
 	if err != nil {
 		return err
 	}

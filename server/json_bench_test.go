@@ -111,7 +111,7 @@ const (
 	listBenchGet    = 100
 )
 
-var listBenchFeature = lists.FeatureID{EntityType: "user", Name: "stories", Version: ""}
+var listBenchFeature = lists.FeatureID{EntityType: "user", Feature: "stories", Version: ""}
 
 type listBench struct {
 	db      *ebb.DB

@@ -27,17 +27,33 @@ const (
 // With Options.HotAddr it serves the same routes on the hot listener too
 // (hot.go), whose URL HotURL returns by the time ready is called.
 func (s *Server) ListenAndServe(ctx context.Context, addr string, drain time.Duration, ready func(url string)) error {
-	ln, err := net.Listen("tcp", addr)
+	ln, hotLn, err := Listen(addr, s.hotAddr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+		return err
 	}
-	var hotLn net.Listener
-	if s.hotAddr != "" {
-		if hotLn, err = net.Listen("tcp", s.hotAddr); err != nil {
+	return s.Serve(ctx, ln, hotLn, drain, ready)
+}
+
+// Listen binds addr and, when hotAddr is not empty, the hot listener's
+// address, for Serve: a process binds its ports before it opens its store,
+// so that a port taken fails the start at once and probes reach it while
+// the store opens.
+func Listen(addr, hotAddr string) (ln, hotLn net.Listener, err error) {
+	if ln, err = net.Listen("tcp", addr); err != nil {
+		return nil, nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	if hotAddr != "" {
+		if hotLn, err = net.Listen("tcp", hotAddr); err != nil {
 			_ = ln.Close()
-			return fmt.Errorf("listen on %s (hot listener): %w", s.hotAddr, err)
+			return nil, nil, fmt.Errorf("listen on %s (hot listener): %w", hotAddr, err)
 		}
 	}
+	return ln, hotLn, nil
+}
+
+// Serve is ListenAndServe on listeners already bound (Listen): ln for the
+// API, hotLn, when not nil, for the hot listener. It closes them.
+func (s *Server) Serve(ctx context.Context, ln, hotLn net.Listener, drain time.Duration, ready func(url string)) error {
 	listeners := 1
 	if hotLn != nil {
 		listeners = 2

@@ -48,7 +48,7 @@ const DefaultListVersion = "_"
 func listFeatureID(r *http.Request) lists.FeatureID {
 	id := lists.FeatureID{
 		EntityType: r.PathValue("entity_type"),
-		Name:       r.PathValue("feature"),
+		Feature:    r.PathValue("feature"),
 		Version:    r.PathValue("version"),
 	}
 	if id.Version == DefaultListVersion {
@@ -73,7 +73,7 @@ type listFeatureJSON struct {
 
 func listFeatureView(f lists.Feature) listFeatureJSON {
 	return listFeatureJSON{
-		EntityType: f.EntityType, Feature: f.Name, Version: f.Version,
+		EntityType: f.EntityType, Feature: f.Feature, Version: f.Version,
 		TTL: durfmt.Format(f.TTL), CreatedAt: timefmt.Format(f.Created), Table: f.Table,
 		Expiry: f.Expiry.String(),
 	}

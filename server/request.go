@@ -29,7 +29,7 @@ const MaxBodyBytes = 8 << 20
 const oversizeDrain = 8 << 20
 
 // DefaultLimit is the page size when a request gives no limit.
-const DefaultLimit = 100
+const DefaultLimit = store.DefaultLimit
 
 // MaxPageBytes bounds the data a page of events, list items or shared
 // table items holds (payloads, values, attributes, keys and ids, before

@@ -107,7 +107,7 @@ func TestTablesAPI(t *testing.T) {
 	tablesExpect(t, "create", e.do(t, "PUT", "/v1/tables/orders", "", `{"default_ttl":"90s"}`), 201, "")
 	got := e.do(t, "PUT", "/v1/tables/orders", "", `{"default_ttl":"90s"}`)
 	tablesExpect(t, "identical create", got, 200, "")
-	if tb := tablesDecode[map[string]string](t, got); tb["name"] != "orders" || tb["default_ttl"] != "1m30s" {
+	if tb := tablesDecode[map[string]string](t, got); tb["name"] != "orders" || tb["default_ttl"] != "90s" {
 		t.Fatalf("table %v", tb)
 	}
 	tablesExpect(t, "different create", e.do(t, "PUT", "/v1/tables/orders", "", `{"default_ttl":"1h"}`), 409, "conflict")

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/durfmt"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -161,13 +162,13 @@ func (c Config) Validate() error {
 	case !IndexNamePattern.MatchString(c.Index):
 		return bad("name must match %s", IndexNamePattern)
 	case c.TableBucket <= 0 || c.TableBucket%time.Second != 0:
-		return bad("table bucket %s must be a positive whole number of seconds", c.TableBucket)
+		return bad("table bucket %s must be a positive whole number of seconds", durfmt.Format(c.TableBucket))
 	case c.Retention <= 0:
-		return bad("retention %s must be positive", c.Retention)
+		return bad("retention %s must be positive", durfmt.Format(c.Retention))
 	case c.Runway < 1:
 		return bad("runway %d must be at least 1", c.Runway)
 	case ShardCount(c) > MaxShards:
-		return bad("retention %s and runway %d keep %d shards of %s; at most %d", c.Retention, c.Runway, ShardCount(c), c.TableBucket, MaxShards)
+		return bad("retention %s and runway %d keep %d shards of %s; at most %d", durfmt.Format(c.Retention), c.Runway, ShardCount(c), durfmt.Format(c.TableBucket), MaxShards)
 	case c.Capacity.HotRead < 0 || c.Capacity.HotWrite < 0 || c.Capacity.PeakRead < 0 || c.Capacity.PeakWrite < 0:
 		return bad("capacity units must not be negative")
 	case c.Capacity.HotRead > 0 && c.Capacity.HotWrite == 0:

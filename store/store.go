@@ -260,6 +260,12 @@ type Query struct {
 // MaxLimit is the largest Query.Limit.
 const MaxLimit = 10000
 
+// DefaultLimit is the page size of a read that gives none (a zero Limit):
+// the same for the library's features and for the HTTP API, so that a
+// query reads the same page whether it is made in process or through a
+// server.
+const DefaultLimit = 100
+
 // Page is one page of query results.
 type Page struct {
 	Rows []Row

@@ -25,7 +25,8 @@ type Query struct {
 	// Desc returns the newest first; the default is oldest first. Events
 	// are ordered by (timestamp, event_id), reversed for Desc.
 	Desc bool
-	// Limit is the most events to return: 1..store.MaxLimit.
+	// Limit is the most events to return: 1..store.MaxLimit; zero means
+	// store.DefaultLimit, as it does for the HTTP API.
 	Limit int
 	// PageToken resumes after the last event of a previous page of the same
 	// query; nil starts at the beginning.
@@ -52,8 +53,9 @@ type Page struct {
 	NextPageToken []byte
 }
 
-// Query returns live events of q.IndexID in [From, To) clipped to the
-// retention window, in order. It visits shards, and partition buckets
+// QueryEvents returns live events of q.IndexID in [From, To) clipped to
+// the retention window, in order (named as the HTTP route, GET
+// /v1/indexes/{name}/events, and package client's Client.QueryEvents). It visits shards, and partition buckets
 // within them, in the query's order, touching only those the range covers,
 // and stops as soon as it has Limit events, or once it has visited
 // Options.MaxPartitions partitions: then the page holds what was found,
@@ -62,7 +64,10 @@ type Page struct {
 //
 // While the index migrates from a legacy table (see SetRouter), the router
 // decides which source answers; QueryShards always reads the shards.
-func (s *Service) Query(ctx context.Context, index string, q Query) (Page, error) {
+func (s *Service) QueryEvents(ctx context.Context, index string, q Query) (Page, error) {
+	if q.Limit == 0 {
+		q.Limit = store.DefaultLimit
+	}
 	if r := s.router.Load(); r != nil {
 		if p, handled, err := r.RouteQuery(ctx, index, q); handled {
 			return p, err
@@ -71,7 +76,7 @@ func (s *Service) Query(ctx context.Context, index string, q Query) (Page, error
 	return s.QueryShards(ctx, index, q)
 }
 
-// QueryShards is Query on the shards alone, whatever the index's
+// QueryShards is QueryEvents on the shards alone, whatever the index's
 // migration phase.
 func (s *Service) QueryShards(ctx context.Context, index string, q Query) (Page, error) {
 	cfg, err := s.config(ctx, index)
@@ -80,6 +85,9 @@ func (s *Service) QueryShards(ctx context.Context, index string, q Query) (Page,
 	}
 	if err := checkID("index_id", q.IndexID); err != nil {
 		return Page{}, err
+	}
+	if q.Limit == 0 {
+		q.Limit = store.DefaultLimit
 	}
 	if err := store.CheckLimit(q.Limit); err != nil {
 		return Page{}, err

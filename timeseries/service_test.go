@@ -348,7 +348,7 @@ func TestQueryValidation(t *testing.T) {
 		flip := bytes.Clone(page.NextPageToken)
 		flip[10] ^= 1 // the bucket no longer matches the timestamp
 		for name, q := range map[string]Query{
-			"limit 0":            {IndexID: "a", Limit: 0},
+			"limit -1":           {IndexID: "a", Limit: -1},
 			"limit 10001":        {IndexID: "a", Limit: 10001},
 			"from == to":         {IndexID: "a", Limit: 1, From: t0, To: t0},
 			"from > to":          {IndexID: "a", Limit: 1, From: t0, To: t0.Add(-1)},

@@ -40,8 +40,10 @@ const (
 	reasonError    = "error"
 )
 
-// Put writes events to the index: idempotent upserts keyed by (IndexID,
-// Timestamp, EventID), so retrying a failed Put is safe.
+// WriteEvents writes events to the index: idempotent upserts keyed by
+// (IndexID, Timestamp, EventID), so retrying a failed write is safe. It is
+// named as the HTTP route (POST /v1/indexes/{name}/events) and package
+// client's Client.WriteEvents.
 //
 // The whole batch is checked before anything is written, and it is refused
 // whole, with a *store.MutationError naming the first offending event, when any
@@ -54,7 +56,7 @@ const (
 //
 // While the index migrates from a legacy table (see SetRouter), the router
 // decides where the events go; PutShards always writes the shards.
-func (s *Service) Put(ctx context.Context, index string, events []Event) (int, error) {
+func (s *Service) WriteEvents(ctx context.Context, index string, events []Event) (int, error) {
 	if r := s.router.Load(); r != nil {
 		if n, handled, err := r.RoutePut(ctx, index, events); handled {
 			return n, err
@@ -63,7 +65,7 @@ func (s *Service) Put(ctx context.Context, index string, events []Event) (int, e
 	return s.PutShards(ctx, index, events)
 }
 
-// PutShards is Put on the shards alone, whatever the index's migration
+// PutShards is WriteEvents on the shards alone, whatever the index's migration
 // phase.
 func (s *Service) PutShards(ctx context.Context, index string, events []Event) (int, error) {
 	cfg, err := s.config(ctx, index)
@@ -134,7 +136,7 @@ func (s *Service) PutShards(ctx context.Context, index string, events []Event) (
 			}
 		}
 		s.metrics.refused(index, reasonNoShard)
-		return 0, &store.MutationError{Noun: "event", Index: i, Err: store.Errorf(ErrNoShard, "%s: timestamp %s needs shard %s", index, timefmt.Format(events[i].Timestamp), cfg.shardTable(start))}
+		return 0, &store.MutationError{Noun: "event", Index: i, Err: noShard(cfg, index, events[i].Timestamp, start, now)}
 	}
 
 	muts := buf.build(cfg, events, order)
@@ -303,4 +305,20 @@ func (b *writeBuf) build(cfg Config, events []Event, order []int) []store.Mutati
 		muts[j] = store.Mutation{Partition: part, Clustering: k[2:4:4], Cells: cells[j : j+1 : j+1]}
 	}
 	return muts
+}
+
+// noShard explains why the shard starting at start does not exist for an
+// event at ts. Past the runway (the shard holding now and Runway shards
+// after it) the manager is not late: it never creates shards that far
+// ahead, and running it again changes nothing, so the message says where
+// the runway ends instead of blaming the manager.
+func noShard(cfg Config, index string, ts time.Time, start int64, now time.Time) error {
+	end := cfg.shardOf(now.UnixMilli()) + int64(cfg.Runway+1)*cfg.tbMs()
+	if start >= end {
+		return store.Errorf(ErrNoShard, "%s: timestamp %s is past the runway, which ends at %s (%d shards of %s ahead of the one holding now); "+
+			"write it once the runway reaches it, or raise the index's runway",
+			index, timefmt.Format(ts), timefmt.Format(time.UnixMilli(end).UTC()), cfg.Runway, durfmt.Format(cfg.TableBucket))
+	}
+	return store.Errorf(ErrNoShard, "%s: timestamp %s needs shard %s, which the shard manager has not created yet",
+		index, timefmt.Format(ts), cfg.shardTable(start))
 }

@@ -47,7 +47,7 @@ func openEbb(ctx context.Context, dir string, w Workload) (peer, error) {
 }
 
 func (p *ebbPeer) write(batch []timeseries.Event) error {
-	_, err := p.db.Indexes().Put(context.Background(), ebbIndex.Name, batch)
+	_, err := p.db.Indexes().WriteEvents(context.Background(), ebbIndex.Name, batch)
 	return err
 }
 

@@ -182,7 +182,7 @@ func startEbb(b testing.TB) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	id := lists.FeatureID{EntityType: "user", Name: "stories"}
+	id := lists.FeatureID{EntityType: "user", Feature: "stories"}
 	if _, _, err := db.Lists().CreateFeature(ctx, id, 30*24*time.Hour); err != nil {
 		b.Fatal(err)
 	}

@@ -130,31 +130,61 @@ func adminMetricsCmd(c *client) *cobra.Command {
 	}
 }
 
+// healthReport is `ebb health --output json`: whether the server answers
+// /healthz and /readyz, and why not.
+type healthReport struct {
+	Server  string `json:"server"`
+	Serving bool   `json:"serving"`
+	Ready   bool   `json:"ready"`
+	Reason  string `json:"reason,omitempty"`
+}
+
 func newHealthCmd(c *client) *cobra.Command {
-	return &cobra.Command{
+	var out *output
+	cmd := &cobra.Command{
 		Use:   "health",
 		Short: "Check that a server is up and ready",
 		Long: `Check that a server is serving (/healthz) and ready (/readyz: its backend
 answers and its shard manager has completed a pass). Exits 0 when ready, 1
-otherwise, saying why. Needs no token.`,
+otherwise, saying why. Needs no token. With --output json it prints
+{"server", "serving", "ready", "reason"} whatever the answer, and exits
+as without.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			api, err := c.api()
 			if err != nil {
 				return err
 			}
-			if err := api.Health(cmd.Context()); err != nil {
-				return err
-			}
-			if err := api.Ready(cmd.Context()); err != nil {
-				var ae *ebbclient.APIError
-				if errors.As(err, &ae) && ae.Code == ebbclient.CodeUnavailable {
-					return fmt.Errorf("%s is serving but not ready: %s", api.Server(), ae.Message)
+			rep := healthReport{Server: api.Server()}
+			err = api.Health(cmd.Context())
+			if err == nil {
+				rep.Serving = true
+				if err = api.Ready(cmd.Context()); err == nil {
+					rep.Ready = true
+				} else if ae := (*ebbclient.APIError)(nil); errors.As(err, &ae) && ae.Code == ebbclient.CodeUnavailable {
+					err = fmt.Errorf("%s is serving but not ready: %s", api.Server(), ae.Message)
+					rep.Reason = ae.Message
 				}
+			}
+			if out.json {
+				if err != nil && rep.Reason == "" {
+					rep.Reason = explain(err).Error()
+				}
+				if perr := printJSON(cmd.OutOrStdout(), rep); perr != nil {
+					return perr
+				}
+				if err != nil {
+					return exitCode(1)
+				}
+				return nil
+			}
+			if err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: serving, ready\n", api.Server())
 			return err
 		},
 	}
+	out = addOutput(cmd)
+	return cmd
 }

@@ -306,7 +306,7 @@ func benchOnce(ctx context.Context, cfg benchConfig, dir string, bar *progress, 
 					Payload:   payload(j),
 				})
 			}
-			if _, err := svc.Put(ctx, benchIndex.Name, batch); err != nil {
+			if _, err := svc.WriteEvents(ctx, benchIndex.Name, batch); err != nil {
 				return out, fmt.Errorf("ingest: %w", err)
 			}
 			bar.update(phase("ingest"), i+len(batch), cfg.events)
@@ -499,7 +499,7 @@ func fillShard(ctx context.Context, svc *timeseries.Service, day time.Time, rows
 		})
 	}
 	for i := 0; i < len(out.events); i += timeseries.MaxBatch {
-		if _, err := svc.Put(ctx, benchIndex.Name, out.events[i:min(i+timeseries.MaxBatch, len(out.events))]); err != nil {
+		if _, err := svc.WriteEvents(ctx, benchIndex.Name, out.events[i:min(i+timeseries.MaxBatch, len(out.events))]); err != nil {
 			return out, fmt.Errorf("fill %s: %w", out.table, err)
 		}
 		bar.update(phase("fill "+out.table), min(i+timeseries.MaxBatch, len(out.events)), len(out.events))

@@ -70,8 +70,26 @@ func (c *client) api() (*ebbclient.Client, error) {
 }
 
 // explain adds to an error what the person at the terminal can do about
-// it, where the error alone does not say.
+// it, where the error alone does not say. It adds it once: an error it
+// has explained already (a command explains, then run does) is returned
+// as it is.
 func explain(err error) error {
+	var done *explained
+	if err == nil || errors.As(err, &done) {
+		return err
+	}
+	if e := explainOnce(err); e != err {
+		return &explained{e}
+	}
+	return err
+}
+
+// explained is an error explain has added its hint to.
+type explained struct{ error }
+
+func (e *explained) Unwrap() error { return e.error }
+
+func explainOnce(err error) error {
 	var ae *ebbclient.APIError
 	switch {
 	case errors.Is(err, ebbclient.ErrNoServer):
@@ -88,6 +106,9 @@ func explain(err error) error {
 		return fmt.Errorf("%w; retry in %s", err, ae.RetryAfter)
 	case errors.Is(err, ebbclient.ErrUnavailable):
 		return fmt.Errorf("%w; the backend is down or busy: retry shortly (every write is safe to repeat)", err)
+	case errors.Is(err, ebbclient.ErrNoShard) && strings.Contains(ae.Message, "past the runway"):
+		// The manager is healthy: the time is beyond what it creates.
+		return err
 	case errors.Is(err, ebbclient.ErrNoShard):
 		return fmt.Errorf("%w; the shard manager has not kept up: check the server's log, then `ebb index apply NAME`", err)
 	case errors.Is(err, ebbclient.ErrInvalidArgument):

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -137,6 +138,10 @@ func applyConfigFile(flags *pflag.FlagSet, path string) error {
 			err = f.Value.Set(val)
 		}
 		if err != nil {
+			return fail(err)
+		}
+		// Remembered so that a later check can point at the line.
+		if err := flags.SetAnnotation(key, configLineAnnotation, []string{strconv.Itoa(k.Line)}); err != nil {
 			return fail(err)
 		}
 	}

@@ -28,8 +28,6 @@ log-level: warn
 reconcile-interval: 1m
 sweep-interval: 500ms
 shutdown-timeout: 10s
-cql-hosts: [127.0.0.1:1, 127.0.0.1:2]
-cql-tls: false
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +80,13 @@ func TestServeConfigFileErrors(t *testing.T) {
 		{"list for a single value", "backend: [a, b]\n", nil, "backend: want a single value, not a list"},
 		{"mapping value", "backend:\n  name: x\n", nil, "backend: want a single value or a list"},
 		{"empty value", "backend:\n", nil, "backend: no value"},
+		{"unknown backend", "log-level: info\nbackend: pebbel\n", nil, `line 2: backend: unknown backend "pebbel": want pebble, dynamodb or cql`},
+		// A flag of a backend not selected would be ignored: refused,
+		// pointing at its line.
+		{"another backend's flag", "log-level: info\ncql-hosts: [127.0.0.1:1, 127.0.0.1:2]\n", nil,
+			"line 2: cql-hosts is a flag of the cql backend, but the backend is pebble (the default): select it with --backend cql"},
+		{"another backend's flag, backend in the file", "backend: cql\ncql-hosts: [127.0.0.1:1]\ndynamodb-region: eu-west-1\n", nil,
+			"line 3: dynamodb-region is a flag of the dynamodb backend, but the backend is cql: select it with --backend dynamodb"},
 		// An overridden key must still be well-formed.
 		{"overridden but malformed", "addr: [a, b]\n", nil, "addr: want a single value, not a list"},
 		// The file's values go through the same checks as flags.

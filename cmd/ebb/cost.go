@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -62,6 +63,27 @@ and under each expiry mode.`,
   ebb cost --from http://127.0.0.1:7070`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var wf cost.WorkloadFile
+			if workloadFile != "" {
+				var err error
+				if wf, err = cost.LoadWorkloadFile(workloadFile); err != nil {
+					return fmt.Errorf("--workload %w", err)
+				}
+				// The file's chart and prices keys, relative to the file as
+				// in ebb serve --config; the flags win.
+				rel := func(p string) string {
+					if p == "" || filepath.IsAbs(p) {
+						return p
+					}
+					return filepath.Join(filepath.Dir(workloadFile), p)
+				}
+				if !cmd.Flags().Changed("chart") {
+					chartFile = rel(wf.Chart)
+				}
+				if !cmd.Flags().Changed("prices") {
+					pricesFile = rel(wf.Prices)
+				}
+			}
 			prices := cost.DefaultPrices()
 			if pricesFile != "" {
 				p, err := cost.LoadPrices(pricesFile)
@@ -74,15 +96,11 @@ and under each expiry mode.`,
 				return printJSON(cmd.OutOrStdout(), prices)
 			}
 			if from != "" {
-				return costFrom(cmd, c, from, prices, goneWithin, out)
+				return costFrom(cmd, c, from, prices, pricesFile, goneWithin, out)
 			}
 			if workloadFile != "" {
-				fw, err := cost.LoadWorkload(workloadFile)
-				if err != nil {
-					return fmt.Errorf("--workload %w", err)
-				}
 				// Flags given on the command line win over the file.
-				merged := fw
+				merged := wf.Workload
 				f := cmd.Flags()
 				set := func(name string, apply func()) {
 					if f.Changed(name) {
@@ -122,12 +140,12 @@ and under each expiry mode.`,
 			}
 			est, err := cost.Run(w, prices)
 			if err != nil {
-				return inputError(err, cmd, workloadFile)
+				return inputError(err, cmd, wf, workloadFile)
 			}
 			if chartFile != "" {
 				svg, err := cost.Chart(w, prices)
 				if err != nil {
-					return inputError(err, cmd, workloadFile)
+					return inputError(err, cmd, wf, workloadFile)
 				}
 				if err := os.WriteFile(chartFile, svg, 0o644); err != nil {
 					return fmt.Errorf("--chart: %w", err)
@@ -136,7 +154,7 @@ and under each expiry mode.`,
 			if out.json {
 				return printJSON(cmd.OutOrStdout(), est)
 			}
-			return printEstimate(cmd.OutOrStdout(), est)
+			return printEstimate(cmd.OutOrStdout(), est, pricesFile)
 		},
 	}
 	f := cmd.Flags()
@@ -146,12 +164,12 @@ and under each expiry mode.`,
 	f.Float64Var(&w.ReadsPerSecond, "reads-per-second", 0, "queries per second")
 	f.IntVar(&w.RowsPerRead, "rows-per-read", 0, "rows one query returns (default 1)")
 	f.Float64Var(&w.OwnTTLShare, "own-ttl-share", 0, "share of rows (0 to 1) written with their own, shorter TTL")
-	f.DurationVar(&ownTTL, "own-ttl", 0, "how long rows with their own TTL live (default 24h, at most the retention)")
+	f.DurationVar(&ownTTL, "own-ttl", 0, "how long rows with their own TTL live, at most the retention (default 24h, or the retention when shorter)")
 	f.DurationVar(&period, "shard-period", 0, "width of one time shard, the index's table_bucket (default 168h)")
 	f.DurationVar(&dynamoLag, "dynamodb-ttl-lag", 0, "how long after expiry DynamoDB's TTL deletes a row (default 48h)")
 	f.DurationVar(&keyspacesLag, "keyspaces-ttl-lag", 0, "how long after expiry Keyspaces' TTL deletes a row (default 240h)")
 	f.StringVar(&w.Capacity, "capacity", "", "on_demand (default) or provisioned")
-	f.Float64Var(&w.Utilization, "utilization", 0, "with provisioned capacity, the share of it used on average (default 0.7)")
+	f.Float64Var(&w.Utilization, "utilization", 0, "with provisioned capacity, the share of it used on average (default 0.7); refused with on-demand capacity, which bills each request")
 	f.StringVar(&providers, "provider", "", "dynamodb, keyspaces, or both comma-separated (default both)")
 	f.IntVar(&w.Tables, "tables", 0, "tables the workload would be spread over without shared tables (one per tenant); above 1, compares them with one shared table (default 1)")
 	f.DurationVar(&goneWithin, "gone-within", 0, "how long past its expiry a row may stay on disk: names the cheapest expiry mode within it (default: no bound)")
@@ -176,7 +194,7 @@ func splitList(s string) []string {
 
 // inputError names what an input error is about as the user gave it: the
 // flag, or the key of the workload file when no flag overrode it.
-func inputError(err error, cmd *cobra.Command, workloadFile string) error {
+func inputError(err error, cmd *cobra.Command, wf cost.WorkloadFile, workloadFile string) error {
 	var ie *cost.InputError
 	if !errors.As(err, &ie) {
 		return err
@@ -187,7 +205,7 @@ func inputError(err error, cmd *cobra.Command, workloadFile string) error {
 	if workloadFile != "" && !cmd.Flags().Changed(ie.Field) {
 		key := ie.Field
 		if key == "provider" {
-			key = "providers"
+			key = wf.ProviderKey
 		}
 		return fmt.Errorf("--workload %s: %s: %s", workloadFile, key, ie.Msg)
 	}
@@ -216,12 +234,21 @@ var flagDefaults = map[string]string{
 	"dynamodb-ttl-lag": "48h", "keyspaces-ttl-lag": "240h", "utilization": "0.7", "tables": "1",
 }
 
-func printEstimate(out io.Writer, e *cost.Estimate) error {
+// pricesNote is how a header names the prices in use: the built-in
+// sheet's date, which no longer holds once a price file replaces figures.
+func pricesNote(region, checked, pricesFile string) string {
+	if pricesFile != "" {
+		return fmt.Sprintf("%s prices of the built-in sheet with %s's figures over it", region, pricesFile)
+	}
+	return fmt.Sprintf("%s prices checked %s", region, checked)
+}
+
+func printEstimate(out io.Writer, e *cost.Estimate, pricesFile string) error {
 	w := e.Workload
 	fmt.Fprintf(out, "Workload: %s rows/s of %d bytes, retention %s, %s reads/s of %d rows, own-TTL share %g (own TTL %s), shard period %s.\n",
 		num(w.RowsPerSecond), w.RowBytes, durfmt.Format(time.Duration(w.Retention)), num(w.ReadsPerSecond), w.RowsPerRead,
 		w.OwnTTLShare, durfmt.Format(time.Duration(w.OwnTTL)), durfmt.Format(time.Duration(w.ShardPeriod)))
-	fmt.Fprintf(out, "Monthly cost in %s, %s capacity, %s prices checked %s.\n", e.Currency, strings.ReplaceAll(w.Capacity, "_", "-"), e.Region, e.Checked)
+	fmt.Fprintf(out, "Monthly cost in %s, %s capacity, %s.\n", e.Currency, strings.ReplaceAll(w.Capacity, "_", "-"), pricesNote(e.Region, e.Checked, pricesFile))
 	for _, p := range e.Providers {
 		fmt.Fprintf(out, "\n%s\n", p.Provider)
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -319,7 +346,7 @@ func num(v float64) string {
 }
 
 // costFrom projects a running server's usage.
-func costFrom(cmd *cobra.Command, c *client, from string, prices cost.Prices, goneWithin time.Duration, out *output) error {
+func costFrom(cmd *cobra.Command, c *client, from string, prices cost.Prices, pricesFile string, goneWithin time.Duration, out *output) error {
 	cc := *c
 	cc.server = from
 	api, err := cc.api()
@@ -339,8 +366,8 @@ func costFrom(cmd *cobra.Command, c *client, from string, prices cost.Prices, go
 		return printJSON(cmd.OutOrStdout(), live)
 	}
 	o := cmd.OutOrStdout()
-	fmt.Fprintf(o, "%s: usage over %s (since %s), projected to a month in %s at %s on-demand prices checked %s.\n",
-		from, durfmt.Format(time.Duration(live.Seconds)*time.Second), live.Since, live.Currency, live.Region, live.Checked)
+	fmt.Fprintf(o, "%s: usage over %s (since %s), projected to a month in %s at on-demand %s.\n",
+		from, durfmt.Format(time.Duration(live.Seconds)*time.Second), live.Since, live.Currency, pricesNote(live.Region, live.Checked, pricesFile))
 	tw := tabwriter.NewWriter(o, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "provider\twrites\treads\tof which expiry\tstorage\ttotal\twith native TTL\tsaved\t")
 	for _, p := range live.Projections {

@@ -297,6 +297,57 @@ func TestCostTableAndChart(t *testing.T) {
 	if strings.Contains(string(svg), "NaN") {
 		t.Error("chart holds a NaN")
 	}
+	checkChartLayout(t, svg)
+}
+
+// checkChartLayout checks that every text of a chart fits in its width
+// (at 7 pixels a character, more than 12-pixel sans-serif takes) and that
+// the y axis's ticks fall on round values: whole multiples of 1, 2, 2.5 or
+// 5 times a power of ten, evenly spaced from zero.
+func checkChartLayout(t *testing.T, svg []byte) {
+	t.Helper()
+	var doc struct {
+		Width int `xml:"width,attr"`
+		Texts []struct {
+			X      float64 `xml:"x,attr"`
+			Anchor string  `xml:"text-anchor,attr"`
+			Body   string  `xml:",chardata"`
+		} `xml:"text"`
+	}
+	if err := xml.Unmarshal(svg, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var ticks []float64
+	for _, tx := range doc.Texts {
+		if tx.Anchor == "" && tx.X+7*float64(len(tx.Body)) > float64(doc.Width) {
+			t.Errorf("text %q at x=%g runs past the chart's width, %d", tx.Body, tx.X, doc.Width)
+		}
+		if tx.Anchor == "end" {
+			var v float64
+			if _, err := fmt.Sscan(strings.ReplaceAll(tx.Body, ",", ""), &v); err != nil {
+				t.Fatalf("y tick %q: %v", tx.Body, err)
+			}
+			ticks = append(ticks, v)
+		}
+	}
+	if len(ticks) < 3 {
+		t.Fatalf("y ticks %v: want at least 3 per panel", ticks)
+	}
+	step := ticks[1] - ticks[0]
+	round := false
+	for p := 0.01; p < 1e9; p *= 10 {
+		for _, m := range []float64{1, 2, 2.5, 5} {
+			round = round || math.Abs(step-m*p) < 1e-6*p
+		}
+	}
+	if ticks[0] != 0 || !round {
+		t.Errorf("y ticks %v: want round values from 0", ticks)
+	}
+	for i, v := range ticks {
+		if v != 0 && math.Abs(math.Remainder(v, step)) > 1e-6*step {
+			t.Errorf("y tick %d, %g, is not a multiple of %g: %v", i, v, step, ticks)
+		}
+	}
 }
 
 func TestCostBadInput(t *testing.T) {
@@ -320,7 +371,12 @@ func TestCostBadInput(t *testing.T) {
 		{[]string{"--rows-per-second", "100", "--row-bytes", "500000", "--retention", "720h"}, "--row-bytes: 500000 exceeds DynamoDB's item limit"},
 		{[]string{"--rows-per-second", "100", "--row-bytes", "500", "--retention", "-1h"}, "--retention: -1h is below 1s"},
 		{append(base, "--own-ttl-share", "1.5"), "--own-ttl-share: 1.5"},
-		{append(base, "--own-ttl", "800h"), "--own-ttl: 800h is absurd (at most 720h)"},
+		{append(base, "--own-ttl", "800h"), "--own-ttl: 800h is longer than the retention, 720h"},
+		{append(base, "--utilization", "0.5"), "--utilization: 0.5 applies to provisioned capacity only, and the capacity is on demand"},
+		{[]string{"--workload", write("wu.yaml", "rows-per-second: 3\nrow-bytes: 10\nretention: 1h\nutilization: 0.5\n")}, "wu.yaml: utilization: 0.5 applies to provisioned capacity only"},
+		{[]string{"--workload", write("wp.yaml", "rows-per-second: 3\nrow-bytes: 10\nretention: 1h\nprovider: cosmos\n")}, `wp.yaml: provider: unknown provider "cosmos"`},
+		{[]string{"--workload", write("wpp.yaml", "rows-per-second: 3\nrow-bytes: 10\nretention: 1h\nprovider: dynamodb\nproviders: [dynamodb]\n")}, "wpp.yaml: provider: give provider or providers, not both"},
+		{[]string{"--workload", write("wc.yaml", "rows-per-second: 3\nrow-bytes: 10\nretention: 1h\nchart: 3\n")}, "wc.yaml: chart: want a file name, not 3"},
 		{append(base, "--provider", "cosmos"), `--provider: unknown provider "cosmos"`},
 		{append(base, "--capacity", "reserved"), `--capacity: "reserved"`},
 		{append(base, "--tables", "-3"), "--tables: -3: want 1 or more"},
@@ -375,6 +431,35 @@ func TestCostPricesAndWorkloadFiles(t *testing.T) {
 	// A flag overrides the file.
 	e = costJSON(t, "--workload", workload, "--rows-per-second", "12500")
 	checkStrategies(t, e, "keyspaces", "", map[string]want{cost.Shards: {20531.25, 0, 11715.89, 0, 32247.14}})
+
+	// The file's keys are the flags' names: provider as the flag takes
+	// it, chart and prices (relative to the file) too.
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	byFlags := filepath.Join(sub, "w.yaml")
+	if err := os.WriteFile(byFlags, []byte("rows-per-second: 25000\nrow-bytes: 1024\nretention: 1008h\nprovider: keyspaces\nchart: c.svg\nprices: ../prices.yaml\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e = costJSON(t, "--workload", byFlags)
+	checkStrategies(t, e, "keyspaces", "", map[string]want{cost.NativeTTL: {41062.50, 0, 26779.17, 36135.00, 103976.67}})
+	if len(e.Providers) != 1 {
+		t.Errorf("provider: keyspaces gave %d providers", len(e.Providers))
+	}
+	if _, err := os.Stat(filepath.Join(sub, "c.svg")); err != nil {
+		t.Errorf("chart key: %v", err)
+	}
+	// Under a price file the header no longer claims the built-in
+	// sheet's date.
+	code, out, errOut := cli("cost", "--workload", byFlags)
+	if code != 0 || strings.Contains(out, "checked") || !strings.Contains(out, "with "+prices+"'s figures over it") {
+		t.Errorf("header under a price file: exit %d %s\n%s", code, errOut, out)
+	}
+	code, out, _ = cli("cost", "--workload", workload)
+	if code != 0 || !strings.Contains(out, "prices checked "+cost.DefaultPrices().Checked) {
+		t.Errorf("header with the built-in prices:\n%s", out)
+	}
 }
 
 func TestCostFrom(t *testing.T) {

@@ -2,14 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	ebbclient "github.com/ebb-data/ebb/client"
 	"github.com/ebb-data/ebb/shardmgr"
@@ -315,6 +320,18 @@ an error.`,
 			if n := plan.Failed(); n > 0 {
 				return fmt.Errorf("%d action(s) failed; the others were applied (run again to retry)", n)
 			}
+			deferred := 0
+			for _, a := range plan.Actions {
+				if a.Deferred {
+					deferred++
+				}
+			}
+			if apply && deferred > 0 && !out.json {
+				// A deferred action is held back by a guard or a limit
+				// of this pass; the next pass (this command again, or
+				// the reconcile loop) takes it up.
+				fmt.Fprintf(cmd.ErrOrStderr(), "\n%d action(s) deferred; run `ebb index apply %s` again to apply them (each says why it waits)\n", deferred, args[0])
+			}
 			if pending, _ := plan.Pending(); detailed && !apply && pending > 0 {
 				return exitCode(2)
 			}
@@ -456,6 +473,7 @@ repeated as it is.`,
 		ValidArgsFunction: completeIndexNames(c),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var events []ebbclient.Event
+			var lines []int // for JSON Lines, the line each event starts on
 			switch {
 			case file != "" && (indexID != "" || eventID != ""):
 				return errors.New("give --file or an event's --index-id and --event-id, not both")
@@ -464,7 +482,7 @@ repeated as it is.`,
 				if err != nil {
 					return err
 				}
-				if events, err = decodeEvents(data); err != nil {
+				if events, lines, err = decodeEvents(data); err != nil {
 					return fmt.Errorf("%s: %w", file, err)
 				}
 			case indexID != "" && eventID != "":
@@ -488,16 +506,27 @@ repeated as it is.`,
 				return err
 			}
 			written := 0
+			bar := writeProgress(cmd.ErrOrStderr(), len(events))
 			for i := 0; i < len(events); i += maxEventBatch {
 				batch := events[i:min(i+maxEventBatch, len(events))]
 				n, err := api.WriteEvents(cmd.Context(), args[0], batch)
 				if err != nil {
+					if bar != nil {
+						_ = bar.Exit()
+						fmt.Fprintln(cmd.ErrOrStderr())
+					}
 					if i > 0 {
-						return fmt.Errorf("events %d..%d: %w (the %d before were written)", i, i+len(batch)-1, err, written)
+						return resumeError(err, args[0], file, lines, i, len(batch), len(events))
 					}
 					return err
 				}
 				written += n
+				if bar != nil {
+					_ = bar.Set(written)
+				}
+			}
+			if bar != nil {
+				_ = bar.Finish()
 			}
 			if out.json {
 				return printJSON(cmd.OutOrStdout(), map[string]int{"written": written})
@@ -518,37 +547,105 @@ repeated as it is.`,
 }
 
 // decodeEvents reads events in any of the forms `ebb index write --file`
-// takes.
-func decodeEvents(data []byte) ([]ebbclient.Event, error) {
+// takes. For JSON Lines it also returns the line each event starts on
+// (1-based), for a resume hint; nil for the other forms. An error names
+// the event by its number, counting from 1.
+func decodeEvents(data []byte) ([]ebbclient.Event, []int, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
-		return nil, errors.New("no events")
+		return nil, nil, errors.New("no events")
 	}
+	var raw []json.RawMessage
 	if trimmed[0] == '[' {
-		var events []ebbclient.Event
-		if err := strictUnmarshal(trimmed, &events); err != nil {
-			return nil, err
+		if err := strictUnmarshal(trimmed, &raw); err != nil {
+			return nil, nil, err
 		}
-		return events, nil
+	} else {
+		var body struct {
+			Events *[]json.RawMessage `json:"events"`
+		}
+		if err := strictUnmarshal(trimmed, &body); err == nil && body.Events != nil {
+			raw = *body.Events
+		}
 	}
-	var body struct {
-		Events *[]ebbclient.Event `json:"events"`
-	}
-	if err := strictUnmarshal(trimmed, &body); err == nil && body.Events != nil {
-		return *body.Events, nil
+	if raw != nil {
+		events := make([]ebbclient.Event, len(raw))
+		for i, r := range raw {
+			if err := strictUnmarshal(r, &events[i]); err != nil {
+				return nil, nil, eventError(i, err)
+			}
+		}
+		return events, nil, nil
 	}
 	// JSON Lines: one event per value.
 	var events []ebbclient.Event
+	var lines []int
+	lead := len(data) - len(bytes.TrimLeft(data, " \t\r\n"))
+	line := 1 + bytes.Count(data[:lead], []byte("\n"))
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
+	var off int64
 	for dec.More() {
 		var ev ebbclient.Event
 		if err := dec.Decode(&ev); err != nil {
-			return nil, fmt.Errorf("event %d: %w", len(events), err)
+			return nil, nil, eventError(len(events), err)
 		}
+		// The value started after the blanks that follow the previous one.
+		start := off + int64(len(trimmed[off:])-len(bytes.TrimLeft(trimmed[off:], " \t\r\n")))
+		line += bytes.Count(trimmed[off:start], []byte("\n"))
+		lines = append(lines, line)
+		line += bytes.Count(trimmed[start:dec.InputOffset()], []byte("\n"))
+		off = dec.InputOffset()
 		events = append(events, ev)
 	}
-	return events, nil
+	return events, lines, nil
+}
+
+// eventError names the event at index i (0-based) by its number counting
+// from 1, and says what a bad timestamp should look like instead of
+// quoting Go's layout.
+func eventError(i int, err error) error {
+	var pe *time.ParseError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("event %d: timestamp %q is not an RFC 3339 time, such as 2026-11-22T10:00:00.123Z", i+1, strings.Trim(pe.Value, `"`))
+	}
+	return fmt.Errorf("event %d: %w", i+1, err)
+}
+
+// writeProgress returns a progress bar of events written for a terminal
+// at w, or nil when w is not one (a script's log gets no control
+// characters) or the events fit in one request.
+func writeProgress(w io.Writer, total int) *progressbar.ProgressBar {
+	if total <= maxEventBatch || !writerIsTerminal(w) {
+		return nil
+	}
+	return progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("writing events"),
+		progressbar.OptionShowCount(), progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish())
+}
+
+// writerIsTerminal says whether w is a terminal: a variable so that tests
+// can stand in for one.
+var writerIsTerminal = func(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// resumeError is a write of events from a file that failed, or was
+// interrupted, after its first batches were written: it says which
+// events were written and how to resume from the first that may not
+// have been (writing an event again is safe).
+func resumeError(err error, index, file string, lines []int, from, n, total int) error {
+	what := explain(err)
+	if errors.Is(err, context.Canceled) {
+		what = errors.New("interrupted")
+	}
+	hint := ""
+	if lines != nil && file != "-" {
+		hint = fmt.Sprintf(": tail -n +%d %s | ebb index write %s --file -", lines[from], file, index)
+	}
+	return &explained{fmt.Errorf("events %d..%d of %d: %w; events 1..%d were written. To resume, write the events from event %d on%s",
+		from+1, from+n, total, what, from, from+1, hint)}
 }
 
 // strictUnmarshal decodes one JSON value, refusing unknown fields.
@@ -616,7 +713,7 @@ RFC 3339, now, or a duration from now (--from=-1h).`,
 			tw := newTable(cmd.OutOrStdout())
 			fmt.Fprintln(tw, "TIMESTAMP\tEVENT_ID\tPAYLOAD")
 			for _, ev := range page.Events {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", formatTime(ev.Timestamp), showBytes([]byte(ev.EventID), false), showBytes(ev.Payload, asBase64))
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", columnTime(ev.Timestamp, false), showBytes([]byte(ev.EventID), false), showBytes(ev.Payload, asBase64))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

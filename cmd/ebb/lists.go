@@ -80,8 +80,19 @@ standard base64). --output json prints the API's answer.`,
 				page.Items = nonNil(page.Items)
 				return printJSON(w, page)
 			}
-			for _, it := range page.Items {
-				if _, err := fmt.Fprintf(w, "%s\t%s\n", formatTime(it.Timestamp), showBytes(it.Value, asBase64)); err != nil {
+			if len(page.Items) > 0 {
+				// List items keep nanoseconds: the column shows them when
+				// any item has them.
+				precise := false
+				for _, it := range page.Items {
+					precise = precise || it.Timestamp.Nanosecond()%int(time.Millisecond) != 0
+				}
+				tw := newTable(w)
+				fmt.Fprintln(tw, "TIMESTAMP\tVALUE")
+				for _, it := range page.Items {
+					fmt.Fprintf(tw, "%s\t%s\n", columnTime(it.Timestamp, precise), showBytes(it.Value, asBase64))
+				}
+				if err := tw.Flush(); err != nil {
 					return err
 				}
 			}

@@ -82,12 +82,15 @@ func TestListsCommands(t *testing.T) {
 	ok(append([]string{"lists", "add"}, append(list, "--timestamp", newer, "--base64", "AAE=")...)...)
 	ok(append([]string{"lists", "add"}, append(list, "--timestamp", "2000-01-01T00:00:00Z", "ancient")...)...)
 
+	// A table under a header row, its times of one width.
+	newerCol := now.Truncate(time.Second).Format("2006-01-02T15:04:05.000Z")
 	out := ok(append([]string{"lists", "get"}, list...)...)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || lines[0] != newer+"\t"+`"\x00\x01"` || !strings.HasSuffix(lines[1], "\tstory-2") && !strings.HasSuffix(lines[1], "\tstory-1") {
+	if len(lines) != 4 || strings.Fields(lines[0])[0] != "TIMESTAMP" || strings.Fields(lines[0])[1] != "VALUE" ||
+		lines[1] != newerCol+"  "+`"\x00\x01"` || !strings.HasSuffix(lines[2], "  story-2") && !strings.HasSuffix(lines[2], "  story-1") {
 		t.Fatalf("get printed %q", out)
 	}
-	if out := ok(append([]string{"lists", "get", "--limit", "1", "--base64"}, list...)...); out != newer+"\tAAE=\n" {
+	if out := ok(append([]string{"lists", "get", "--limit", "1", "--base64"}, list...)...); out != "TIMESTAMP                 VALUE\n"+newerCol+"  AAE=\n" {
 		t.Fatalf("get --limit 1 --base64 printed %q", out)
 	}
 	if out := ok(append([]string{"lists", "get", "--min-timestamp", newer, "--json"}, list...)...); !strings.Contains(out, `"value": "AAE="`) || strings.Contains(out, "c3Rvcnk") {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -50,7 +51,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if errors.As(err, &code) {
 			return int(code)
 		}
-		fmt.Fprintf(stderr, "ebb: %v\n", explain(err))
+		// Errors of the root package carry its prefix, "ebb: ", which the
+		// command's own would double.
+		fmt.Fprintf(stderr, "ebb: %s\n", strings.TrimPrefix(explain(err).Error(), "ebb: "))
 		return 1
 	}
 	return 0

@@ -124,8 +124,28 @@ shows a progress bar until it is done. With no action, it shows the status.`,
 				}
 			}
 			if stop {
+				before, err := api.Migration(ctx, name)
+				if err != nil {
+					return err
+				}
 				if err := api.StopBackfill(ctx, name); err != nil {
 					return err
+				}
+				if !out.json {
+					switch {
+					case !before.BackfillRunning:
+						fmt.Fprintf(w, "%s: no backfill was running; nothing stopped\n", name)
+					default:
+						m, err := api.Migration(ctx, name)
+						if err != nil {
+							return err
+						}
+						scanned := int64(0)
+						if m.Backfill != nil {
+							scanned = m.Backfill.Scanned
+						}
+						fmt.Fprintf(w, "%s: backfill stopped after %d legacy row(s) scanned; its checkpoint keeps them: --backfill resumes from it\n", name, scanned)
+					}
 				}
 			}
 			if backfill {

@@ -117,6 +117,17 @@ func readInput(cmd *cobra.Command, path string) ([]byte, error) {
 // formatTime prints a time as the API does.
 func formatTime(t time.Time) string { return timefmt.Format(t) }
 
+// columnTime prints a time of a table's column with a fixed number of
+// fractional digits, milliseconds unless precise says nanoseconds, so that
+// every time of the column has one width and the column lines up (the
+// API's form drops trailing zeros).
+func columnTime(t time.Time, precise bool) string {
+	if precise {
+		return t.UTC().Format("2006-01-02T15:04:05.000000000Z07:00")
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
 // collectAll drains a page iterator of the client into one slice, never
 // nil, so that --all prints [] rather than null for nothing.
 func collectAll[T any](seq iter.Seq2[T, error]) ([]T, error) {

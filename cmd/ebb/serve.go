@@ -80,6 +80,9 @@ Flags given on the command line override the file; a relative path in it
 					return err
 				}
 			}
+			if err := checkBackendFlags(cmd.Flags(), cfg.backend, configFile); err != nil {
+				return err
+			}
 			return serve(cmd.Context(), cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -88,7 +91,8 @@ Flags given on the command line override the file; a relative path in it
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7070", "address to listen on (HOST:PORT; port 0 picks a free one)")
 	f.StringVar(&cfg.hotAddr, "hot-addr", "", "second address serving the same API on a lean HTTP/1.1 server, for clients making many small reads and writes (there a request with a body runs on when its client hangs up); empty: none")
 	f.StringVar(&cfg.data, "data", "./ebb-data", "data directory of the pebble backend")
-	f.StringVar(&cfg.backend, "backend", "pebble", "storage backend: pebble, dynamodb or cql")
+	cfg.backend = "pebble"
+	f.Var((*backendName)(&cfg.backend), "backend", "storage backend: pebble, dynamodb or cql")
 	f.StringVar(&cfg.dynamoEndpoint, "dynamodb-endpoint", "", "DynamoDB API endpoint URL (default: the AWS endpoint of the region)")
 	f.StringVar(&cfg.dynamoRegion, "dynamodb-region", "", "DynamoDB region (default: from the AWS environment)")
 	f.StringVar(&cfg.dynamoPrefix, "dynamodb-table-prefix", "", "prefix of every DynamoDB table ebb creates, so that several deployments share one account")
@@ -169,6 +173,24 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 		}
 	}
 
+	// The ports are bound before the store is opened and the leases
+	// taken: a port already in use fails the start at once, before any
+	// lease is held, and connections made while the store opens wait in
+	// the kernel's queue and are answered once it is open.
+	ln, hotLn, err := server.Listen(cfg.addr, cfg.hotAddr)
+	if err != nil {
+		return err
+	}
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			_ = ln.Close()
+			if hotLn != nil {
+				_ = hotLn.Close()
+			}
+		}
+	}()
+
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(collectors.NewGoCollector()); err != nil {
 		return fmt.Errorf("register go collector: %w", err)
@@ -212,6 +234,11 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 		if cerr := db.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close: %w", cerr))
 		}
+		if err == nil {
+			// The last line of a clean stop: requests drained, roles
+			// handed on, the store closed.
+			log.Info("stopped cleanly")
+		}
 	}()
 	if auth != nil {
 		warnForeignLegacy(ctx, log, db.Migrations())
@@ -220,7 +247,8 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	if err != nil {
 		return err
 	}
-	return srv.ListenAndServe(ctx, cfg.addr, cfg.shutdownTimeout, func(url string) {
+	handedOver = true
+	return srv.Serve(ctx, ln, hotLn, cfg.shutdownTimeout, func(url string) {
 		log.Info("serving", "url", url, "backend", cfg.backend, "auth", auth != nil)
 		if hot := srv.HotURL(); hot != "" {
 			log.Info("serving on the hot listener", "url", hot)

@@ -277,6 +277,9 @@ func TestServeLifecycle(t *testing.T) {
 	if !strings.Contains(p.stderr.String(), "shutting down") {
 		t.Errorf("no shutdown log line; stderr:\n%s", p.stderr)
 	}
+	if !strings.Contains(p.stderr.String(), `msg="stopped cleanly"`) {
+		t.Errorf("no log line for the clean stop; stderr:\n%s", p.stderr)
+	}
 	// The lock is released: the directory opens again.
 	again := startServe(t, "--addr", "127.0.0.1:0", "--data", data)
 	if err := again.cmd.Process.Signal(syscall.SIGINT); err != nil {
@@ -351,7 +354,10 @@ func TestServeBadConfig(t *testing.T) {
 		{[]string{"--backend", "dynamodb", "--dynamodb-endpoint", "ftp://127.0.0.1:1"}, "is not an http(s) URL"},
 		{[]string{"--backend", "cql"}, "--backend cql needs --cql-hosts"},
 		{[]string{"--backend", "cql", "--cql-hosts", "127.0.0.1:1", "--cql-consistency", "most"}, `--cql-consistency "most"`},
-		{[]string{"--backend", "mysql"}, `unknown --backend "mysql"`},
+		// A flag of a backend not selected is refused, not ignored.
+		{[]string{"--dynamodb-endpoint", "http://127.0.0.1:1"}, "--dynamodb-endpoint is a flag of the dynamodb backend, but the backend is pebble (the default): select it with --backend dynamodb"},
+		{[]string{"--backend", "dynamodb", "--cql-hosts", "127.0.0.1:1"}, "--cql-hosts is a flag of the cql backend, but the backend is dynamodb"},
+		{[]string{"--backend", "mysql"}, `unknown backend "mysql": want pebble, dynamodb or cql`},
 		{[]string{"--log-level", "loud"}, `--log-level "loud"`},
 		{[]string{"--sweep-interval", "0s"}, "must be positive"},
 		{[]string{"--max-writes", "0"}, "must be positive"},

@@ -268,10 +268,17 @@ version (as "ebb tables get" shows it); otherwise the put fails
 func tablesDeleteCmd(c *client) *cobra.Command {
 	var ifVersion string
 	cmd := &cobra.Command{
-		Use:               "delete TABLE KEY [--if-version V]",
-		Short:             "Delete an item from a shared table",
-		Long:              `Delete an item; deleting a missing item is no error. With --if-version, delete only the item of that version, else fail (failed_precondition). "ebb tables drop" deletes a whole table.`,
-		Args:              cobra.ExactArgs(2),
+		Use:   "delete TABLE KEY [--if-version V]",
+		Short: "Delete an item from a shared table",
+		Long:  `Delete an item; deleting a missing item is no error. With --if-version, delete only the item of that version, else fail (failed_precondition). "ebb tables drop" deletes a whole table.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				// The key forgotten, or the whole table meant: say which
+				// command does which.
+				return fmt.Errorf("delete needs the item's KEY (ebb tables delete %s KEY); to delete the whole table, run ebb tables drop %s", args[0], args[0])
+			}
+			return cobra.ExactArgs(2)(cmd, args)
+		},
 		ValidArgsFunction: completeTableNames(c),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := c.api()

@@ -8,7 +8,12 @@ import (
 func TestFormat(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		0:                                "0s",
-		90 * time.Second:                 "1m30s",
+		90 * time.Second:                 "90s",
+		-90 * time.Second:                "-90s",
+		250 * time.Second:                "250s",
+		90*time.Second + 5e8:             "90.5s",
+		59*time.Minute + 59*time.Second:  "3599s",
+		30 * time.Minute:                 "30m",
 		time.Hour:                        "1h",
 		168 * time.Hour:                  "168h",
 		time.Hour + time.Minute:          "1h1m",

@@ -153,7 +153,7 @@ func Run(t *testing.T, env Env) {
 					})
 				}
 				mu.Unlock()
-				if _, err := idx.Put(ctx, "ev", batch); err != nil {
+				if _, err := idx.WriteEvents(ctx, "ev", batch); err != nil {
 					t.Errorf("put: %v", err)
 					return
 				}

@@ -113,6 +113,7 @@ func TestCapabilitiesOnDynalite(t *testing.T) {
 		MaxRowBytes:           400*1024 - 4096,
 		DeleteBatch:           25,
 		SharedAcrossProcesses: true,
+		Switches:              store.DynamoDBSwitches,
 	}
 	if got := s.Capabilities(); got != want {
 		t.Fatalf("capabilities on dynalite = %+v, want %+v", got, want)
