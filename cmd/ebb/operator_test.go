@@ -92,8 +92,9 @@ func TestOperatorAgainstServe(t *testing.T) {
 		items = append(items, fmt.Sprint("s", i))
 	}
 	ok(append([]string{"lists", "add", "user", "seen", "_", "u1"}, items...)...)
-	if out := ok("lists", "get", "user", "seen", "_", "u1", "--limit", "10", "--all"); strings.Count(out, "\n") != 25 {
-		t.Fatalf("lists get --all: %d lines, want 25", strings.Count(out, "\n"))
+	// One header row, then every item across the pages of ten.
+	if out := ok("lists", "get", "user", "seen", "_", "u1", "--limit", "10", "--all"); strings.Count(out, "\n") != 26 || !strings.HasPrefix(out, "TIMESTAMP") {
+		t.Fatalf("lists get --all: %d lines, want a header and 25 items:\n%s", strings.Count(out, "\n"), out)
 	}
 
 	// Every DELETE of something already gone answers alike.
