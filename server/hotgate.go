@@ -476,14 +476,29 @@ var (
 )
 
 // validTarget reports whether a request target has no spaces or control
-// characters.
+// characters, and its path (before any '?') no '%' but in a %XX escape:
+// net/http refuses a path with a bad escape (url.ParseRequestURI), while it
+// leaves the query raw.
 func validTarget(b []byte) bool {
-	for _, c := range b {
+	inPath := true
+	for i, c := range b {
 		if c <= ' ' || c == 0x7f {
 			return false
 		}
+		switch {
+		case c == '?':
+			inPath = false
+		case c == '%' && inPath:
+			if i+2 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) {
+				return false
+			}
+		}
 	}
 	return true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // readHead reads a head that is not in plain form as net/http's server
