@@ -30,6 +30,8 @@ func Indexes(svc *timeseries.Service) Feature {
 		s.Route("POST /v1/indexes/{name}/events", byName, h.putEvents)
 		s.Route("GET /v1/indexes/{name}/events", byName, h.getEvents,
 			"index_id", "from", "to", "order", "limit", "page_token")
+		s.Route("DELETE /v1/indexes/{name}/events", byName, h.eraseEvents,
+			"index_id", "from", "to", "timestamp", "event_id")
 		s.Route("POST /v1/indexes/{name}/reconcile", byName, h.reconcile, "dry_run", "allow_clock_jump")
 	}
 }
@@ -337,6 +339,45 @@ func (h indexHandlers) getEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	b = append(b, "}\n"...)
 	return resp.write(w, http.StatusOK, contentTypeJSON, b)
+}
+
+// eraseJSON is the answer of DELETE /v1/indexes/{name}/events.
+type eraseJSON struct {
+	Removed int64 `json:"removed"`
+	Shards  int   `json:"shards"`
+}
+
+// eraseEvents erases one event (index_id, timestamp and event_id) or
+// every event of an index_id over [from, to) (each optional): see
+// timeseries.Service.EraseEvents. The query is checked whole before
+// anything is deleted.
+func (h indexHandlers) eraseEvents(w http.ResponseWriter, r *http.Request) error {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "malformed query string: %v", err)
+	}
+	e := timeseries.Erase{IndexID: v.Get("index_id"), EventID: v.Get("event_id")}
+	if e.IndexID == "" {
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "index_id is required")
+	}
+	if v.Has("event_id") && e.EventID == "" {
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "event_id is empty")
+	}
+	for _, p := range []struct {
+		name string
+		dst  *time.Time
+	}{{"from", &e.From}, {"to", &e.To}, {"timestamp", &e.Timestamp}} {
+		if s := v.Get(p.name); s != "" {
+			if *p.dst, err = ParseQueryTime(p.name, s); err != nil {
+				return err
+			}
+		}
+	}
+	res, err := h.svc.EraseEvents(r.Context(), r.PathValue("name"), e)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, eraseJSON{Removed: res.Removed, Shards: res.Shards})
 }
 
 // appendEventsMsgpack appends a page of events in MessagePack: a map whose

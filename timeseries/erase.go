@@ -102,11 +102,11 @@ func (s *Service) EraseEvents(ctx context.Context, index string, e Erase) (Erase
 		return s.eraseOne(ctx, cfg, e)
 	}
 	if !e.Timestamp.IsZero() {
-		return EraseResult{}, store.Errorf(store.ErrInvalid, "timeseries: timestamp %s without an event_id: an erase of one event needs both (or give from and to for a range)",
+		return EraseResult{}, store.Errorf(store.ErrInvalid, "timestamp %s without an event_id: an erase of one event needs both (or give from and to for a range)",
 			timefmt.Format(e.Timestamp))
 	}
 	if !e.From.IsZero() && !e.To.IsZero() && !e.From.Before(e.To) {
-		return EraseResult{}, store.Errorf(store.ErrInvalid, "timeseries: from %s is not before to %s",
+		return EraseResult{}, store.Errorf(store.ErrInvalid, "from %s is not before to %s",
 			timefmt.Format(e.From), timefmt.Format(e.To))
 	}
 	lo, hi := int64(0), int64(math.MaxInt64)
@@ -156,13 +156,13 @@ func (s *Service) eraseOne(ctx context.Context, cfg Config, e Erase) (EraseResul
 		return EraseResult{}, err
 	}
 	if !e.From.IsZero() || !e.To.IsZero() {
-		return EraseResult{}, store.Errorf(store.ErrInvalid, "timeseries: an erase of one event (event_id set) takes a timestamp, not from or to")
+		return EraseResult{}, store.Errorf(store.ErrInvalid, "an erase of one event (event_id set) takes a timestamp, not from or to")
 	}
 	if e.Timestamp.IsZero() {
-		return EraseResult{}, store.Errorf(store.ErrInvalid, "timeseries: an erase of one event needs its timestamp as well as its event_id")
+		return EraseResult{}, store.Errorf(store.ErrInvalid, "an erase of one event needs its timestamp as well as its event_id")
 	}
 	if err := timefmt.UnixYears.Check(e.Timestamp); err != nil {
-		return EraseResult{}, store.Errorf(store.ErrInvalid, "timeseries: timestamp: %v", err)
+		return EraseResult{}, store.Errorf(store.ErrInvalid, "timestamp: %v", err)
 	}
 	ms := e.Timestamp.UnixMilli()
 	sh := cfg.shardOf(ms)
