@@ -16,6 +16,7 @@ import (
 var destructiveCommands = []string{
 	"ebb index apply",
 	"ebb index delete",
+	"ebb index erase",
 	"ebb lists delete-feature",
 	"ebb lists rm",
 	"ebb tables drop",
@@ -73,6 +74,16 @@ func TestDestructiveConfirmation(t *testing.T) {
 		exists: func() bool {
 			code, _, _ := cli("--server", url, "index", "show", "ev")
 			return code == 0
+		},
+	}, {
+		name: "index erase",
+		setup: [][]string{{"index", "create", "er", "--table-bucket", "1h", "--partition-bucket", "1h", "--retention", "1h"},
+			{"index", "write", "er", "--index-id", "acct_1", "--event-id", "e1", "--timestamp=-1m"}},
+		cmd:  []string{"index", "erase", "er", "--index-id", "acct_1"},
+		asks: `Erase every event of index id "acct_1" from index er`,
+		exists: func() bool {
+			_, out, _ := cli("--server", url, "index", "query", "er", "--index-id", "acct_1")
+			return strings.Contains(out, "e1")
 		},
 	}, {
 		name:  "tables drop",

@@ -35,7 +35,7 @@ their events. The commands talk to a running "ebb serve" (--server, default
 http://127.0.0.1:7070).`,
 	}
 	cmd.AddCommand(indexCreateCmd(c), indexUpdateCmd(c), indexListCmd(c), indexShowCmd(c), indexPlanCmd(c, false), indexPlanCmd(c, true),
-		indexDeleteCmd(c), indexWriteCmd(c), indexQueryCmd(c), indexMigrateCmd(c))
+		indexDeleteCmd(c), indexEraseCmd(c), indexWriteCmd(c), indexQueryCmd(c), indexMigrateCmd(c))
 	return cmd
 }
 

@@ -287,6 +287,30 @@ class Client:
         for e in self._each(page, "events"):
             yield e
 
+    def erase_events(
+        self,
+        name: str,
+        index_id: str,
+        *,
+        start: Optional[datetime] = None,
+        end: Optional[datetime] = None,
+        timestamp: Optional[datetime] = None,
+        event_id: Optional[str] = None,
+    ) -> dict[str, int]:
+        """DELETE /v1/indexes/{name}/events: erases index_id's events in [start, end), or the one (timestamp, event_id).
+
+        start and end are the API's from and to (both None: every event of
+        index_id). Idempotent; answers {"removed": N, "shards": M}.
+        """
+        p = _core.params(
+            index_id=index_id,
+            **{"from": _core.opt_time(start), "to": _core.opt_time(end)},
+            timestamp=_core.opt_time(timestamp),
+            event_id=event_id,
+        )
+        d = self._json("DELETE", _core.index_path(name) + "/events", params=p)
+        return {"removed": int(d["removed"]), "shards": int(d["shards"])}
+
     def reconcile_index(
         self, name: str, *, dry_run: bool = True, allow_clock_jump: bool = False
     ) -> Plan:
