@@ -175,7 +175,7 @@ func TestEraseRacingWrites(t *testing.T) {
 		before := eraseFixture(t, svc)["acc_1"]
 		from := t0.Add(-5 * time.Hour)
 
-		stop := make(chan struct{})
+		stop, started := make(chan struct{}), make(chan struct{})
 		var wg sync.WaitGroup
 		var writeErr error
 		wg.Add(1)
@@ -188,12 +188,17 @@ func TestEraseRacingWrites(t *testing.T) {
 				default:
 				}
 				e := ev("acc_1", fmt.Sprintf("racing_%d", i), from.Add(time.Duration(i%300)*time.Minute), "r")
-				if _, err := svc.WriteEvents(ctx, "ev", []Event{e}); err != nil {
+				_, err := svc.WriteEvents(ctx, "ev", []Event{e})
+				if i == 0 {
+					close(started) // the race is on before the erase begins
+				}
+				if err != nil {
 					writeErr = err
 					return
 				}
 			}
 		}()
+		<-started
 		res, err := svc.EraseEvents(ctx, "ev", Erase{IndexID: "acc_1", From: from, To: t0})
 		close(stop)
 		wg.Wait()
