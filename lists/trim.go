@@ -57,18 +57,23 @@ func checkMaxItems(n *int) error {
 // backend's MaxAtomicBatch).
 //
 // Where other processes may add to the same list (the remote backends),
-// two adds can each read the list before the other wrote and together
-// leave it longer than the cap; each add therefore reads the list again
-// after its write and deletes what lies beyond the cap then, so that once
-// every add has returned the list is within its cap and holds its newest
-// items.
+// no lock of this process can serialize the adds, and none is taken: two
+// adds can each read the list before the other wrote and together leave
+// it longer than the cap; each add therefore reads the list again after
+// its write and deletes what lies beyond the cap then, so that once every
+// add has returned the list is within its cap and holds its newest items.
+// Where no other process can write (the embedded backend), the adds to a
+// list are serialized by capLocks instead and the list never passes its
+// cap.
 func (s *Service) addCapped(ctx context.Context, f Feature, entityID string, muts []store.Mutation, res *AddResult) error {
 	if len(muts) == 0 {
 		return nil
 	}
-	mu := capLocks.lock(f.Table, entityID)
-	mu.Lock()
-	defer mu.Unlock()
+	if !s.caps.SharedAcrossProcesses {
+		mu := capLocks.lock(f.Table, entityID)
+		mu.Lock()
+		defer mu.Unlock()
+	}
 	existing, err := s.liveKeys(ctx, f, entityID)
 	if err != nil {
 		return err
