@@ -164,7 +164,7 @@ func testMaxItemsRace(t *testing.T, e *env) {
 	t0 := start.Add(-time.Hour)
 	var all []lists.Item
 	var wg sync.WaitGroup
-	errs := make(chan error, 2)
+	errs := make([]error, 2)
 	for a, svc := range []*lists.Service{e.svc, other} {
 		// The adders interleave timestamps: adder a holds the items
 		// whose index is a modulo 2.
@@ -174,17 +174,13 @@ func testMaxItemsRace(t *testing.T, e *env) {
 		}
 		all = append(all, mine...)
 		wg.Go(func() {
-			for i := 0; i < len(mine); i += batch {
-				if _, err := svc.Add(context.Background(), feat, "alice", mine[i:i+batch]); err != nil {
-					errs <- err
-					return
-				}
+			for i := 0; i < len(mine) && errs[a] == nil; i += batch {
+				_, errs[a] = svc.Add(context.Background(), feat, "alice", mine[i:i+batch])
 			}
 		})
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
 	sameItems(t, mustGet(t, e, feat, "alice", time.Time{}, 100), newestFirst(all)[:max])
