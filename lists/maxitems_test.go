@@ -153,8 +153,8 @@ func ptr(n int) *int { return &n }
 // items within the cap once every add has returned.
 func testMaxItemsRace(t *testing.T, e *env) {
 	ctx := t.Context()
-	const max, perAdder, batch = 5, 30, 3
-	if _, _, err := e.svc.CreateFeatureWith(ctx, feat, capped(max)); err != nil {
+	const limit, perAdder, batch = 5, 60, 3
+	if _, _, err := e.svc.CreateFeatureWith(ctx, feat, capped(limit)); err != nil {
 		t.Fatal(err)
 	}
 	other, err := lists.New(ctx, e.st, lists.Options{Now: e.clock.Now})
@@ -165,6 +165,7 @@ func testMaxItemsRace(t *testing.T, e *env) {
 	var all []lists.Item
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
+	begin := make(chan struct{}) // both adders start at once
 	for a, svc := range []*lists.Service{e.svc, other} {
 		// The adders interleave timestamps: adder a holds the items
 		// whose index is a modulo 2.
@@ -174,18 +175,44 @@ func testMaxItemsRace(t *testing.T, e *env) {
 		}
 		all = append(all, mine...)
 		wg.Go(func() {
+			<-begin
 			for i := 0; i < len(mine) && errs[a] == nil; i += batch {
 				_, errs[a] = svc.Add(context.Background(), feat, "alice", mine[i:i+batch])
 			}
 		})
 	}
+	// Where no other process writes, adds to one list are serialized and
+	// each is one batch: a reader never sees the list past its cap.
+	var longest int
+	done := make(chan struct{})
+	var reader sync.WaitGroup
+	if !e.st.Capabilities().SharedAcrossProcesses {
+		reader.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if items, err := e.svc.Get(context.Background(), feat, "alice", time.Time{}, 100); err == nil {
+					longest = max(longest, len(items))
+				}
+			}
+		})
+	}
+	close(begin)
 	wg.Wait()
+	close(done)
+	reader.Wait()
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	sameItems(t, mustGet(t, e, feat, "alice", time.Time{}, 100), newestFirst(all)[:max])
-	if n := mustCount(t, e, feat, "alice"); n != max {
-		t.Fatalf("count after the race: %d, want %d", n, max)
+	if longest > limit {
+		t.Fatalf("a reader saw %d items during the race, past the cap of %d", longest, limit)
+	}
+	sameItems(t, mustGet(t, e, feat, "alice", time.Time{}, 100), newestFirst(all)[:limit])
+	if n := mustCount(t, e, feat, "alice"); n != limit {
+		t.Fatalf("count after the race: %d, want %d", n, limit)
 	}
 }
 
