@@ -104,6 +104,18 @@ func TestDestructiveConfirmation(t *testing.T) {
 			return code == 0
 		},
 	}, {
+		name: "lists delete-feature --all-versions",
+		setup: [][]string{
+			{"lists", "create-feature", "user", "every", "_", "--ttl", "720h"}, {"lists", "add", "user", "every", "_", "u-1", "s-1"},
+			{"lists", "create-feature", "user", "every", "v2", "--ttl", "720h"},
+		},
+		cmd:  []string{"lists", "delete-feature", "user", "every", "--all-versions"},
+		asks: `Delete list feature "user" "every" with its 2 version(s) "_", "v2"`,
+		exists: func() bool {
+			code, _, _ := cli("--server", url, "lists", "show-feature", "user", "every", "v2")
+			return code == 0
+		},
+	}, {
 		name:  "lists rm --all",
 		setup: [][]string{{"lists", "create-feature", "user", "kept", "_", "--ttl", "720h"}, {"lists", "add", "user", "kept", "_", "u-1", "s-1"}},
 		cmd:   []string{"lists", "rm", "user", "kept", "_", "u-1", "--all"},
