@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -413,7 +414,7 @@ func printIndexPlan(w io.Writer, name string, plan ebbclient.Plan) {
 	}
 	fmt.Fprintln(w)
 	for _, a := range plan.Actions {
-		line := shardmgr.FormatAction(a.Op, a.Table, a.Capacity, a.Reason, a.Deferred)
+		line := shardmgr.FormatAction(a.Op, a.Table, cmp.Or(a.Capacity, a.Class), a.Reason, a.Deferred)
 		if a.Rows != nil && a.Bytes != nil {
 			line += fmt.Sprintf("\n    destroys %d rows, %s", *a.Rows, formatBytes(*a.Bytes))
 		}
