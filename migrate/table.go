@@ -9,7 +9,6 @@ import (
 
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/kit"
-	"github.com/ebb-data/ebb/timeseries"
 )
 
 // The embedded legacy layout: every event in one partition, clustered by
@@ -160,13 +159,4 @@ func checkTableName(name string) error {
 		return store.Errorf(store.ErrInvalid, "legacy table %q: names starting ebb or list_ are ebb's own", name)
 	}
 	return nil
-}
-
-// eventsOf returns the events of rows.
-func eventsOf(rows []Row) []timeseries.Event {
-	out := make([]timeseries.Event, len(rows))
-	for i, r := range rows {
-		out[i] = r.Event
-	}
-	return out
 }

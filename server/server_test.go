@@ -147,16 +147,6 @@ func newServer(t *testing.T, opts server.Options) (*server.Server, server.Option
 	return s, opts
 }
 
-// startMain builds a Server with opts and serves it over net/http, the
-// main listener, whatever testListenerVar says.
-func startMain(t *testing.T, opts server.Options) *httptest.Server {
-	t.Helper()
-	s, _ := newServer(t, opts)
-	ts := httptest.NewServer(s.Handler())
-	t.Cleanup(ts.Close)
-	return ts
-}
-
 // start builds a Server over a fresh store with opts and serves it: over
 // net/http, or, with EBB_TEST_LISTENER=hot (make check runs the package
 // both ways, with EBB_TEST_LISTENER=both), over the hot listener, whose URL then replaces the
