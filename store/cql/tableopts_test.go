@@ -2,6 +2,7 @@ package cql
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,5 +77,41 @@ func TestParseTableOptions(t *testing.T) {
 	o.TableOptions = map[Role]string{"nosuch": ""}
 	if err := o.Validate(); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("Validate with an unknown role = %v, want ErrInvalid", err)
+	}
+}
+
+// TestClusterRoleOptions checks on the node that each role's table is
+// created with its options, and an operator's override instead.
+func TestClusterRoleOptions(t *testing.T) {
+	s := openTest(t, time.Now, func(o *Options) {
+		o.TableOptions = map[Role]string{RoleShared: "gc_grace_seconds = 1234"}
+	})
+	ctx := t.Context()
+	list := lists.TableSpec("list_roles", time.Hour)
+	for _, spec := range []store.TableSpec{list, expiry.IndexSpec, multitable.ItemsSpec, goldenSpecs["forever"]} {
+		if err := s.CreateTable(ctx, spec); err != nil {
+			t.Fatalf("create %s: %v", spec.Name, err)
+		}
+	}
+	for _, c := range []struct {
+		table string
+		grace int
+		class string
+	}{
+		{list.Name, 3600 + int(s.opts.TTLMargin/time.Second), "TimeWindowCompactionStrategy"},
+		{indexTableName(list.Name), 3600 + int(s.opts.TTLMargin/time.Second), "TimeWindowCompactionStrategy"},
+		{expiry.IndexTable, 0, "SizeTieredCompactionStrategy"},
+		{multitable.ItemsTable, 1234, "SizeTieredCompactionStrategy"},
+		{"forever", 864000, "SizeTieredCompactionStrategy"},
+	} {
+		var grace int
+		var compaction map[string]string
+		if err := s.session.Query(`SELECT gc_grace_seconds, compaction FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?`,
+			s.ks, c.table).Scan(&grace, &compaction); err != nil {
+			t.Fatalf("%s: %v", c.table, err)
+		}
+		if grace != c.grace || !strings.HasSuffix(compaction["class"], c.class) {
+			t.Errorf("%s: gc_grace_seconds %d, compaction %v; want %d and %s", c.table, grace, compaction, c.grace, c.class)
+		}
 	}
 }
