@@ -26,11 +26,18 @@
 // (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html).
 // TTL deletes are free.
 //
-// Amazon Keyspaces (ModelKeyspaces). A row's encoded size is each
-// partition-key column's value plus 3 bytes, each clustering column's value
-// plus 1 byte per 5 bytes of it, each regular column's value plus its column
-// identifier (1 byte up to 62 columns), and 100 bytes of row metadata
-// (https://docs.aws.amazon.com/keyspaces/latest/devguide/calculating-row-size.html).
+// Amazon Keyspaces (ModelKeyspaces). A row's encoded size, as reads and
+// writes are billed, is each partition-key column's value stored twice plus
+// its column identifier and 3 bytes, each clustering column's value stored
+// twice plus its identifier and 1 byte per 5 bytes of value, and each
+// regular cell's value plus its identifier (1 byte up to 62 columns) and
+// its client-side timestamp (20 bytes, the low end of AWS's 20-40), ebb's
+// expiry columns "_x" and "_e_<col>" included; the 100 bytes of row
+// metadata count for storage only, and the TTL metadata, whose size AWS
+// does not give, is not counted
+// (https://docs.aws.amazon.com/keyspaces/latest/devguide/calculating-row-size.html,
+// https://docs.aws.amazon.com/keyspaces/latest/devguide/client-side-timestamps-how-it-works.html).
+// keyspacesRowBytes (keyspaces.go) is the one place it is computed.
 // A write costs one write request unit per 1 KB; a LOGGED batch (what ebb's
 // CQL backend sends for two or more statements of one partition) writes
 // every row twice, once to prepare and once to commit

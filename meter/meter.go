@@ -233,7 +233,6 @@ func (s *Store) countWrite(ctx context.Context, table string, batch []store.Muta
 	var pk, pkKs int
 	if single {
 		pk, pkKs = keySizes(batch[0].Partition)
-		pkKs += 3 * len(batch[0].Partition)
 	}
 	// Units are summed per run of mutations of one kind and added once per
 	// run: most batches are of one kind, so a write costs a handful of
@@ -250,7 +249,6 @@ func (s *Store) countWrite(ctx context.Context, table string, batch []store.Muta
 		}
 		if !single {
 			pk, pkKs = keySizes(m.Partition)
-			pkKs += 3 * len(m.Partition)
 		}
 		d, k := t.mutationBytes(m, pk, pkKs)
 		logged := single
@@ -287,7 +285,7 @@ func (s *Store) countWrite(ctx context.Context, table string, batch []store.Muta
 // LOGGED batch. Within 1 KB on both models, it is counted by its shape.
 func (s *Store) countOne(t *tableMeta, m *store.Mutation) {
 	pk, pkKs := keySizes(m.Partition)
-	d, k := t.mutationBytes(m, pk, pkKs+3*len(m.Partition))
+	d, k := t.mutationBytes(m, pk, pkKs)
 	op := opOf(m)
 	ttl := m.Kind == store.Upsert && t.nativeTTL(m)
 	t.c[op].bytes.Add(int64(d))
@@ -309,15 +307,13 @@ func (s *Store) countOne(t *tableMeta, m *store.Mutation) {
 
 // mutationBytes is the size of what a mutation writes: the DynamoDB item
 // and the Keyspaces row of an upsert, the key of a delete. pk is the
-// partition's encoded length, pkKs its Keyspaces size with the 3 bytes per
-// column.
+// partition's encoded length, pkKs its values' Keyspaces size (keySizes).
 func (t *tableMeta) mutationBytes(m *store.Mutation, pk, pkKs int) (d, k int) {
 	ck, ckKs := keySizes(m.Clustering)
-	ksKeys := pkKs + ckKs + (ckKs+4)/5
 	if m.Kind == store.Upsert {
-		return t.upsertBytes(m, pk, ck, ksKeys)
+		return t.upsertBytes(m, pk, ck, pkKs, ckKs)
 	}
-	return dynamoKeyBytes(pk, ck), ksKeys + keyspacesRowMetadata
+	return dynamoKeyBytes(pk, ck), keyspacesRowBytes(t.colID, pkKs, len(m.Partition), ckKs, len(m.Clustering), 0, 0)
 }
 
 // tally is what a run of mutations of one kind cost.
@@ -430,9 +426,16 @@ func (s *Store) countGetError(ctx context.Context, table string, err error) {
 // taken as two bytes and numbers at their 8 stored bytes.
 func scanSizes(c *store.ScanTally, t *tableMeta, partition []any) (d, k int) {
 	pk, pkKs := keySizes(partition)
-	pkKs += 3 * len(partition)
 	d = c.Rows*(dynamoKeyBytes(pk, 0)+1+msBytes+t.nIndexed*(2+16)) + c.ClusteringBytes + c.ValueBytes + c.Values*(2+2+msBytes)
-	k = c.Rows*(pkKs+keyspacesRowMetadata) + c.ClusteringBytes + (c.ClusteringBytes+4)/5 + c.ValueBytes + c.Values*t.colID
+	ckCols := 0
+	if t.spec != nil {
+		ckCols = len(t.spec.Clustering)
+	}
+	// Per row "_x", per value the value and its "_e_<col>", every expiry
+	// at 8 bytes.
+	cells := c.Rows + 2*c.Values
+	k = keyspacesRowBytes(t.colID, c.Rows*pkKs, c.Rows*len(partition), c.ClusteringBytes, c.Rows*ckCols,
+		cells, c.ValueBytes+(c.Rows+c.Values)*msBytes)
 	return d, k
 }
 
@@ -471,7 +474,7 @@ func (s *Store) QueryIndex(ctx context.Context, table, index string, partition [
 	var d, k int
 	for _, ck := range keys {
 		d += dynamoKeyBytes(pk, tupleLen(ck)) + 2 + 16 // and the index's sort key
-		k += keyspacesKeyBytes(partition, ck) + keyspacesRowMetadata
+		k += keyspacesKeyBytes(partition, ck)
 	}
 	s.countRead(Classify(table), OpQueryIndex, int64(len(keys)), d, k)
 	return keys, nil

@@ -157,8 +157,8 @@ func newTableMeta(name string, spec *store.TableSpec, c *counters) *tableMeta {
 			}
 		}
 	}
-	cols := len(spec.PartitionKey) + len(spec.Clustering) + len(spec.Values)
-	t.colID = (cols + 61) / 62
+	// On Keyspaces the table also holds "_x" and an "_e_<col>" per value.
+	t.colID = keyspacesColumnID(len(spec.PartitionKey) + len(spec.Clustering) + 1 + 2*len(spec.Values))
 	if len(spec.Values) <= maxPointValues {
 		t.nOver = uint8(len(spec.Values))
 		for i := range len(spec.Values) {
@@ -266,11 +266,10 @@ func dynamoValueBytes(v any) int {
 func dynamoKeyBytes(pk, ck int) int { return 2 + pk + 2 + 1 + ck }
 
 // upsertBytes is the size of what an upsert writes: the DynamoDB item (pk
-// and ck its keys' encoded lengths) and the Keyspaces row (keys its primary
-// key's encoded size), in one pass over the cells.
-func (t *tableMeta) upsertBytes(m *store.Mutation, pk, ck, keys int) (d, k int) {
+// and ck its keys' encoded lengths) and the Keyspaces row (pkKs and ckKs
+// its keys' Keyspaces sizes), in one pass over the cells.
+func (t *tableMeta) upsertBytes(m *store.Mutation, pk, ck, pkKs, ckKs int) (d, k int) {
 	d = dynamoKeyBytes(pk, ck)
-	k = keys + keyspacesRowMetadata
 	rowExp, finite := neverBytes, false // rowExp: the "x" and "e<i>" expiry
 	switch {
 	case !m.ExpiresAt.IsZero():
@@ -278,7 +277,8 @@ func (t *tableMeta) upsertBytes(m *store.Mutation, pk, ck, keys int) (d, k int) 
 	case !m.NoExpiry && t.spec != nil && t.spec.DefaultTTL > 0:
 		rowExp, finite = msBytes, true
 	}
-	d += 1 + rowExp // "x"
+	d += 1 + rowExp               // "x"
+	cells, cellBytes := 1, rowExp // Keyspaces: "_x", then each value and its "_e_<col>"
 	for i := range m.Cells {
 		c := &m.Cells[i]
 		col := t.column(c.Column, i)
@@ -293,21 +293,22 @@ func (t *tableMeta) upsertBytes(m *store.Mutation, pk, ck, keys int) (d, k int) 
 			dv, kv = dynamoValueBytes(x), keyspacesValueBytes(x)
 		}
 		d += name + dv // "v<i>"
+		exp := rowExp
 		if c.ExpiresAt.IsZero() {
-			d += name + rowExp // "e<i>"
 			finite = finite && rowExp != neverBytes
 		} else {
-			d += name + numBytes(c.ExpiresAt.UnixMilli())
+			exp = numBytes(c.ExpiresAt.UnixMilli())
 		}
+		d += name + exp // "e<i>"
 		if col < len(t.indexed) && t.indexed[col] {
 			d += name + 16 // "i<i>": a 16-byte digest
 		}
-		k += t.colID + kv
+		cells, cellBytes = cells+2, cellBytes+kv+exp
 	}
 	if finite {
 		d += 3 + secBytes // "ttl"
 	}
-	return d, k
+	return d, keyspacesRowBytes(t.colID, pkKs, len(m.Partition), ckKs, len(m.Clustering), cells, cellBytes)
 }
 
 // rowBytes is the size of a row read by its key: the DynamoDB item holding
@@ -342,21 +343,21 @@ func (t *tableMeta) rowBytes(r *store.Row, partition, clustering []any) (d, k in
 		rowExp = numBytes(r.ExpiresAt.UnixMilli())
 	}
 	d = dynamoKeyBytes(pk, ck) + 1 + rowExp // "x"
-	k = pkKs + 3*len(partition) + ckKs + (ckKs+4)/5 + keyspacesRowMetadata
+	cells, cellBytes := 1, rowExp           // Keyspaces: "_x", then each value and its "_e_<col>"
 	for i, v := range r.Values {
 		// A byte string in one of the first ten columns, not indexed:
 		// "v<i>" and "e<i>" of two bytes each.
 		if b, ok := v.([]byte); ok && i < 10 && (i >= len(t.indexed) || !t.indexed[i]) {
 			d += 2 + 2 + len(b) + rowExp
-			k += t.colID + len(b)
+			cells, cellBytes = cells+2, cellBytes+len(b)+rowExp
 			continue
 		}
 		if v != nil {
 			vd, vk := t.valueBytes(i, v, rowExp)
-			d, k = d+vd, k+vk
+			d, cells, cellBytes = d+vd, cells+2, cellBytes+vk+rowExp
 		}
 	}
-	return d, k
+	return d, keyspacesRowBytes(t.colID, pkKs, len(partition), ckKs, len(clustering), cells, cellBytes)
 }
 
 // pointSize sizes a row read by its key on Get's fast path, in one pass
@@ -382,8 +383,7 @@ func (t *tableMeta) pointSize(r *store.Row, partition, clustering []any) (d int,
 	// pk and sk (see dynamoKeyBytes), with text and bytes 2 bytes longer
 	// in the key encoding and other columns 8 bytes; then "x".
 	d = 2 + pn + 2*len(partition) + 6*po + 2 + 1 + cn + 2*len(clustering) + 6*co + 1 + rowExp
-	ck := cn + 11*co
-	kMax := pn + 11*po + 3*len(partition) + ck + (ck+4)/5 + keyspacesRowMetadata
+	cells, cellBytes := 1, rowExp // Keyspaces: "_x", then each value and its "_e_<col>"
 	for i, v := range r.Values {
 		var dv, kv int
 		if b, ok := v.([]byte); ok {
@@ -396,8 +396,9 @@ func (t *tableMeta) pointSize(r *store.Row, partition, clustering []any) (d int,
 			dv, kv = dynamoValueBytes(v), 11
 		}
 		d += int(t.valueOver[i]) + dv + rowExp
-		kMax += t.colID + kv
+		cells, cellBytes = cells+2, cellBytes+kv+rowExp
 	}
+	kMax := keyspacesRowBytes(t.colID, pn+11*po, len(partition), cn+11*co, len(clustering), cells, cellBytes)
 	return d, d <= readUnitBytes && kMax <= readUnitBytes
 }
 
@@ -424,8 +425,8 @@ func keyLens(vals []any) (n, other int) {
 
 // valueBytes is the size of the present value v of column i: on DynamoDB
 // its attribute "v<i>", the expiry "e<i>" (rowExp bytes) and, when the
-// column is indexed, "i<i>"; on Keyspaces the value and its column
-// identifier.
+// column is indexed, "i<i>"; on Keyspaces the value's bytes (the cell's
+// other bytes are keyspacesRowBytes').
 func (t *tableMeta) valueBytes(i int, v any, rowExp int) (d, k int) {
 	var dv, kv int
 	switch x := v.(type) {
@@ -441,7 +442,7 @@ func (t *tableMeta) valueBytes(i int, v any, rowExp int) (d, k int) {
 	if i < len(t.indexed) && t.indexed[i] {
 		d += name + 16
 	}
-	return d, t.colID + kv
+	return d, kv
 }
 
 // keyspacesValueBytes is a value's encoded size in Keyspaces: text and blob
@@ -458,22 +459,4 @@ func keyspacesValueBytes(v any) int {
 		return numBytes(int64(x))
 	}
 	return 8
-}
-
-// keyspacesRowMetadata is the metadata Keyspaces adds to every row.
-const keyspacesRowMetadata = 100
-
-// keyspacesKeyBytes is the encoded size of a row's primary key: each
-// partition-key column plus 3 bytes of metadata, each clustering column
-// plus 1 byte per 5 bytes of value.
-func keyspacesKeyBytes(partition, clustering []any) int {
-	n := 0
-	for _, v := range partition {
-		n += keyspacesValueBytes(v) + 3
-	}
-	for _, v := range clustering {
-		s := keyspacesValueBytes(v)
-		n += s + (s+4)/5
-	}
-	return n
 }

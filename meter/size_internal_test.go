@@ -75,9 +75,13 @@ func TestRowBytes(t *testing.T) {
 						r := store.Row{Values: vals, ExpiresAt: exp}
 						pk, pkKs := keySizes(p)
 						ckLen, ckKs := keySizes(ck)
-						vd, vk := m.rowValuesBytes(&r)
+						vd, cells, cellBytes := m.rowValuesBytes(&r)
 						wantD := dynamoKeyBytes(pk, ckLen) + vd
-						wantK := pkKs + 3*len(p) + ckKs + (ckKs+4)/5 + keyspacesRowMetadata + vk
+						// Keyspaces, as AWS gives the rules: keys twice, 3 bytes
+						// per partition-key column, 1 per 5 bytes of clustering,
+						// an identifier per column and a timestamp per cell.
+						id := m.colID
+						wantK := 2*pkKs + len(p)*(id+3) + 2*ckKs + (ckKs+4)/5 + len(ck)*id + cellBytes + cells*(id+20)
 						if d, k := m.rowBytes(&r, p, ck); d != wantD || k != wantK {
 							t.Errorf("spec %v, keys %v %v, values %v, expiry %v: %d, %d bytes; want %d, %d",
 								m.spec != nil, p, ck, vals, exp, d, k, wantD, wantK)
@@ -103,11 +107,16 @@ func TestUpsertBytes(t *testing.T) {
 			{Column: "w", Value: "xyz", ExpiresAt: time.UnixMilli(1_719_446_400_000)}, // 8 digits once trimmed: 5 bytes
 		}}
 	// DynamoDB: pk 2+("a" 1+2), sk 2+1+8 = 16; x 1+8; v0 2+10, e0 2+8;
-	// v1 2+3, e1 2+5, i1 2+16; ttl 3+6: 86 bytes. Keyspaces: "a" 1+3,
-	// the clustering 1 (2 bytes) + 1, 100 of metadata, v 1+10, w 1+3: 122.
-	d, k := newTableMeta("t", &spec, &c).mutationBytes(&m, 3, 4)
-	if d != 86 || k != 122 {
-		t.Errorf("upsert: %d, %d bytes; want 86, 122", d, k)
+	// v1 2+3, e1 2+5, i1 2+16; ttl 3+6: 86 bytes. Keyspaces (7 columns
+	// with "_x", "_e_v" and "_e_w": 1-byte column identifiers): "a" twice,
+	// its identifier and 3 bytes of metadata, 6; the clustering 1 (2
+	// bytes) twice, 1 byte per 5 of it and its identifier, 6; five cells
+	// ("_x" 8, v 10, "_e_v" 8, w 3, "_e_w" 5: 34 bytes) with an identifier
+	// and a 20-byte client-side timestamp each, 105: 151. No row metadata:
+	// it is billed for storage only.
+	d, k := newTableMeta("t", &spec, &c).mutationBytes(&m, 3, 1)
+	if d != 86 || k != 151 {
+		t.Errorf("upsert: %d, %d bytes; want 86, 151", d, k)
 	}
 }
 
@@ -192,18 +201,19 @@ func TestPointSize(t *testing.T) {
 // rowValuesBytes, the general sizing TestRowBytes holds the point
 // read's to, is the size of a row's values as read, with their
 // attribute names and expiries on DynamoDB (d), and the row marker's "x";
-// and with their column identifiers on Keyspaces (k).
-func (t *tableMeta) rowValuesBytes(r *store.Row) (d, k int) {
+// and on Keyspaces the cells ("_x", each value and its "_e_<col>") and
+// their value bytes.
+func (t *tableMeta) rowValuesBytes(r *store.Row) (d, cells, cellBytes int) {
 	rowExp := neverBytes
 	if !r.ExpiresAt.IsZero() {
 		rowExp = numBytes(r.ExpiresAt.UnixMilli())
 	}
-	d = 1 + rowExp // "x"
+	d, cells, cellBytes = 1+rowExp, 1, rowExp // "x", "_x"
 	for i, v := range r.Values {
 		if v != nil {
 			vd, vk := t.valueBytes(i, v, rowExp)
-			d, k = d+vd, k+vk
+			d, cells, cellBytes = d+vd, cells+2, cellBytes+vk+rowExp
 		}
 	}
-	return d, k
+	return d, cells, cellBytes
 }

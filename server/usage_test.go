@@ -214,7 +214,8 @@ func checkUsageCounts(t *testing.T, open testbackend.Factory) {
 	// 1. One event alone. Its DynamoDB item: pk 2 + ("acc_1" 5+2, the
 	// bucket 8), sk 2 + 1 + (the timestamp 8, "e1" 2+2), x 1+11 (never
 	// expires: 19 digits), v0 2+100, e0 2+11 = 159 bytes: 1 WRU. On
-	// Keyspaces about 230 bytes: 1 WRU. Native TTL would delete it: one
+	// Keyspaces about 260 bytes (keys twice, a client-side timestamp per
+	// cell): 1 WRU. Native TTL would delete it: one
 	// item, one TTL delete unit.
 	do("POST", "/v1/indexes/ev/events", `{"events":[`+event(1)+`]}`)
 	// 2. Three events in one request: one write of three rows of one

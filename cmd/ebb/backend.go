@@ -66,6 +66,11 @@ func backendOptions(ctx context.Context, cfg serveConfig, log *slog.Logger, reg 
 		o.TLS, o.CAFile = cfg.cqlTLS || cfg.cqlCAFile != "", cfg.cqlCAFile
 		o.CreateKeyspace, o.Replication = cfg.cqlCreateKeyspace, cfg.cqlReplication
 		o.MaxTables = cfg.cqlMaxTables
+		tableOpts, err := cql.ParseTableOptions(cfg.cqlTableOptions)
+		if err != nil {
+			return ebb.Options{}, "", fmt.Errorf("--cql-table-options: %w", err)
+		}
+		o.TableOptions = tableOpts
 		if err := cqlAuth(ctx, cfg.cqlAuth, &o); err != nil {
 			return ebb.Options{}, "", err
 		}

@@ -40,6 +40,7 @@ type serveConfig struct {
 	cqlCreateKeyspace bool
 	cqlReplication    string
 	cqlMaxTables      int
+	cqlTableOptions   []string
 	cqlAuth           string
 	dynamoPrefix      string
 	authFile          string
@@ -105,6 +106,7 @@ Flags given on the command line override the file; a relative path in it
 	f.BoolVar(&cfg.cqlCreateKeyspace, "cql-create-keyspace", false, "create the CQL keyspace when missing, with --cql-replication")
 	f.StringVar(&cfg.cqlAuth, "cql-auth", "password", "CQL authentication: password (--cql-username, $EBB_CQL_PASSWORD) or sigv4 (Amazon Keyspaces; region and credentials from the AWS default chain)")
 	f.IntVar(&cfg.cqlMaxTables, "cql-max-tables", 0, "most CQL tables ebb's keyspace may hold; a create past it fails (0: the provider's default, 256 on Amazon Keyspaces, none elsewhere; -1: none)")
+	f.StringArrayVar(&cfg.cqlTableOptions, "cql-table-options", nil, "ROLE=OPTIONS: the CREATE TABLE options (after WITH, joined by AND) of new CQL tables of a role (shard, list, shared or expiry) on Cassandra and ScyllaDB, instead of ebb's (see docs/backends.md); ROLE= for the cluster's defaults; repeatable")
 	f.StringVar(&cfg.cqlReplication, "cql-replication", "", "replication map for --cql-create-keyspace, e.g. {'class':'NetworkTopologyStrategy','dc1':3} (default: SingleRegionStrategy on Keyspaces, SimpleStrategy RF 1 elsewhere)")
 	f.DurationVar(&cfg.db.ReconcileInterval, "reconcile-interval", cfg.db.ReconcileInterval, "how often the shard manager reconciles every index")
 	f.DurationVar(&cfg.db.SweepInterval, "sweep-interval", cfg.db.SweepInterval, "how often the expiry sweeper deletes expired rows")

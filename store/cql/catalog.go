@@ -198,7 +198,7 @@ func (s *Store) CreateTable(ctx context.Context, spec store.TableSpec) (err erro
 	if err := s.claimName(ctx, spec); err != nil {
 		return err
 	}
-	for _, q := range createTableCQL(s.ks, spec, s.provider, s.opts.TTLMargin) {
+	for _, q := range createTableCQL(s.ks, spec, s.provider, s.opts.TTLMargin, s.opts.TableOptions) {
 		if err := s.ddl(ctx, q); err != nil {
 			return mapErr(ctx, "create "+spec.Name, err)
 		}

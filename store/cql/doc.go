@@ -25,7 +25,11 @@
 // backstop that never removes what ebb still considers live (see ttl.go).
 // A table's DefaultTTL becomes its default_time_to_live. On Keyspaces, TTL
 // (and client-side timestamps) are switched on per table with
-// CUSTOM_PROPERTIES.
+// CUSTOM_PROPERTIES. On Cassandra and ScyllaDB each table also gets the
+// compaction and gc_grace_seconds of its role (list version, expiry index,
+// shard, shared; see tableopts.go), so that expired data leaves the disk
+// soon after it expires where the role allows; Options.TableOptions
+// overrides them.
 //
 // # Writes
 //

@@ -54,6 +54,40 @@ var goldenSpecs = map[string]store.TableSpec{
 	},
 	// meta: ebb's own metadata table.
 	"meta": store.MetaSpec,
+	// list: a list feature version's shape, every row with the TTL.
+	"list": {
+		Name:            "list_0123456789abcdef0123456789abcdef",
+		PartitionKey:    []store.Column{{Name: "entity_id", Type: store.TypeText}},
+		Clustering:      []store.Column{{Name: "item_key", Type: store.TypeText}},
+		ClusteringOrder: store.Desc,
+		Values:          []store.Column{{Name: "value", Type: store.TypeBytes}},
+		DefaultTTL:      7 * 24 * time.Hour,
+		Indexes:         []store.IndexSpec{{Name: "by_value", Column: "value"}},
+	},
+	// expiry: the expiry index's shape.
+	"expiry": {
+		Name:         expiryIndexTable,
+		PartitionKey: []store.Column{{Name: "window", Type: store.TypeInt64}, {Name: "shard", Type: store.TypeInt64}},
+		Clustering:   []store.Column{{Name: "due", Type: store.TypeTimestamp}, {Name: "tbl", Type: store.TypeText}, {Name: "id", Type: store.TypeBytes}},
+		Values:       []store.Column{{Name: "pk", Type: store.TypeBytes}, {Name: "ck", Type: store.TypeBytes}, {Name: "expires_at", Type: store.TypeTimestamp}},
+	},
+}
+
+// goldenOverrides are the table options an operator set: override=ROLE
+// replaces ROLE's with a grace period of ten minutes, empty=ROLE with
+// none.
+func goldenOverrides(t *testing.T, args map[string]string) map[Role]string {
+	m := map[Role]string{}
+	if r, ok := args["override"]; ok {
+		m[Role(r)] = "gc_grace_seconds = 600"
+	}
+	if r, ok := args["empty"]; ok {
+		m[Role(r)] = ""
+	}
+	if err := validateTableOptions(m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // forever is wide with one index and no row that ever expires (an index
@@ -194,7 +228,7 @@ func runGolden(t *testing.T, cmd string, args map[string]string) string {
 	switch cmd {
 	case "ddl":
 		p := goldenProvider(t, args)
-		out := createTableCQL("ks", sc.spec, p, DefaultTTLMargin)
+		out := createTableCQL("ks", sc.spec, p, DefaultTTLMargin, goldenOverrides(t, args))
 		out = append(out, dropTableCQL("ks", sc.spec.Name)...)
 		return strings.Join(out, "\n") + "\n"
 	case "keyspace":

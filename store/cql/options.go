@@ -57,6 +57,15 @@ type Options struct {
 	// set what is left for ebb), none on Cassandra and ScyllaDB. Negative
 	// means none.
 	MaxTables int
+	// TableOptions overrides, per table role (see Role and RoleOf), the
+	// options ebb adds to CREATE TABLE on Cassandra and ScyllaDB
+	// (compaction, gc_grace_seconds, tombstone_gc): what follows WITH,
+	// joined by AND, without the clustering order or
+	// default_time_to_live, which ebb still sets. An empty string means no
+	// options at all (the cluster's defaults). A table keeps the options
+	// it was created with; ALTER TABLE changes them. Ignored on Amazon
+	// Keyspaces, which ignores these settings.
+	TableOptions map[Role]string
 	// Common holds the options every remote backend has (see
 	// remote.Common). Here Timeout (10 s by default) bounds each data
 	// operation; TableTimeout (5 minutes) schema agreement and Keyspaces'
@@ -118,6 +127,9 @@ func (o Options) Validate() error {
 	}
 	if o.SigV4 != nil && (o.Username != "" || o.SigV4.Region == "" || o.SigV4.Credentials == nil) {
 		return bad("SigV4 needs a region and credentials, and no username")
+	}
+	if err := validateTableOptions(o.TableOptions); err != nil {
+		return err
 	}
 	if (o.CAFile != "" || o.ServerName != "") && !o.TLS {
 		return bad("CAFile or ServerName set without TLS")

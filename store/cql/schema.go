@@ -142,7 +142,7 @@ func tableOptions(p Provider, defaultTTL time.Duration, neverExpires bool, margi
 
 // createTableCQL returns the statements that create a table: the data
 // table, then its companion index table when it has indexes.
-func createTableCQL(ks string, spec store.TableSpec, p Provider, margin time.Duration) []string {
+func createTableCQL(ks string, spec store.TableSpec, p Provider, margin time.Duration, overrides map[Role]string) []string {
 	sc := newSchema(ks, spec)
 	order := "ASC"
 	if spec.ClusteringOrder == store.Desc {
@@ -166,7 +166,10 @@ func createTableCQL(ks string, spec store.TableSpec, p Provider, margin time.Dur
 	if len(ck) > 0 {
 		key += ", " + strings.Join(ck, ", ")
 	}
-	opts := tableOptions(p, spec.DefaultTTL, spec.NeverExpires, margin)
+	// The companion holds the row's index entries, which live and die
+	// with it: it gets the same role options.
+	role := tableOptionsFor(p, spec, margin, overrides)
+	opts := append(tableOptions(p, spec.DefaultTTL, spec.NeverExpires, margin), role...)
 	if len(co) > 0 {
 		opts = append([]string{"CLUSTERING ORDER BY (" + strings.Join(co, ", ") + ")"}, opts...)
 	}
@@ -194,6 +197,7 @@ func createTableCQL(ks string, spec store.TableSpec, p Provider, margin time.Dur
 		ico = append(ico, co...)
 	}
 	iopts := append([]string{"CLUSTERING ORDER BY (" + strings.Join(ico, ", ") + ")"}, tableOptions(p, 0, spec.NeverExpires, margin)...)
+	iopts = append(iopts, role...)
 	out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (%s, PRIMARY KEY (%s)) WITH %s",
 		sc.index, strings.Join(icols, ", "), ikey, strings.Join(iopts, " AND ")))
 	return out
