@@ -80,6 +80,10 @@ type Config struct {
 	// (store.Capabilities.Switches): a switch they would refuse is
 	// deferred, so that the store never refuses one the plan applies.
 	Switches store.SwitchRules
+	// Layouts are the index's layout epochs, oldest first, when its table
+	// bucket changed: the last is TableBucket's. Empty means one layout
+	// of TableBucket from the epoch.
+	Layouts []Layout
 }
 
 // Guards bound what one run may drop. Zero values take the defaults.
@@ -174,7 +178,7 @@ func (c Config) Validate() error {
 	case c.Capacity.HotRead > 0 && c.Capacity.HotWrite == 0:
 		return bad("capacity: hot read units without hot write units")
 	}
-	return nil
+	return c.validateLayouts()
 }
 
 // ShardCount is how many shards the index keeps at most: those inside

@@ -146,8 +146,10 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 	m.pruneSeries(cfgs)
 	var shortest time.Duration
 	for _, cfg := range cfgs {
-		if shortest == 0 || cfg.TableBucket < shortest {
-			shortest = cfg.TableBucket
+		for _, tb := range TableBuckets(cfg) {
+			if shortest == 0 || tb < shortest {
+				shortest = tb
+			}
 		}
 	}
 	listed := make(map[string]bool, len(cfgs))
