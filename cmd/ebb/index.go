@@ -410,6 +410,7 @@ func printIndexPlan(w io.Writer, name string, plan ebbclient.Plan) {
 	}
 	if len(plan.Actions) == 0 && len(plan.Unrecognized) == 0 {
 		fmt.Fprintln(w, "\nNo changes. The shards match the configuration.")
+		printTransitions(w, plan)
 		return
 	}
 	fmt.Fprintln(w)
@@ -426,6 +427,12 @@ func printIndexPlan(w io.Writer, name string, plan ebbclient.Plan) {
 	for _, t := range plan.Unrecognized {
 		fmt.Fprintf(w, "? %-13s %s  (not a shard of %s; left alone)\n", "ignore", t, name)
 	}
+	printTransitions(w, plan)
+}
+
+// printTransitions lists a plan's layout changes, which hold even when
+// the plan has nothing to do.
+func printTransitions(w io.Writer, plan ebbclient.Plan) {
 	for _, t := range plan.Transitions {
 		fmt.Fprintln(w, shardmgr.FormatTransition(t.Change, t.From, t.Table, t.Created))
 	}
