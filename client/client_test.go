@@ -430,6 +430,58 @@ func TestLists(t *testing.T) {
 	if err := c.DeleteListFeature(ctx, id); err != nil {
 		t.Fatalf("delete again: %v", err)
 	}
+	testListCap(t, e, c)
+}
+
+// testListCap: a feature's max_items through the client, the count of a
+// list, and the delete of a whole feature.
+func testListCap(t *testing.T, e *env, c *client.Client) {
+	ctx := t.Context()
+	id := client.ListFeatureID{EntityType: "user/kind", Feature: "capped#1"}
+	two := 2
+	f, created, err := c.CreateListFeatureWith(ctx, id, client.ListFeatureConfig{TTL: time.Hour, MaxItems: &two})
+	if err != nil || !created || f.MaxItems != 2 {
+		t.Fatalf("create with a cap: %+v %v %v", f, created, err)
+	}
+	roundTrip[client.ListFeature](t, e.rec.lastBody(t, "PUT /v1/list-features/{entity_type}/{feature}/{version}"))
+	if f, _, err := c.CreateListFeature(ctx, id, time.Hour); err != nil || f.MaxItems != 2 {
+		t.Fatalf("create without a cap keeps it: %+v %v", f, err)
+	}
+	now := time.Now().UTC().Add(-time.Minute)
+	items := []client.ListItem{{Value: []byte("a"), Timestamp: now}, {Value: []byte("b"), Timestamp: now.Add(time.Second)}, {Value: []byte("c"), Timestamp: now.Add(2 * time.Second)}}
+	res, err := c.AddListItems(ctx, id, "alice", items)
+	if err != nil || res != (client.AddListItemsResult{Written: 3, Trimmed: 1}) {
+		t.Fatalf("add beyond the cap: %+v %v", res, err)
+	}
+	roundTrip[client.AddListItemsResult](t, e.rec.lastBody(t, "POST /v1/lists/{entity_type}/{feature}/{version}/{entity_id}/items"))
+	if n, err := c.CountListItems(ctx, id, "alice"); err != nil || n != 2 {
+		t.Fatalf("count: %d %v", n, err)
+	}
+	if n, err := c.CountListItems(ctx, id, "bob"); err != nil || n != 0 {
+		t.Fatalf("count of a list never written: %d %v", n, err)
+	}
+	if _, err := c.CountListItems(ctx, client.ListFeatureID{EntityType: "user/kind", Feature: "nope"}, "bob"); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("count of an unknown feature: %v", err)
+	}
+	v2 := id
+	v2.Version = "v2"
+	if _, _, err := c.CreateListFeature(ctx, v2, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteAllListFeatureVersions(ctx, id.EntityType, id.Feature); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []client.ListFeatureID{id, v2} {
+		if _, err := c.ListFeature(ctx, v); !errors.Is(err, client.ErrNotFound) {
+			t.Fatalf("version %q after deleting the feature: %v", v.Version, err)
+		}
+	}
+	if err := c.DeleteAllListFeatureVersions(ctx, id.EntityType, id.Feature); err != nil {
+		t.Fatalf("delete the feature again: %v", err)
+	}
+	if err := c.DeleteAllListFeatureVersions(ctx, "", id.Feature); err == nil {
+		t.Fatal("delete of a feature without an entity type: no error")
+	}
 }
 
 func TestTables(t *testing.T) {

@@ -60,12 +60,39 @@ func (c *IndexConfig) UnmarshalJSON(b []byte) error {
 
 // CapacityPolicy provisions an index's hot shard (the one holding now) at
 // the hot units and pre-warms the next one to the peak units, on backends
-// with capacity modes; every other shard stays on-demand.
+// with capacity modes; every other shard stays on-demand. ColdAfter, on
+// DynamoDB, keeps every shard that ended at least that long ago in the
+// Standard-IA table class. Either part may be set alone.
 type CapacityPolicy struct {
-	HotReadUnits   int64 `json:"hot_read_units"`
-	HotWriteUnits  int64 `json:"hot_write_units"`
-	PeakReadUnits  int64 `json:"peak_read_units,omitempty"`
-	PeakWriteUnits int64 `json:"peak_write_units,omitempty"`
+	HotReadUnits   int64         `json:"hot_read_units,omitempty"`
+	HotWriteUnits  int64         `json:"hot_write_units,omitempty"`
+	PeakReadUnits  int64         `json:"peak_read_units,omitempty"`
+	PeakWriteUnits int64         `json:"peak_write_units,omitempty"`
+	ColdAfter      time.Duration `json:"cold_after,omitempty"`
+}
+
+// MarshalJSON writes a CapacityPolicy as the API does, cold_after as a Go
+// duration string.
+func (c CapacityPolicy) MarshalJSON() ([]byte, error) {
+	type plain CapacityPolicy
+	return json.Marshal(struct {
+		plain
+		ColdAfter duration `json:"cold_after,omitempty"`
+	}{plain(c), duration(c.ColdAfter)})
+}
+
+// UnmarshalJSON reads a CapacityPolicy as the API writes it.
+func (c *CapacityPolicy) UnmarshalJSON(b []byte) error {
+	type plain CapacityPolicy
+	w := struct {
+		*plain
+		ColdAfter duration `json:"cold_after,omitempty"`
+	}{plain: (*plain)(c)}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	c.ColdAfter = time.Duration(w.ColdAfter)
+	return nil
 }
 
 // Index is a time-sharded index as the server reports it.
@@ -173,6 +200,9 @@ type Shard struct {
 	State string `json:"state"`
 	// Capacity is "on_demand" or "provisioned".
 	Capacity string `json:"capacity"`
+	// Class is the shard's table class, "standard" or "standard_ia", where
+	// the backend has classes and one was set.
+	Class string `json:"class,omitempty"`
 	// Rows and Bytes are what the shard holds, as the backend counts
 	// them; set by IndexStats only.
 	Rows  *int64 `json:"rows,omitempty"`
@@ -264,6 +294,8 @@ type Action struct {
 	Reason string `json:"reason"`
 	// Capacity is the target of a set_capacity or prewarm action.
 	Capacity string `json:"capacity,omitempty"`
+	// Class is the target of a set_class action.
+	Class string `json:"class,omitempty"`
 	// Deferred actions are held back by a guard or a limit, and not
 	// applied.
 	Deferred bool `json:"deferred,omitempty"`

@@ -40,6 +40,9 @@ type ListFeature struct {
 	// Expiry is how expired items leave the disk: ExpirySweep,
 	// ExpiryNative or ExpiryDrop.
 	Expiry ExpiryMode `json:"expiry"`
+	// MaxItems is the most live items a list of the version holds (an add
+	// beyond it trims the oldest); zero for no cap.
+	MaxItems int `json:"max_items,omitempty"`
 }
 
 // ListFeatureConfig is the body of PUT
@@ -50,6 +53,10 @@ type ListFeatureConfig struct {
 	// Expiry is the version's expiry mode; empty takes the server's
 	// backend default on create and keeps an existing version's mode.
 	Expiry ExpiryMode
+	// MaxItems, when set, is the version's cap on a list's live items,
+	// 0..10000, zero for none; nil gives a new version no cap and keeps
+	// an existing version's.
+	MaxItems *int
 }
 
 // MarshalJSON writes a ListFeature as the API does, durations as Go duration strings.
@@ -89,6 +96,10 @@ type AddListItemsResult struct {
 	Written int `json:"written"`
 	// SkippedExpired counts items already past the TTL, not written.
 	SkippedExpired int `json:"skipped_expired"`
+	// Trimmed counts items the feature's max_items removed: the list's
+	// oldest items deleted by the add, and items of the add already beyond
+	// the cap (counted in Written, never stored).
+	Trimmed int `json:"trimmed,omitempty"`
 }
 
 // ListQuery selects the live items of a list, newest first.
@@ -140,18 +151,20 @@ func (c *Client) CreateListFeature(ctx context.Context, id ListFeatureID, ttl ti
 	return f, status == http.StatusCreated, err
 }
 
-// CreateListFeatureWith is CreateListFeature with an expiry mode. An
-// existing version with the same TTL and another mode gets the new mode
-// (created false); the items already written keep theirs.
+// CreateListFeatureWith is CreateListFeature with an expiry mode and a
+// cap. An existing version with the same TTL and another mode or cap gets
+// the new one (created false); the items already written keep their
+// mode, and a list longer than a lowered cap is trimmed by its next add.
 func (c *Client) CreateListFeatureWith(ctx context.Context, id ListFeatureID, cfg ListFeatureConfig) (f ListFeature, created bool, err error) {
 	p, err := listFeaturePath(id)
 	if err != nil {
 		return ListFeature{}, false, err
 	}
 	body := struct {
-		TTL    duration   `json:"ttl"`
-		Expiry ExpiryMode `json:"expiry,omitempty"`
-	}{duration(cfg.TTL), cfg.Expiry}
+		TTL      duration   `json:"ttl"`
+		Expiry   ExpiryMode `json:"expiry,omitempty"`
+		MaxItems *int       `json:"max_items,omitempty"`
+	}{duration(cfg.TTL), cfg.Expiry, cfg.MaxItems}
 	status, err := c.do(ctx, http.MethodPut, p, nil, body, &f)
 	return f, status == http.StatusCreated, err
 }
@@ -190,6 +203,18 @@ func (c *Client) ListFeature(ctx context.Context, id ListFeatureID) (ListFeature
 // gone at once (DELETE /v1/list-features/{entity_type}/{feature}/{version}).
 func (c *Client) DeleteListFeature(ctx context.Context, id ListFeatureID) error {
 	p, err := listFeaturePath(id)
+	if err != nil {
+		return err
+	}
+	_, err = c.do(ctx, http.MethodDelete, p, nil, nil, nil)
+	return err
+}
+
+// DeleteAllListFeatureVersions deletes every version of a list feature
+// with every list of each (DELETE /v1/list-features/{entity_type}/{feature}).
+// A feature without any version is already deleted: that succeeds too.
+func (c *Client) DeleteAllListFeatureVersions(ctx context.Context, entityType, feature string) error {
+	p, err := urlPath("/v1/list-features/", name{"entity type", entityType}, "/", name{"feature", feature})
 	if err != nil {
 		return err
 	}
@@ -296,4 +321,19 @@ func (c *Client) ClearList(ctx context.Context, id ListFeatureID, entityID strin
 	}
 	_, err = c.do(ctx, http.MethodDelete, p, nil, nil, nil)
 	return err
+}
+
+// CountListItems returns the number of live items in the list of entityID
+// (GET .../{entity_id}/items/count); zero for a list never written. The
+// server reads the whole list to count it.
+func (c *Client) CountListItems(ctx context.Context, id ListFeatureID, entityID string) (int, error) {
+	p, err := listItemsPath(id, entityID)
+	if err != nil {
+		return 0, err
+	}
+	var out struct {
+		Count int `json:"count"`
+	}
+	_, err = c.do(ctx, http.MethodGet, p+"/count", nil, nil, &out)
+	return out.Count, err
 }

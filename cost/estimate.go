@@ -132,6 +132,13 @@ type Workload struct {
 	// the expiry-mode comparison names the cheapest mode within it. Zero
 	// means no bound.
 	GoneWithin Duration `json:"gone-within" yaml:"gone-within"`
+	// ColdAfter, when set, estimates moving the shards that ended that
+	// long ago to the infrequent-access table class (an index's capacity
+	// cold_after), where the provider has one; ColdReadShare is the share
+	// (0 to 1) of reads that go to such shards (default 0: reads of recent
+	// data).
+	ColdAfter     Duration `json:"cold-after" yaml:"cold-after"`
+	ColdReadShare float64  `json:"cold-read-share" yaml:"cold-read-share"`
 }
 
 // Limits past which a figure is refused as absurd.
@@ -258,6 +265,15 @@ func (w Workload) Validate() error {
 	if err := checkDuration("gone-within", w.GoneWithin, 0, maxDuration); err != nil {
 		return err
 	}
+	if err := checkDuration("cold-after", w.ColdAfter, 0, maxDuration); err != nil {
+		return err
+	}
+	if math.IsNaN(w.ColdReadShare) || w.ColdReadShare < 0 || w.ColdReadShare > 1 {
+		return bad("cold-read-share", "%g: want a share from 0 to 1", w.ColdReadShare)
+	}
+	if w.ColdReadShare > 0 && w.ColdAfter == 0 {
+		return bad("cold-read-share", "%g applies with cold-after only", w.ColdReadShare)
+	}
 	for _, p := range w.Providers {
 		switch p {
 		case DynamoDB:
@@ -305,6 +321,10 @@ type ProviderEstimate struct {
 	// Workload.GoneWithin, empty when none does.
 	Modes        []ModeBreakdown `json:"modes"`
 	CheapestMode string          `json:"cheapest_mode"`
+	// ColdClass is what the infrequent-access class does to the shards
+	// strategy with Workload.ColdAfter; nil without it, or where the
+	// provider has no such class.
+	ColdClass *ColdClass `json:"cold_class,omitempty"`
 }
 
 // Estimate is the answer of `ebb cost`.
@@ -448,6 +468,7 @@ func Run(w Workload, p Prices) (*Estimate, error) {
 			pe.Modes = append(pe.Modes, m.mode(mode))
 		}
 		pe.CheapestMode = cheapest(pe.Modes)
+		pe.ColdClass = m.coldClass(time.Duration(w.ShardPeriod))
 		est.Providers = append(est.Providers, pe)
 	}
 	if err := est.finite(); err != nil {

@@ -40,6 +40,10 @@ type ProviderPrice struct {
 	StorageGBMonth      float64 `json:"storage_gb_month" yaml:"storage_gb_month"`
 	PITRGBMonth         float64 `json:"pitr_gb_month" yaml:"pitr_gb_month"`
 	TTLDeletePerMillion float64 `json:"ttl_delete_per_million" yaml:"ttl_delete_per_million"`
+	// InfrequentAccess prices the infrequent-access table class where the
+	// provider has one (DynamoDB Standard-IA); the zero value where it has
+	// none.
+	InfrequentAccess ClassPrice `json:"infrequent_access,omitzero" yaml:"infrequent_access,omitempty"`
 }
 
 // maxPrice bounds every figure: no unit of these services costs anywhere
@@ -90,16 +94,27 @@ func (p Prices) Validate() error {
 			{"pitr_gb_month", pr.pp.PITRGBMonth},
 			{"ttl_delete_per_million", pr.pp.TTLDeletePerMillion},
 		} {
-			field := "prices." + pr.name + "." + f.name
-			switch {
-			case math.IsNaN(f.v) || math.IsInf(f.v, 0):
-				return &InputError{Field: field, Msg: "is not a number"}
-			case f.v < 0:
-				return &InputError{Field: field, Msg: fmt.Sprintf("%g is negative", f.v)}
-			case f.v > maxPrice:
-				return &InputError{Field: field, Msg: fmt.Sprintf("%g is absurd (at most %d)", f.v, maxPrice)}
+			if err := checkPrice("prices."+pr.name+"."+f.name, f.v); err != nil {
+				return err
 			}
 		}
+		if err := validClass(pr.name, pr.pp.InfrequentAccess); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkPrice refuses a figure that is negative, not a number or absurdly
+// large, as an *InputError naming field.
+func checkPrice(field string, v float64) error {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return &InputError{Field: field, Msg: "is not a number"}
+	case v < 0:
+		return &InputError{Field: field, Msg: fmt.Sprintf("%g is negative", v)}
+	case v > maxPrice:
+		return &InputError{Field: field, Msg: fmt.Sprintf("%g is absurd (at most %d)", v, maxPrice)}
 	}
 	return nil
 }

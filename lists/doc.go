@@ -50,6 +50,16 @@
 // feature shares one TTL, the expired items of a list are exactly its
 // oldest, and Get starts its range after them.
 //
+// # Caps, counts and whole features
+//
+// A version may cap its lists (Feature.MaxItems): an Add reads the list's
+// live keys, and writes its items together with the deletes of the items
+// that the merge leaves beyond the cap, the oldest (trim.go says what is
+// atomic on which backend). Count reads a list's live keys and counts
+// them: no counter is kept, since items leave by expiry without a write
+// that could maintain one. DeleteFeature deletes every version of a
+// feature, each with DeleteFeatureVersion.
+//
 // # Concurrency
 //
 // A Service is safe for concurrent use. It caches feature lookups; a cached

@@ -70,6 +70,10 @@ type Feature struct {
 	// Expiry is how the version's expired items leave the disk (see
 	// store.ExpiryMode); never store.ExpiryDefault once created.
 	Expiry store.ExpiryMode
+	// MaxItems, when positive, is the most live items a list of the
+	// version holds: an Add that would make a list longer deletes its
+	// oldest items beyond MaxItems (see Add). Zero sets no cap.
+	MaxItems int
 }
 
 // FeatureConfig is what CreateFeatureWith sets.
@@ -82,6 +86,12 @@ type FeatureConfig struct {
 	// the items written from then on: items already written keep the
 	// removal they were written with (see docs/api.md).
 	Expiry store.ExpiryMode
+	// MaxItems, when set, is the version's cap on a list's live items
+	// (Feature.MaxItems), 0..MaxMaxItems, zero for none. Nil gives a new
+	// version no cap and keeps an existing version's. Another cap for an
+	// existing version applies from the next Add to each list: a list
+	// longer than a lowered cap is trimmed then, not at once.
+	MaxItems *int
 }
 
 // featureDoc is the meta document of a feature.
@@ -95,6 +105,8 @@ type featureDoc struct {
 	// Expiry is empty in records written before modes existed, whose
 	// items are swept.
 	Expiry string `json:"expiry,omitempty"`
+	// MaxItems is absent in records of versions without a cap.
+	MaxItems int `json:"max_items,omitempty"`
 }
 
 // Service serves list features and items on a Store. It is safe for
@@ -235,12 +247,15 @@ func (s *Service) CreateFeatureWith(ctx context.Context, id FeatureID, cfg Featu
 	if err := store.CheckExpiryMode(s.caps, cfg.Expiry); err != nil {
 		return Feature{}, false, fmt.Errorf("%s: %w", id, err)
 	}
+	if err := checkMaxItems(cfg.MaxItems); err != nil {
+		return Feature{}, false, err
+	}
 	existing := func(f Feature) (Feature, bool, error) {
 		if f.TTL != ttl {
 			return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s has TTL %s, not %s", id, durfmt.Format(f.TTL), durfmt.Format(ttl))
 		}
-		if cfg.Expiry != store.ExpiryDefault && cfg.Expiry != f.Expiry {
-			return s.setExpiry(ctx, f, key, cfg.Expiry)
+		if cfg.Expiry != store.ExpiryDefault && cfg.Expiry != f.Expiry || cfg.MaxItems != nil && *cfg.MaxItems != f.MaxItems {
+			return s.reconfigure(ctx, f, key, cfg)
 		}
 		s.remember(f)
 		return f, false, nil
@@ -276,6 +291,9 @@ func (s *Service) CreateFeatureWith(ctx context.Context, id FeatureID, cfg Featu
 		return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s: its table %s exists with another TTL (a concurrent or interrupted create; delete the version and retry)", id, name)
 	}
 	f = Feature{FeatureID: id, TTL: ttl, Table: name, Created: s.now().UTC().Truncate(time.Millisecond), Expiry: mode}
+	if cfg.MaxItems != nil {
+		f.MaxItems = *cfg.MaxItems
+	}
 	doc, err := json.Marshal(docOf(f))
 	if err != nil {
 		return Feature{}, false, err
@@ -292,7 +310,7 @@ func (s *Service) CreateFeatureWith(ctx context.Context, id FeatureID, cfg Featu
 		return Feature{}, false, fmt.Errorf("create %s: record: %w", id, err)
 	}
 	s.remember(f)
-	s.log.Info("list feature created", "entity_type", id.EntityType, "feature", id.Feature, "version", id.Version, "ttl", ttl, "expiry", mode, "table", name)
+	s.log.Info("list feature created", "entity_type", id.EntityType, "feature", id.Feature, "version", id.Version, "ttl", ttl, "expiry", mode, "max_items", f.MaxItems, "table", name)
 	return f, true, nil
 }
 
@@ -301,19 +319,21 @@ func docOf(f Feature) featureDoc {
 	return featureDoc{
 		EntityType: f.EntityType, Name: f.Feature, Version: f.Version,
 		TTL: f.TTL.String(), Table: f.Table, Created: f.Created, Expiry: f.Expiry.String(),
+		MaxItems: f.MaxItems,
 	}
 }
 
-// setExpiry records a new expiry mode for an existing version, by a
-// compare-and-swap against the record f was read from, so that a
-// concurrent delete or change is not overwritten. Items written before
-// keep their removal: an index entry, a native TTL, or neither.
-func (s *Service) setExpiry(ctx context.Context, f Feature, key string, mode store.ExpiryMode) (Feature, bool, error) {
+// reconfigure records a new expiry mode or cap (cfg's, where set) for an
+// existing version, by a compare-and-swap against the record f was read
+// from, so that a concurrent delete or change is not overwritten. Items
+// written before keep their removal: an index entry, a native TTL, or
+// neither; a list longer than a new cap is trimmed by its next Add.
+func (s *Service) reconfigure(ctx context.Context, f Feature, key string, cfg FeatureConfig) (Feature, bool, error) {
 	s.forget(f.FeatureID)
 	defer s.forget(f.FeatureID)
 	old, err := s.meta.Get(ctx, kindFeature, key)
 	if err != nil {
-		return Feature{}, false, fmt.Errorf("set expiry of %s: %w", f.FeatureID, err)
+		return Feature{}, false, fmt.Errorf("reconfigure %s: %w", f.FeatureID, err)
 	}
 	cur, err := parseFeature(f.FeatureID, old)
 	if err != nil {
@@ -322,16 +342,22 @@ func (s *Service) setExpiry(ctx context.Context, f Feature, key string, mode sto
 	if cur.TTL != f.TTL || cur.Table != f.Table {
 		return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s changed concurrently; try again", f.FeatureID)
 	}
-	from := cur.Expiry
-	cur.Expiry = mode
+	from := cur
+	if cfg.Expiry != store.ExpiryDefault {
+		cur.Expiry = cfg.Expiry
+	}
+	if cfg.MaxItems != nil {
+		cur.MaxItems = *cfg.MaxItems
+	}
 	doc, err := json.Marshal(docOf(cur))
 	if err != nil {
 		return Feature{}, false, err
 	}
 	if err := s.meta.CompareAndSwap(ctx, kindFeature, key, old, doc); err != nil {
-		return Feature{}, false, fmt.Errorf("set expiry of %s: %w", f.FeatureID, err)
+		return Feature{}, false, fmt.Errorf("reconfigure %s: %w", f.FeatureID, err)
 	}
-	s.log.Info("list feature expiry mode changed", "entity_type", f.EntityType, "feature", f.Feature, "version", f.Version, "from", from, "to", mode)
+	s.log.Info("list feature reconfigured", "entity_type", f.EntityType, "feature", f.Feature, "version", f.Version,
+		"expiry_from", from.Expiry, "expiry_to", cur.Expiry, "max_items_from", from.MaxItems, "max_items_to", cur.MaxItems)
 	return cur, false, nil
 }
 
@@ -490,7 +516,10 @@ func parseFeature(id FeatureID, doc []byte) (Feature, error) {
 	if mode == store.ExpiryDefault {
 		mode = store.ExpirySweep // recorded before modes existed
 	}
-	return Feature{FeatureID: id, TTL: ttl, Table: d.Table, Created: d.Created.UTC().Truncate(time.Millisecond), Expiry: mode}, nil
+	if d.MaxItems < 0 {
+		return Feature{}, fmt.Errorf("read %s: malformed record %s", id, doc)
+	}
+	return Feature{FeatureID: id, TTL: ttl, Table: d.Table, Created: d.Created.UTC().Truncate(time.Millisecond), Expiry: mode, MaxItems: d.MaxItems}, nil
 }
 
 // lookup returns a feature, from the cache while it is fresh.

@@ -33,6 +33,10 @@ type AddResult struct {
 	// SkippedExpired counts items not written because timestamp + TTL was
 	// already at or before now.
 	SkippedExpired int
+	// Trimmed counts items the feature's MaxItems removed from the list:
+	// its oldest items deleted by this Add, and items of this Add that
+	// were already beyond the cap (counted as written, never stored).
+	Trimmed int
 }
 
 // item_key layout: 19 digits of Unix nanoseconds, '#', base64 MD5.
@@ -179,6 +183,10 @@ func ceilMilli(t time.Time) time.Time {
 // reports atomic partition batches of that size; otherwise in batches of
 // Capabilities().MaxAtomicBatch, each atomic, so a failed Add may have
 // written some of its items. Retrying it is always safe.
+//
+// When the feature has a cap (Feature.MaxItems), the Add reads the list's
+// keys first and deletes the items beyond the cap, the oldest, in the
+// same Write as its own items (see addCapped for what is atomic where).
 func (s *Service) Add(ctx context.Context, id FeatureID, entityID string, items []Item) (AddResult, error) {
 	if err := checkEntity(entityID); err != nil {
 		return AddResult{}, err
@@ -198,8 +206,12 @@ func (s *Service) Add(ctx context.Context, id FeatureID, entityID string, items 
 	err := s.withFeature(ctx, id, func(f Feature) error {
 		res = AddResult{}
 		muts := s.mutations(f, entityID, items, &res)
+		if f.MaxItems > 0 {
+			return s.addCapped(ctx, f, entityID, muts, &res)
+		}
 		return s.write(ctx, f.Table, muts)
 	})
+	s.m.trimmed.Add(float64(res.Trimmed))
 	if err != nil {
 		return AddResult{}, err
 	}

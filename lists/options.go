@@ -24,6 +24,10 @@ const (
 	// middle ground between one huge delete and one delete per item, both
 	// of which degrade badly on the remote backends.
 	RemoveBatch = 10
+	// MaxMaxItems is the largest cap on a list (Feature.MaxItems): an Add
+	// to a capped list reads the list's keys, so the cap bounds that read
+	// to one page of the store.
+	MaxMaxItems = store.MaxLimit
 )
 
 // Errors. Each wraps the store sentinel the HTTP layer maps to its code,
@@ -88,6 +92,7 @@ type metrics struct {
 	skipped prometheus.Counter
 	read    prometheus.Counter
 	removed prometheus.Counter
+	trimmed prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -108,8 +113,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ebb_list_items_removed_by_value_total",
 			Help: "List items deleted by value: the items of an entity's list that held the value removed.",
 		}),
+		trimmed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ebb_list_items_trimmed_total",
+			Help: "List items removed by their feature's max_items: the oldest items beyond the cap, deleted by the add that passed it.",
+		}),
 	}
-	if err := promreg.Register(reg, m.written, m.skipped, m.read, m.removed); err != nil {
+	if err := promreg.Register(reg, m.written, m.skipped, m.read, m.removed, m.trimmed); err != nil {
 		return nil, fmt.Errorf("lists: register metrics: %w", err)
 	}
 	return m, nil

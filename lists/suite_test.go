@@ -37,6 +37,11 @@ func runSuite(t *testing.T, f testbackend.Factory) {
 		{"ConcurrentAdds", testConcurrentAdds},
 		{"OtherProcess", testOtherProcess},
 		{"Model", testModel},
+		{"MaxItems", testMaxItems},
+		{"MaxItemsExpired", testMaxItemsExpired},
+		{"MaxItemsRace", testMaxItemsRace},
+		{"Count", testCount},
+		{"DeleteFeature", testDeleteFeature},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, f)) })

@@ -30,6 +30,8 @@ func Indexes(svc *timeseries.Service) Feature {
 		s.Route("POST /v1/indexes/{name}/events", byName, h.putEvents)
 		s.Route("GET /v1/indexes/{name}/events", byName, h.getEvents,
 			"index_id", "from", "to", "order", "limit", "page_token")
+		s.Route("DELETE /v1/indexes/{name}/events", byName, h.eraseEvents,
+			"index_id", "from", "to", "timestamp", "event_id")
 		s.Route("POST /v1/indexes/{name}/reconcile", byName, h.reconcile, "dry_run", "allow_clock_jump")
 	}
 }
@@ -57,12 +59,15 @@ type indexRequest struct {
 }
 
 // capacityPolicy is the optional capacity policy of an index: the hot
-// shard provisioned at hot units, the next one pre-warmed to peak units.
+// shard provisioned at hot units, the next one pre-warmed to peak units;
+// and, on DynamoDB, shards that ended cold_after ago or more in the
+// Standard-IA table class. Either part may be given alone.
 type capacityPolicy struct {
-	HotReadUnits   int64 `json:"hot_read_units"`
-	HotWriteUnits  int64 `json:"hot_write_units"`
-	PeakReadUnits  int64 `json:"peak_read_units,omitempty"`
-	PeakWriteUnits int64 `json:"peak_write_units,omitempty"`
+	HotReadUnits   int64  `json:"hot_read_units,omitempty"`
+	HotWriteUnits  int64  `json:"hot_write_units,omitempty"`
+	PeakReadUnits  int64  `json:"peak_read_units,omitempty"`
+	PeakWriteUnits int64  `json:"peak_write_units,omitempty"`
+	ColdAfter      string `json:"cold_after,omitempty"`
 }
 
 type indexJSON struct {
@@ -95,6 +100,9 @@ type shardJSON struct {
 	End      string `json:"end"`
 	State    string `json:"state"`
 	Capacity string `json:"capacity"`
+	// Class is the shard's table class where the backend has classes and
+	// one was set ("standard" or "standard_ia").
+	Class string `json:"class,omitempty"`
 	// Rows and Bytes are set with ?stats=true.
 	Rows  *int64 `json:"rows,omitempty"`
 	Bytes *int64 `json:"bytes,omitempty"`
@@ -113,8 +121,14 @@ func indexView(idx timeseries.Index) indexJSON {
 	if idx.HeldRetention != 0 {
 		out.HeldRetention = durfmt.Format(idx.HeldRetention)
 	}
-	if c := idx.Capacity; c.Enabled() {
-		out.Capacity = &capacityPolicy{HotReadUnits: c.HotRead, HotWriteUnits: c.HotWrite, PeakReadUnits: c.PeakRead, PeakWriteUnits: c.PeakWrite}
+	if c := idx.Capacity; c.Enabled() || c.ColdAfter > 0 {
+		out.Capacity = &capacityPolicy{}
+		if c.Enabled() {
+			out.Capacity = &capacityPolicy{HotReadUnits: c.HotRead, HotWriteUnits: c.HotWrite, PeakReadUnits: c.PeakRead, PeakWriteUnits: c.PeakWrite}
+		}
+		if c.ColdAfter > 0 {
+			out.Capacity.ColdAfter = durfmt.Format(c.ColdAfter)
+		}
 	}
 	for _, l := range idx.Layouts {
 		out.Layouts = append(out.Layouts, layoutJSON{From: timefmt.Format(l.From), TableBucket: durfmt.Format(l.TableBucket), PartitionBucket: durfmt.Format(l.PartitionBucket)})
@@ -122,7 +136,7 @@ func indexView(idx timeseries.Index) indexJSON {
 	for _, sh := range idx.Shards {
 		out.Shards = append(out.Shards, shardJSON{
 			Table: sh.Table, Start: timefmt.Format(sh.Start), End: timefmt.Format(sh.End),
-			State: sh.State, Capacity: sh.Capacity.Mode.String(),
+			State: sh.State, Capacity: sh.Capacity.Mode.String(), Class: string(sh.Class),
 		})
 	}
 	return out
@@ -159,10 +173,19 @@ func (h indexHandlers) create(w http.ResponseWriter, r *http.Request) error {
 		cfg.Runway = *req.Runway
 	}
 	if c := req.Capacity; c != nil {
-		if c.HotWriteUnits < 1 || c.HotReadUnits < 1 {
+		if c.ColdAfter != "" {
+			d, err := ParseDuration(c.ColdAfter)
+			if err != nil || d <= 0 {
+				return Errorf(http.StatusBadRequest, CodeInvalidArgument, "capacity: cold_after %q must be a positive duration such as \"720h\"", c.ColdAfter)
+			}
+			cfg.Capacity.ColdAfter = d
+		}
+		units := c.HotReadUnits != 0 || c.HotWriteUnits != 0 || c.PeakReadUnits != 0 || c.PeakWriteUnits != 0
+		if (units || c.ColdAfter == "") && (c.HotWriteUnits < 1 || c.HotReadUnits < 1) {
 			return Errorf(http.StatusBadRequest, CodeInvalidArgument, "capacity: hot_read_units and hot_write_units must be at least 1")
 		}
-		cfg.Capacity = shardmgr.CapacityPolicy{HotRead: c.HotReadUnits, HotWrite: c.HotWriteUnits, PeakRead: c.PeakReadUnits, PeakWrite: c.PeakWriteUnits}
+		cfg.Capacity.HotRead, cfg.Capacity.HotWrite = c.HotReadUnits, c.HotWriteUnits
+		cfg.Capacity.PeakRead, cfg.Capacity.PeakWrite = c.PeakReadUnits, c.PeakWriteUnits
 	}
 	idx, created, err := h.svc.Create(r.Context(), cfg)
 	if err != nil {
@@ -352,6 +375,45 @@ func (h indexHandlers) getEvents(w http.ResponseWriter, r *http.Request) error {
 	return resp.write(w, http.StatusOK, contentTypeJSON, b)
 }
 
+// eraseJSON is the answer of DELETE /v1/indexes/{name}/events.
+type eraseJSON struct {
+	Removed int64 `json:"removed"`
+	Shards  int   `json:"shards"`
+}
+
+// eraseEvents erases one event (index_id, timestamp and event_id) or
+// every event of an index_id over [from, to) (each optional): see
+// timeseries.Service.EraseEvents. The query is checked whole before
+// anything is deleted.
+func (h indexHandlers) eraseEvents(w http.ResponseWriter, r *http.Request) error {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "malformed query string: %v", err)
+	}
+	e := timeseries.Erase{IndexID: v.Get("index_id"), EventID: v.Get("event_id")}
+	if e.IndexID == "" {
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "index_id is required")
+	}
+	if v.Has("event_id") && e.EventID == "" {
+		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "event_id is empty")
+	}
+	for _, p := range []struct {
+		name string
+		dst  *time.Time
+	}{{"from", &e.From}, {"to", &e.To}, {"timestamp", &e.Timestamp}} {
+		if s := v.Get(p.name); s != "" {
+			if *p.dst, err = ParseQueryTime(p.name, s); err != nil {
+				return err
+			}
+		}
+	}
+	res, err := h.svc.EraseEvents(r.Context(), r.PathValue("name"), e)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, eraseJSON{Removed: res.Removed, Shards: res.Shards})
+}
+
 // appendEventsMsgpack appends a page of events in MessagePack: a map whose
 // "events" holds an array of [index_id (str), event_id (str), timestamp
 // (timestamp extension), payload (bin, or nil when absent)], and whose
@@ -387,6 +449,8 @@ type actionJSON struct {
 	Table    string `json:"table"`
 	Reason   string `json:"reason"`
 	Capacity string `json:"capacity,omitempty"`
+	// Class is the target of a set_class action.
+	Class    string `json:"class,omitempty"`
 	Deferred bool   `json:"deferred,omitempty"`
 	Error    string `json:"error,omitempty"`
 	// Rows and Bytes are what a drop destroys (estimates where the
@@ -450,6 +514,9 @@ func (h indexHandlers) reconcile(w http.ResponseWriter, r *http.Request) error {
 		aj := actionJSON{Op: string(a.Op), Table: a.Table, Reason: a.Reason, Deferred: a.Deferred, Error: failed[string(a.Op)+" "+a.Table]}
 		if a.Op == shardmgr.OpSetCapacity || a.Op == shardmgr.OpPrewarm {
 			aj.Capacity = shardmgr.FormatCapacity(a.Capacity)
+		}
+		if a.Op == shardmgr.OpSetClass {
+			aj.Class = string(a.Class)
 		}
 		if a.Destroys != nil {
 			aj.Rows, aj.Bytes = &a.Destroys.Rows, &a.Destroys.Bytes

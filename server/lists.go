@@ -29,9 +29,11 @@ func Lists(svc *lists.Service) Feature {
 		s.Route("PUT "+feature, res, h.putFeature)
 		s.Route("GET "+feature, res, h.getFeature)
 		s.Route("DELETE "+feature, res, h.deleteFeature)
+		s.Route("DELETE /v1/list-features/{entity_type}/{feature}", res, h.deleteWholeFeature)
 		s.Route("POST "+items, res, h.addItems)
 		s.Route("GET "+items, res, h.getItems, "min_timestamp", "limit", "page_token")
 		s.Route("DELETE "+items, res, h.removeItems, "value")
+		s.Route("GET "+items+"/count", res, h.countItems)
 	}
 }
 
@@ -69,13 +71,16 @@ type listFeatureJSON struct {
 	Table string `json:"table"`
 	// Expiry is the version's expiry mode: sweep, native or drop.
 	Expiry string `json:"expiry"`
+	// MaxItems is the cap on a list's live items; absent for none, so
+	// that a feature without a cap reads as it did before caps existed.
+	MaxItems int `json:"max_items,omitempty"`
 }
 
 func listFeatureView(f lists.Feature) listFeatureJSON {
 	return listFeatureJSON{
 		EntityType: f.EntityType, Feature: f.Feature, Version: f.Version,
 		TTL: durfmt.Format(f.TTL), CreatedAt: timefmt.Format(f.Created), Table: f.Table,
-		Expiry: f.Expiry.String(),
+		Expiry: f.Expiry.String(), MaxItems: f.MaxItems,
 	}
 }
 
@@ -83,6 +88,8 @@ func (h listHandlers) putFeature(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		TTL    *string `json:"ttl"`
 		Expiry string  `json:"expiry"`
+		// MaxItems absent keeps an existing version's cap.
+		MaxItems *int `json:"max_items"`
 	}
 	if err := DecodeJSON(r, &req); err != nil {
 		return err
@@ -98,7 +105,7 @@ func (h listHandlers) putFeature(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "ttl: %v", err)
 	}
-	f, created, err := h.svc.CreateFeatureWith(r.Context(), listFeatureID(r), lists.FeatureConfig{TTL: ttl, Expiry: mode})
+	f, created, err := h.svc.CreateFeatureWith(r.Context(), listFeatureID(r), lists.FeatureConfig{TTL: ttl, Expiry: mode, MaxItems: req.MaxItems})
 	if err != nil {
 		return err
 	}
@@ -133,6 +140,15 @@ func (h listHandlers) getFeature(w http.ResponseWriter, r *http.Request) error {
 // succeeds, as every DELETE of the API does.
 func (h listHandlers) deleteFeature(w http.ResponseWriter, r *http.Request) error {
 	if err := h.svc.DeleteFeatureVersion(r.Context(), listFeatureID(r)); err != nil && !errors.Is(err, lists.ErrFeatureNotFound) {
+		return err
+	}
+	return WriteJSON(w, http.StatusNoContent, nil)
+}
+
+// deleteWholeFeature deletes every version of a feature; a feature
+// without any is already deleted, which succeeds.
+func (h listHandlers) deleteWholeFeature(w http.ResponseWriter, r *http.Request) error {
+	if _, err := h.svc.DeleteFeature(r.Context(), r.PathValue("entity_type"), r.PathValue("feature")); err != nil {
 		return err
 	}
 	return WriteJSON(w, http.StatusNoContent, nil)
@@ -180,7 +196,13 @@ func (h listHandlers) addItems(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, map[string]int{"written": res.Written, "skipped_expired": res.SkippedExpired})
+	out := map[string]int{"written": res.Written, "skipped_expired": res.SkippedExpired}
+	if res.Trimmed > 0 {
+		// Only when the cap removed items: an add that trimmed nothing
+		// answers as it did before caps existed.
+		out["trimmed"] = res.Trimmed
+	}
+	return WriteJSON(w, http.StatusOK, out)
 }
 
 func (h listHandlers) getItems(w http.ResponseWriter, r *http.Request) error {
@@ -290,4 +312,13 @@ func (h listHandlers) removeItems(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	return WriteJSON(w, http.StatusNoContent, nil)
+}
+
+// countItems answers the number of live items in a list.
+func (h listHandlers) countItems(w http.ResponseWriter, r *http.Request) error {
+	n, err := h.svc.Count(r.Context(), listFeatureID(r), r.PathValue("entity_id"))
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, map[string]int{"count": n})
 }

@@ -91,6 +91,13 @@ func Apply(ctx context.Context, st store.Store, plan Plan, fence func(context.Co
 			err = st.DropTable(ctx, a.Table)
 		case OpSetCapacity, OpPrewarm:
 			err = st.SetCapacity(ctx, a.Table, a.Capacity)
+		case OpSetClass:
+			cs, ok := store.As[store.ClassSetter](st)
+			if !ok {
+				err = store.Errorf(store.ErrInvalid, "the %s backend has no table classes", st.Capabilities().Backend)
+				break
+			}
+			err = cs.SetTableClass(ctx, a.Table, a.Class)
 		default:
 			err = store.Errorf(store.ErrInvalid, "unknown op %q", a.Op)
 		}
@@ -114,8 +121,8 @@ func Failed(results []Result) error {
 	return errors.Join(errs...)
 }
 
-// record saves what a run did: capacity switches and pre-warms for the
-// provider's limits, and the run's time for the clock-jump guard (unless
+// record saves what a run did: capacity switches, pre-warms and class
+// changes for the provider's limits, and the run's time for the clock-jump guard (unless
 // the guard tripped and was not overridden, so that it keeps holding).
 // Within a pass (inPass) the index's document is written only when what
 // it holds changed or an action was applied: the pass record then keeps
@@ -160,14 +167,19 @@ func record(ctx context.Context, st store.Store, cfg Config, plan Plan, results 
 		if a.Op == OpPrewarm && a.Capacity.Mode == store.Provisioned {
 			h.PrewarmedAt = now
 		}
-		if a.Op == OpSetCapacity || a.Op == OpPrewarm || a.Op == OpCreate {
+		if a.Op == OpSetClass {
+			h.ClassChanges = append(h.ClassChanges, now)
+		}
+		if a.Op == OpSetCapacity || a.Op == OpPrewarm || a.Op == OpCreate || a.Op == OpSetClass {
 			tables[a.Table] = h
 		}
 	}
-	// Switches older than the window no longer count against the limit.
+	// Switches and class changes older than their windows no longer count
+	// against the limits.
 	for name, h := range tables {
 		h.Switches = cfg.Switches.Recent(h.Switches, now)
-		if len(h.Switches) == 0 && h.PrewarmedAt.IsZero() {
+		h.ClassChanges = cfg.Classes.Recent(h.ClassChanges, now)
+		if len(h.Switches) == 0 && h.PrewarmedAt.IsZero() && len(h.ClassChanges) == 0 {
 			delete(tables, name)
 			continue
 		}

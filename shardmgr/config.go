@@ -80,6 +80,10 @@ type Config struct {
 	// (store.Capabilities.Switches): a switch they would refuse is
 	// deferred, so that the store never refuses one the plan applies.
 	Switches store.SwitchRules
+	// Classes are the backend's table classes and the limits on changing
+	// them (store.Capabilities.Classes); CapacityPolicy.ColdAfter moves
+	// shards between classes only where they are supported.
+	Classes store.ClassRules
 	// Layouts are the index's layout epochs, oldest first, when its table
 	// bucket changed: the last is TableBucket's. Empty means one layout
 	// of TableBucket from the epoch.
@@ -122,6 +126,12 @@ type CapacityPolicy struct {
 	// by provisioning it at peak goes back to on-demand after this long.
 	// Default DefaultPrewarmHold.
 	PrewarmHold time.Duration `json:"prewarm_hold,omitempty"`
+	// ColdAfter, when set, moves each shard whose end is at least this
+	// long ago to the infrequent-access table class (DynamoDB's
+	// Standard-IA), and back to the standard class when it is no longer
+	// (ColdAfter raised), on backends with table classes (Config.Classes).
+	// It is independent of the hot and peak units.
+	ColdAfter time.Duration `json:"cold_after,omitempty"`
 }
 
 // Enabled reports whether capacity is managed.
@@ -177,6 +187,8 @@ func (c Config) Validate() error {
 		return bad("capacity units must not be negative")
 	case c.Capacity.HotRead > 0 && c.Capacity.HotWrite == 0:
 		return bad("capacity: hot read units without hot write units")
+	case c.Capacity.ColdAfter < 0 || c.Capacity.ColdAfter%time.Second != 0:
+		return bad("capacity: cold_after %s must be a positive whole number of seconds", durfmt.Format(c.Capacity.ColdAfter))
 	}
 	return c.validateLayouts()
 }

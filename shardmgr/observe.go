@@ -106,7 +106,8 @@ func SortTables(infos []store.TableInfo) {
 func newObserved(infos []store.TableInfo, st state, pass passRecord) observed {
 	o := observed{shards: make([]Shard, 0, len(infos)), state: st, last: st.LastRun}
 	for _, info := range infos {
-		o.shards = append(o.shards, Shard{Table: info.Spec.Name, Capacity: info.Capacity, History: st.Tables[info.Spec.Name], Switches: info.Switches})
+		o.shards = append(o.shards, Shard{Table: info.Spec.Name, Capacity: info.Capacity, History: st.Tables[info.Spec.Name], Switches: info.Switches,
+			Class: info.Class, ClassChanges: info.ClassChanges})
 	}
 	if pass.At.After(o.last.At) {
 		o.last.At = pass.At

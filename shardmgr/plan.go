@@ -34,6 +34,10 @@ type Shard struct {
 	// (store.TableInfo.Switches); the planner counts whichever record
 	// holds more, so that a switch made around the manager is counted too.
 	Switches []time.Time
+	// Class is the table's class ("" the default) and ClassChanges the
+	// class changes the store recorded (store.TableInfo).
+	Class        store.TableClass
+	ClassChanges []time.Time
 }
 
 // History is the manager's record of one shard's capacity changes, kept in
@@ -46,6 +50,9 @@ type History struct {
 	// PrewarmedAt is when the table was provisioned at peak to pre-warm it
 	// (backends without warm throughput); zero when it was not.
 	PrewarmedAt time.Time `json:"prewarmed_at,omitzero"`
+	// ClassChanges are the times the manager changed the table's class,
+	// oldest first, which the provider's class rules count.
+	ClassChanges []time.Time `json:"class_changes,omitempty"`
 }
 
 // LastRun is the manager's record of the last run it applied for an
@@ -65,6 +72,8 @@ type Action struct {
 	Reason string
 	// Capacity is the target of OpSetCapacity and OpPrewarm.
 	Capacity store.Capacity
+	// Class is the target of OpSetClass.
+	Class store.TableClass
 	// Switch marks a change from provisioned to on-demand, which the
 	// provider limits and the manager records.
 	Switch bool
@@ -83,7 +92,7 @@ type Plan struct {
 	// Schema is the spec shards are created with (Config.Schema).
 	Schema store.TableSpec
 	// Actions in the order Apply runs them: creates (hot shard first), then
-	// capacity changes, then drops (oldest first).
+	// capacity changes, then class changes, then drops (oldest first).
 	Actions []Action
 	// Unrecognized are tables with the index's prefix that are not its
 	// shards; they are left alone.
@@ -128,7 +137,8 @@ func (p Plan) Pending() []Action {
 // > now) up to Runway shards after the hot one. A missing desired shard is
 // created; an existing shard whose end + retention <= now is dropped,
 // subject to the guards; with a capacity policy, each remaining shard's
-// capacity is moved towards its target, subject to the switch limit.
+// capacity is moved towards its target, subject to the switch limit; with
+// ColdAfter, each remaining shard's class follows its age (class.go).
 func NewPlan(cfg Config, now time.Time, observed []Shard, last LastRun) Plan {
 	cfg = cfg.withDefaults()
 	plan := Plan{Index: cfg.Index, Now: now, Schema: cfg.Schema}
@@ -226,6 +236,13 @@ func NewPlan(cfg Config, now time.Time, observed []Shard, last LastRun) Plan {
 		}
 		slices.SortStableFunc(caps, func(a, b Action) int { return a.Start.Compare(b.Start) })
 		plan.Actions = append(plan.Actions, caps...)
+	}
+	if cfg.Capacity.ColdAfter > 0 && cfg.Classes.Supported() {
+		for _, s := range starts {
+			if !dropped[s] {
+				plan.Actions = append(plan.Actions, classActions(cfg, now, existing[s], time.Unix(s, 0).UTC())...)
+			}
+		}
 	}
 	plan.Actions = append(plan.Actions, drops...)
 	for _, l := range cfg.layouts()[1:] {
@@ -378,6 +395,9 @@ func (p Plan) String() string {
 func capacityTarget(a Action) string {
 	if a.Op == OpSetCapacity || a.Op == OpPrewarm {
 		return FormatCapacity(a.Capacity)
+	}
+	if a.Op == OpSetClass {
+		return string(a.Class)
 	}
 	return ""
 }

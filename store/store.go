@@ -329,6 +329,12 @@ type TableInfo struct {
 	// its Capabilities().Switches count, oldest first; nil where it keeps
 	// none.
 	Switches []time.Time
+	// Class is the table's class where the backend has classes
+	// (Capabilities().Classes); "" is the provider's default class.
+	Class TableClass
+	// ClassChanges are the class changes the backend recorded that its
+	// Capabilities().Classes count, oldest first; nil where it keeps none.
+	ClassChanges []time.Time
 }
 
 // TableStats is what is physically stored in a table.
@@ -364,6 +370,9 @@ type Capabilities struct {
 	// SetCapacity enforces and the shard manager plans around; the zero
 	// value limits nothing.
 	Switches SwitchRules
+	// Classes are the provider's limits on table-class changes; the zero
+	// value: tables have no classes, and the store has no ClassSetter.
+	Classes ClassRules
 	// DeleteBatch is the best number of deletes per Write.
 	DeleteBatch int
 	// DropKeepsSnapshot: the backend keeps a copy of a dropped table on

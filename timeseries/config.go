@@ -227,6 +227,7 @@ func (c Config) shardConfig(g shardmgr.Guards, caps store.Capabilities) shardmgr
 		WarmThroughput:    caps.WarmThroughput,
 		DropKeepsSnapshot: caps.DropKeepsSnapshot,
 		Switches:          caps.Switches,
+		Classes:           caps.Classes,
 		Layouts:           c.shardLayouts(),
 	}
 }
@@ -299,6 +300,9 @@ type ShardInfo struct {
 	// State is StateFuture, StateHot or StatePast.
 	State    string
 	Capacity store.Capacity
+	// Class is the shard's table class ("" the backend's default, or a
+	// backend without classes).
+	Class store.TableClass
 }
 
 // reservedName reports index names whose shard prefix ("name_") would

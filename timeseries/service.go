@@ -219,6 +219,9 @@ func (s *Service) Create(ctx context.Context, cfg Config) (Index, bool, error) {
 	if err := cfg.Validate(); err != nil {
 		return Index{}, false, err
 	}
+	if cfg.Capacity.ColdAfter > 0 && !s.caps.Classes.Supported() {
+		return Index{}, false, store.Errorf(store.ErrInvalid, "index %q: capacity cold_after: the %s backend has no table classes (DynamoDB has Standard-IA)", cfg.Name, s.caps.Backend)
+	}
 	if runway := time.Duration(cfg.Runway) * cfg.TableBucket; runway < s.minRun {
 		return Index{}, false, store.Errorf(store.ErrInvalid, "index %q: a runway of %d shards of %s covers %s, less than the %s the shard manager may be away (a failover of its lease, a restart): "+
 			"writes would get no_shard; raise runway to at least %d or widen table_bucket", cfg.Name, cfg.Runway, durfmt.Format(cfg.TableBucket), durfmt.Format(runway), durfmt.Format(s.minRun), (s.minRun+cfg.TableBucket-1)/cfg.TableBucket)
@@ -508,7 +511,7 @@ func (s *Service) describeFrom(cfg Config, infos []store.TableInfo) Index {
 		case now.Before(start):
 			state = StateFuture
 		}
-		idx.Shards = append(idx.Shards, ShardInfo{Table: info.Spec.Name, Start: start, End: end, State: state, Capacity: info.Capacity})
+		idx.Shards = append(idx.Shards, ShardInfo{Table: info.Spec.Name, Start: start, End: end, State: state, Capacity: info.Capacity, Class: info.Class})
 		starts = append(starts, start.UnixMilli())
 		if end.After(last) {
 			last = end

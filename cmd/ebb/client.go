@@ -124,7 +124,7 @@ func explainOnce(err error) error {
 var flagNames = strings.NewReplacer(
 	"table_bucket", "--table-bucket", "partition_bucket", "--partition-bucket",
 	"hot_read_units", "--hot-read-units", "hot_write_units", "--hot-write-units",
-	"peak_read_units", "--peak-read-units", "peak_write_units", "--peak-write-units",
+	"peak_read_units", "--peak-read-units", "peak_write_units", "--peak-write-units", "cold_after", "--cold-after",
 	"default_ttl", "--default-ttl", "index_id", "--index-id", "event_id", "--event-id",
 	"page_token", "--page-token",
 )

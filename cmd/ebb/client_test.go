@@ -144,7 +144,7 @@ func TestOutputFlag(t *testing.T) {
 	// Every command that reads has --output.
 	for _, args := range [][]string{
 		{"index", "list"}, {"index", "show"}, {"index", "plan"}, {"index", "apply"}, {"index", "query"},
-		{"lists", "get"}, {"lists", "show-feature"},
+		{"lists", "get"}, {"lists", "show-feature"}, {"lists", "count"},
 		{"tables", "list"}, {"tables", "get"}, {"tables", "items"},
 		{"admin", "tables"}, {"admin", "cluster"},
 	} {

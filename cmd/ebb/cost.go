@@ -25,6 +25,7 @@ func newCostCmd(c *client) *cobra.Command {
 		retention, ownTTL, period  time.Duration
 		dynamoLag, keyspacesLag    time.Duration
 		goneWithin                 time.Duration
+		coldAfter                  time.Duration
 		workloadFile, pricesFile   string
 		chartFile, from, providers string
 		out                        *output
@@ -122,6 +123,8 @@ and under each expiry mode.`,
 				set("provider", func() { merged.Providers = splitList(providers) })
 				set("tables", func() { merged.Tables = w.Tables })
 				set("gone-within", func() { merged.GoneWithin = cost.Duration(goneWithin) })
+				set("cold-after", func() { merged.ColdAfter = cost.Duration(coldAfter) })
+				set("cold-read-share", func() { merged.ColdReadShare = w.ColdReadShare })
 				w = merged
 			} else {
 				if !cmd.Flags().Changed("rows-per-second") || !cmd.Flags().Changed("row-bytes") || !cmd.Flags().Changed("retention") {
@@ -130,6 +133,7 @@ and under each expiry mode.`,
 				w.Retention, w.OwnTTL, w.ShardPeriod = cost.Duration(retention), cost.Duration(ownTTL), cost.Duration(period)
 				w.DynamoDBTTLLag, w.KeyspacesTTLLag = cost.Duration(dynamoLag), cost.Duration(keyspacesLag)
 				w.GoneWithin = cost.Duration(goneWithin)
+				w.ColdAfter = cost.Duration(coldAfter)
 				w.Providers = splitList(providers)
 			}
 			if err := zeroFlags(cmd); err != nil {
@@ -173,6 +177,8 @@ and under each expiry mode.`,
 	f.StringVar(&providers, "provider", "", "dynamodb, keyspaces, or both comma-separated (default both)")
 	f.IntVar(&w.Tables, "tables", 0, "tables the workload would be spread over without shared tables (one per tenant); above 1, compares them with one shared table (default 1)")
 	f.DurationVar(&goneWithin, "gone-within", 0, "how long past its expiry a row may stay on disk: names the cheapest expiry mode within it (default: no bound)")
+	f.DurationVar(&coldAfter, "cold-after", 0, "DynamoDB: estimate moving shards that ended this long ago to the Standard-IA table class (an index's capacity cold_after)")
+	f.Float64Var(&w.ColdReadShare, "cold-read-share", 0, "with --cold-after, the share of reads (0 to 1) that go to such shards (default 0)")
 	f.StringVar(&workloadFile, "workload", "", "JSON or YAML file holding the workload, keyed by flag name")
 	f.StringVar(&pricesFile, "prices", "", "JSON or YAML price sheet replacing built-in figures")
 	f.Bool("show-prices", false, "print the price sheet in use, with its sources and date, and exit")
@@ -265,6 +271,15 @@ func printEstimate(out io.Writer, e *cost.Estimate, pricesFile string) error {
 		}
 		if err := printModes(out, e, &p); err != nil {
 			return err
+		}
+		if c := p.ColdClass; c != nil {
+			verb, saved := "saves", c.Saved
+			if saved < 0 {
+				verb, saved = "costs", -saved
+			}
+			fmt.Fprintf(out, "\n%s shards in Standard-IA from %s after their end: %s GB there, storage %s less, cold reads %s more; shards total %s -> %s (%s %s a month)\n",
+				p.Provider, durfmt.Format(time.Duration(c.ColdAfter)), num(c.ColdGB), cost.Money(c.StorageSaved), cost.Money(c.ReadsExtra),
+				cost.Money(c.Shards), cost.Money(c.WithClass), verb, cost.Money(saved))
 		}
 		fmt.Fprintf(out, "\n%s by shard period (storage is held until a shard is dropped)\n", p.Provider)
 		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -16,6 +16,7 @@ import (
 var destructiveCommands = []string{
 	"ebb index apply",
 	"ebb index delete",
+	"ebb index erase",
 	"ebb lists delete-feature",
 	"ebb lists rm",
 	"ebb tables drop",
@@ -75,6 +76,16 @@ func TestDestructiveConfirmation(t *testing.T) {
 			return code == 0
 		},
 	}, {
+		name: "index erase",
+		setup: [][]string{{"index", "create", "er", "--table-bucket", "1h", "--partition-bucket", "1h", "--retention", "1h"},
+			{"index", "write", "er", "--index-id", "acct_1", "--event-id", "e1", "--timestamp=-1m"}},
+		cmd:  []string{"index", "erase", "er", "--index-id", "acct_1"},
+		asks: `Erase every event of index id "acct_1" from index er`,
+		exists: func() bool {
+			_, out, _ := cli("--server", url, "index", "query", "er", "--index-id", "acct_1")
+			return strings.Contains(out, "e1")
+		},
+	}, {
 		name:  "tables drop",
 		setup: [][]string{{"tables", "create", "orders"}, {"tables", "put", "orders", "o-1", "--attributes", `{"a":1}`}},
 		cmd:   []string{"tables", "drop", "orders"},
@@ -90,6 +101,18 @@ func TestDestructiveConfirmation(t *testing.T) {
 		asks:  "Delete list feature",
 		exists: func() bool {
 			code, _, _ := cli("--server", url, "lists", "show-feature", "user", "seen", "_")
+			return code == 0
+		},
+	}, {
+		name: "lists delete-feature --all-versions",
+		setup: [][]string{
+			{"lists", "create-feature", "user", "every", "_", "--ttl", "720h"}, {"lists", "add", "user", "every", "_", "u-1", "s-1"},
+			{"lists", "create-feature", "user", "every", "v2", "--ttl", "720h"},
+		},
+		cmd:  []string{"lists", "delete-feature", "user", "every", "--all-versions"},
+		asks: `Delete list feature "user" "every" with its 2 version(s) "_", "v2"`,
+		exists: func() bool {
+			code, _, _ := cli("--server", url, "lists", "show-feature", "user", "every", "v2")
 			return code == 0
 		},
 	}, {

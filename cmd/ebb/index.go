@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,7 +36,7 @@ their events. The commands talk to a running "ebb serve" (--server, default
 http://127.0.0.1:7070).`,
 	}
 	cmd.AddCommand(indexCreateCmd(c), indexUpdateCmd(c), indexListCmd(c), indexShowCmd(c), indexPlanCmd(c, false), indexPlanCmd(c, true),
-		indexDeleteCmd(c), indexWriteCmd(c), indexQueryCmd(c), indexMigrateCmd(c))
+		indexDeleteCmd(c), indexEraseCmd(c), indexWriteCmd(c), indexQueryCmd(c), indexMigrateCmd(c))
 	return cmd
 }
 
@@ -80,7 +81,7 @@ different configuration is a conflict.`,
 			if err != nil {
 				return err
 			}
-			if capacity.HotWriteUnits > 0 || capacity.HotReadUnits > 0 {
+			if capacity.HotWriteUnits > 0 || capacity.HotReadUnits > 0 || capacity.ColdAfter != 0 {
 				cfg.Capacity = &capacity
 			}
 			if cmd.Flags().Changed("runway") {
@@ -113,6 +114,7 @@ different configuration is a conflict.`,
 	f.Int64Var(&capacity.HotWriteUnits, "hot-write-units", 0, "capacity policy: provision the hot shard with this many write units")
 	f.Int64Var(&capacity.PeakReadUnits, "peak-read-units", 0, "capacity policy: pre-warm the next shard to this many read units")
 	f.Int64Var(&capacity.PeakWriteUnits, "peak-write-units", 0, "capacity policy: pre-warm the next shard to this many write units")
+	f.DurationVar(&capacity.ColdAfter, "cold-after", 0, "capacity policy (DynamoDB): move shards that ended at least this long ago to the Standard-IA table class (e.g. 720h)")
 	for _, name := range []string{"table-bucket", "partition-bucket", "retention"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
@@ -174,7 +176,17 @@ replaces it.`,
 			case noCapacity:
 				cfg.Capacity = nil
 			case f.Changed("hot-read-units") || f.Changed("hot-write-units") || f.Changed("peak-read-units") || f.Changed("peak-write-units"):
+				if !f.Changed("cold-after") && cfg.Capacity != nil {
+					capacity.ColdAfter = cfg.Capacity.ColdAfter
+				}
 				cfg.Capacity = &capacity
+			case f.Changed("cold-after"):
+				p := ebbclient.CapacityPolicy{}
+				if cfg.Capacity != nil {
+					p = *cfg.Capacity
+				}
+				p.ColdAfter = capacity.ColdAfter
+				cfg.Capacity = &p
 			}
 			idx, _, err = api.CreateIndex(cmd.Context(), args[0], cfg)
 			if err != nil {
@@ -204,7 +216,8 @@ replaces it.`,
 	f.Int64Var(&capacity.HotWriteUnits, "hot-write-units", 0, "capacity policy: provision the hot shard with this many write units")
 	f.Int64Var(&capacity.PeakReadUnits, "peak-read-units", 0, "capacity policy: pre-warm the next shard to this many read units")
 	f.Int64Var(&capacity.PeakWriteUnits, "peak-write-units", 0, "capacity policy: pre-warm the next shard to this many write units")
-	f.BoolVar(&noCapacity, "no-capacity", false, "drop the capacity policy: every shard on-demand")
+	f.DurationVar(&capacity.ColdAfter, "cold-after", 0, "capacity policy (DynamoDB): move shards that ended at least this long ago to the Standard-IA table class, and back when they no longer have (0: leave classes alone)")
+	f.BoolVar(&noCapacity, "no-capacity", false, "drop the capacity policy: every shard on-demand, classes left alone")
 	out = addOutput(cmd)
 	return cmd
 }
@@ -268,8 +281,13 @@ func indexShowCmd(c *client) *cobra.Command {
 					ebbclient.FormatDuration(idx.HeldRetention), idx.Name)
 			}
 			if p := idx.Capacity; p != nil {
-				fmt.Fprintf(w, "capacity policy:  hot read %d, hot write %d, peak read %d, peak write %d units\n",
-					p.HotReadUnits, p.HotWriteUnits, p.PeakReadUnits, p.PeakWriteUnits)
+				if p.HotWriteUnits > 0 {
+					fmt.Fprintf(w, "capacity policy:  hot read %d, hot write %d, peak read %d, peak write %d units\n",
+						p.HotReadUnits, p.HotWriteUnits, p.PeakReadUnits, p.PeakWriteUnits)
+				}
+				if p.ColdAfter > 0 {
+					fmt.Fprintf(w, "cold after:       %s (then the Standard-IA table class)\n", ebbclient.FormatDuration(p.ColdAfter))
+				}
 			}
 			if len(idx.Layouts) > 0 {
 				if err := printLayouts(w, idx.Layouts); err != nil {
@@ -284,7 +302,11 @@ func indexShowCmd(c *client) *cobra.Command {
 				if sh.Rows != nil && sh.Bytes != nil {
 					rows, size = strconv.FormatInt(*sh.Rows, 10), formatBytes(*sh.Bytes)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sh.Table, formatTime(sh.Start), formatTime(sh.End), sh.State, sh.Capacity, rows, size)
+				capacity := sh.Capacity
+				if sh.Class == "standard_ia" {
+					capacity += ", standard_ia"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sh.Table, formatTime(sh.Start), formatTime(sh.End), sh.State, capacity, rows, size)
 			}
 			return tw.Flush()
 		},
@@ -415,7 +437,7 @@ func printIndexPlan(w io.Writer, name string, plan ebbclient.Plan) {
 	}
 	fmt.Fprintln(w)
 	for _, a := range plan.Actions {
-		line := shardmgr.FormatAction(a.Op, a.Table, a.Capacity, a.Reason, a.Deferred)
+		line := shardmgr.FormatAction(a.Op, a.Table, cmp.Or(a.Capacity, a.Class), a.Reason, a.Deferred)
 		if a.Rows != nil && a.Bytes != nil {
 			line += fmt.Sprintf("\n    destroys %d rows, %s", *a.Rows, formatBytes(*a.Bytes))
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,7 +27,7 @@ is named by ENTITY_TYPE FEATURE VERSION ENTITY_ID; VERSION "_" (or "") is the
 feature's default version. Names may hold any character. The commands talk
 to a running "ebb serve" (--server, default http://127.0.0.1:7070).`,
 	}
-	cmd.AddCommand(listsGetCmd(c), listsAddCmd(c), listsRmCmd(c), listsFeaturesCmd(c), listsCreateFeatureCmd(c), listsShowFeatureCmd(c), listsDeleteFeatureCmd(c))
+	cmd.AddCommand(listsGetCmd(c), listsAddCmd(c), listsRmCmd(c), listsFeaturesCmd(c), listsCreateFeatureCmd(c), listsShowFeatureCmd(c), listsDeleteFeatureCmd(c), listsCountCmd(c))
 	return cmd
 }
 
@@ -37,11 +38,7 @@ func listFeatureID(args []string) ebbclient.ListFeatureID {
 
 // describeFeature quotes a feature's names for a message.
 func describeFeature(id ebbclient.ListFeatureID) string {
-	v := id.Version
-	if v == "" {
-		v = ebbclient.DefaultListVersion
-	}
-	return strconv.Quote(id.EntityType) + " " + strconv.Quote(id.Feature) + " " + strconv.Quote(v)
+	return strconv.Quote(id.EntityType) + " " + strconv.Quote(id.Feature) + " " + describeVersion(id.Version)
 }
 
 func listsGetCmd(c *client) *cobra.Command {
@@ -156,7 +153,11 @@ skipped and counted. At most 1000 values per call.`,
 			if out.json {
 				return printJSON(cmd.OutOrStdout(), res)
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "written %d, skipped (expired) %d\n", res.Written, res.SkippedExpired)
+			line := fmt.Sprintf("written %d, skipped (expired) %d", res.Written, res.SkippedExpired)
+			if res.Trimmed > 0 {
+				line += fmt.Sprintf(", trimmed (max items) %d", res.Trimmed)
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), line)
 			return err
 		},
 	}
@@ -217,12 +218,22 @@ a whole list asks for confirmation at the terminal; scripts pass --yes.`,
 	return destructive(cmd)
 }
 
+// featureLine describes a feature version in one line.
+func featureLine(id ebbclient.ListFeatureID, f ebbclient.ListFeature) string {
+	line := fmt.Sprintf("list feature %s: ttl %s, expiry %s", describeFeature(id), ebbclient.FormatDuration(f.TTL), f.Expiry)
+	if f.MaxItems > 0 {
+		line += fmt.Sprintf(", max items %d", f.MaxItems)
+	}
+	return line + ", created " + formatTime(f.CreatedAt)
+}
+
 func listsCreateFeatureCmd(c *client) *cobra.Command {
 	var ttl time.Duration
 	var expiry string
+	var maxItems int
 	var out *output
 	cmd := &cobra.Command{
-		Use:   "create-feature ENTITY_TYPE FEATURE VERSION --ttl DURATION [--expiry sweep|native|drop]",
+		Use:   "create-feature ENTITY_TYPE FEATURE VERSION --ttl DURATION [--expiry sweep|native|drop] [--max-items N]",
 		Short: "Create a list feature version",
 		Long: `Create a list feature version whose items expire --ttl after their own
 timestamp. An identical version is left as it is; one with another TTL is a
@@ -230,9 +241,14 @@ conflict. --expiry chooses how expired items leave the disk: sweep (deleted
 within seconds), native (the backend's own TTL), drop (only with the
 version); without it a new version gets the backend's default and an
 existing one keeps its mode. Another mode for an existing version changes
-it for the items written from then on.`,
+it for the items written from then on. --max-items caps each list: an add
+that makes a list longer deletes its oldest items beyond the cap (0: no
+cap); without it a new version has none and an existing one keeps its
+own, and another cap for an existing version applies from each list's
+next add.`,
 		Example: `  ebb lists create-feature user stories_presented _ --ttl 720h
-  ebb lists create-feature user stories_presented v2 --ttl 720h --expiry drop`,
+  ebb lists create-feature user stories_presented v2 --ttl 720h --expiry drop
+  ebb lists create-feature user stories_presented _ --ttl 720h --max-items 500`,
 		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ttl <= 0 {
@@ -243,19 +259,24 @@ it for the items written from then on.`,
 				return err
 			}
 			id := listFeatureID(args)
-			f, _, err := api.CreateListFeatureWith(cmd.Context(), id, ebbclient.ListFeatureConfig{TTL: ttl, Expiry: ebbclient.ExpiryMode(expiry)})
+			cfg := ebbclient.ListFeatureConfig{TTL: ttl, Expiry: ebbclient.ExpiryMode(expiry)}
+			if cmd.Flags().Changed("max-items") {
+				cfg.MaxItems = &maxItems
+			}
+			f, _, err := api.CreateListFeatureWith(cmd.Context(), id, cfg)
 			if err != nil {
 				return err
 			}
 			if out.json {
 				return printJSON(cmd.OutOrStdout(), f)
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "list feature %s: ttl %s, expiry %s, created %s\n", describeFeature(id), ebbclient.FormatDuration(f.TTL), f.Expiry, formatTime(f.CreatedAt))
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), featureLine(id, f))
 			return err
 		},
 	}
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "how long an item lives after its timestamp (e.g. 720h)")
 	cmd.Flags().StringVar(&expiry, "expiry", "", "how expired items leave the disk: sweep, native or drop (default: the backend's)")
+	cmd.Flags().IntVar(&maxItems, "max-items", 0, "the most items a list keeps, 0..10000 (0: no cap; default: none for a new version, unchanged for an existing one)")
 	out = addOutput(cmd)
 	return cmd
 }
@@ -287,13 +308,17 @@ func listsFeaturesCmd(c *client) *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), fs)
 			}
 			tw := newTable(cmd.OutOrStdout())
-			fmt.Fprintln(tw, "ENTITY_TYPE\tFEATURE\tVERSION\tTTL\tCREATED_AT\tEXPIRY")
+			fmt.Fprintln(tw, "ENTITY_TYPE\tFEATURE\tVERSION\tTTL\tCREATED_AT\tEXPIRY\tMAX_ITEMS")
 			for _, f := range fs {
 				v := f.Version
 				if v == "" {
 					v = ebbclient.DefaultListVersion
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", f.EntityType, f.Feature, v, ebbclient.FormatDuration(f.TTL), formatTime(f.CreatedAt), f.Expiry)
+				maxItems := "-"
+				if f.MaxItems > 0 {
+					maxItems = strconv.Itoa(f.MaxItems)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.EntityType, f.Feature, v, ebbclient.FormatDuration(f.TTL), formatTime(f.CreatedAt), f.Expiry, maxItems)
 			}
 			return tw.Flush()
 		},
@@ -322,7 +347,7 @@ func listsShowFeatureCmd(c *client) *cobra.Command {
 			if out.json {
 				return printJSON(cmd.OutOrStdout(), f)
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "list feature %s: ttl %s, expiry %s, created %s\n", describeFeature(id), ebbclient.FormatDuration(f.TTL), f.Expiry, formatTime(f.CreatedAt))
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), featureLine(id, f))
 			return err
 		},
 	}
@@ -331,15 +356,27 @@ func listsShowFeatureCmd(c *client) *cobra.Command {
 }
 
 func listsDeleteFeatureCmd(c *client) *cobra.Command {
-	return destructive(&cobra.Command{
-		Use:   "delete-feature ENTITY_TYPE FEATURE VERSION",
-		Short: "Delete a list feature version and every list of it",
-		Long:  `Delete a list feature version and every list of it. It asks for confirmation at the terminal; scripts pass --yes.`,
-		Args:  cobra.ExactArgs(3),
+	var allVersions bool
+	cmd := &cobra.Command{
+		Use:   "delete-feature ENTITY_TYPE FEATURE (VERSION | --all-versions)",
+		Short: "Delete a list feature version, or every version, and every list of it",
+		Long: `Delete a list feature version and every list of it, or with --all-versions
+(and no VERSION) every version of the feature. It asks for confirmation at
+the terminal; scripts pass --yes. A version or feature already gone is
+not an error.`,
+		Example: `  ebb lists delete-feature user stories_presented v2
+  ebb lists delete-feature user stories_presented --all-versions --yes`,
+		Args: cobra.RangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if allVersions == (len(args) == 3) {
+				return errors.New("say what to delete: a VERSION (\"_\" for the default one) or --all-versions")
+			}
 			api, err := c.api()
 			if err != nil {
 				return err
+			}
+			if allVersions {
+				return deleteWholeFeature(cmd, api, args[0], args[1])
 			}
 			id := listFeatureID(args)
 			if err := confirmDestroy(cmd, fmt.Sprintf("Delete list feature %s and every list of it", describeFeature(id))); err != nil {
@@ -351,5 +388,75 @@ func listsDeleteFeatureCmd(c *client) *cobra.Command {
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted list feature %s\n", describeFeature(id))
 			return err
 		},
-	})
+	}
+	cmd.Flags().BoolVar(&allVersions, "all-versions", false, "delete every version of the feature")
+	return destructive(cmd)
+}
+
+// deleteWholeFeature deletes every version of a feature, naming the
+// versions it will delete when it asks.
+func deleteWholeFeature(cmd *cobra.Command, api *ebbclient.Client, entityType, feature string) error {
+	what := strconv.Quote(entityType) + " " + strconv.Quote(feature)
+	if !confirmed(cmd) {
+		fs, err := api.ListFeatures(cmd.Context(), entityType)
+		if err != nil {
+			return err
+		}
+		var versions []string
+		for _, f := range fs {
+			if f.Feature == feature {
+				versions = append(versions, describeVersion(f.Version))
+			}
+		}
+		if len(versions) == 0 {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "list feature %s has no version; nothing to delete\n", what)
+			return err
+		}
+		q := fmt.Sprintf("Delete list feature %s with its %d version(s) %s and every list of them", what, len(versions), strings.Join(versions, ", "))
+		if err := confirmDestroy(cmd, q); err != nil {
+			return err
+		}
+	}
+	if err := api.DeleteAllListFeatureVersions(cmd.Context(), entityType, feature); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(cmd.OutOrStdout(), "deleted every version of list feature %s\n", what)
+	return err
+}
+
+// describeVersion names a version as the commands take it.
+func describeVersion(v string) string {
+	if v == "" {
+		v = ebbclient.DefaultListVersion
+	}
+	return strconv.Quote(v)
+}
+
+func listsCountCmd(c *client) *cobra.Command {
+	var out *output
+	cmd := &cobra.Command{
+		Use:   "count ENTITY_TYPE FEATURE VERSION ENTITY_ID",
+		Short: "Print the number of live items in a list",
+		Long: `Print the number of live items in a list. The server reads the whole list
+to count it, so a count costs what reading the list costs.`,
+		Example: `  ebb lists count user stories_presented _ user-42`,
+		Args:    cobra.ExactArgs(4),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api, err := c.api()
+			if err != nil {
+				return err
+			}
+			n, err := api.CountListItems(cmd.Context(), listFeatureID(args), args[3])
+			if err != nil {
+				return err
+			}
+			if out.json {
+				return printJSON(cmd.OutOrStdout(), map[string]int{"count": n})
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), n)
+			return err
+		},
+	}
+	out = addOutput(cmd)
+	return cmd
 }

@@ -122,3 +122,46 @@ func TestListsCommands(t *testing.T) {
 	fails("not_found", "lists", "show-feature", list[0], list[1], "_")
 	fails("--ttl is required", "lists", "create-feature", "a", "b", "_")
 }
+
+// TestListsCapCountAndWholeFeature: --max-items, what an add trimmed, a
+// list's count, and delete-feature --all-versions.
+func TestListsCapCountAndWholeFeature(t *testing.T) {
+	url := listsAPIServer(t)
+	list := []string{"user", "seen", "_", "u-1"}
+	if out := ok(t, url, "lists", "create-feature", "user", "seen", "_", "--ttl", "720h", "--max-items", "2"); !strings.Contains(out, "max items 2") {
+		t.Fatalf("create-feature --max-items: %q", out)
+	}
+	// Without --max-items the cap stays.
+	if out := ok(t, url, "lists", "show-feature", "user", "seen", "_"); !strings.Contains(out, "max items 2") {
+		t.Fatalf("show-feature: %q", out)
+	}
+	if out := ok(t, url, "lists", "features", "user"); !strings.Contains(out, "MAX_ITEMS") || !strings.Contains(out, "sweep   2") {
+		t.Fatalf("features: %q", out)
+	}
+	fails(t, url, "max_items", "lists", "create-feature", "user", "seen", "_", "--ttl", "720h", "--max-items", "-1")
+	ts := time.Now().UTC().Add(-time.Minute).Format(time.RFC3339)
+	if out := ok(t, url, append([]string{"lists", "add"}, append(list, "--timestamp", ts, "a", "b", "c")...)...); out != "written 3, skipped (expired) 0, trimmed (max items) 1\n" {
+		t.Fatalf("add beyond the cap printed %q", out)
+	}
+	if out := ok(t, url, append([]string{"lists", "count"}, list...)...); out != "2\n" {
+		t.Fatalf("count printed %q", out)
+	}
+	if out := ok(t, url, append([]string{"lists", "count", "-o", "json"}, list...)...); strings.Join(strings.Fields(out), "") != `{"count":2}` {
+		t.Fatalf("count -o json printed %q", out)
+	}
+	fails(t, url, "not_found", "lists", "count", "user", "nope", "_", "u-1")
+
+	ok(t, url, "lists", "create-feature", "user", "seen", "v2", "--ttl", "1h")
+	fails(t, url, "--all-versions", "lists", "delete-feature", "user", "seen")
+	fails(t, url, "--all-versions", "lists", "delete-feature", "user", "seen", "_", "--all-versions")
+	if out := ok(t, url, "lists", "delete-feature", "user", "seen", "--all-versions", "--yes"); !strings.Contains(out, "deleted every version") {
+		t.Fatalf("delete-feature --all-versions printed %q", out)
+	}
+	fails(t, url, "not_found", "lists", "show-feature", "user", "seen", "_")
+	fails(t, url, "not_found", "lists", "show-feature", "user", "seen", "v2")
+	// Again: nothing is left, which is no error.
+	ok(t, url, "lists", "delete-feature", "user", "seen", "--all-versions", "--yes")
+	if out := ok(t, url, "lists", "delete-feature", "user", "seen", "--all-versions"); !strings.Contains(out, "nothing to delete") {
+		t.Fatalf("delete-feature --all-versions of nothing printed %q", out)
+	}
+}

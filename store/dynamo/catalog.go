@@ -16,8 +16,9 @@ import (
 )
 
 // The catalog is a small table, {prefix}ebb.catalog, holding one document per
-// ebb table: its TableSpec as JSON, its last capacity setting and its
-// history of provisioned -> on-demand switches. DynamoDB keeps no schema
+// ebb table: its TableSpec as JSON, its last capacity setting, its
+// history of provisioned -> on-demand switches, and its table class with
+// the history of class changes. DynamoDB keeps no schema
 // beyond the keys, so this is how any process pointed at the same endpoint
 // recovers a table's spec. The '.' in its name keeps it apart from every
 // ebb table name. Specs are cached in memory; a table found missing on the
@@ -60,6 +61,10 @@ type entry struct {
 	spec     store.TableSpec
 	capacity store.Capacity
 	switches []int64 // Unix ms of provisioned -> on-demand switches
+	// class is the table's class as last set through ebb ("" when never
+	// set: the default class), classChanges the Unix ms of those changes.
+	class        store.TableClass
+	classChanges []int64
 }
 
 func decodeEntry(item map[string]types.AttributeValue) (entry, error) {
@@ -79,6 +84,14 @@ func decodeEntry(item map[string]types.AttributeValue) (entry, error) {
 	if hv, ok := item[attrHistory].(*types.AttributeValueMemberS); ok {
 		if err := json.Unmarshal([]byte(hv.Value), &e.switches); err != nil {
 			return e, fmt.Errorf("dynamo: catalog history: %w", err)
+		}
+	}
+	if cv, ok := item[attrClass].(*types.AttributeValueMemberS); ok {
+		e.class = store.TableClass(cv.Value)
+	}
+	if hv, ok := item[attrClassHistory].(*types.AttributeValueMemberS); ok {
+		if err := json.Unmarshal([]byte(hv.Value), &e.classChanges); err != nil {
+			return e, fmt.Errorf("dynamo: catalog class history: %w", err)
 		}
 	}
 	return e, nil
@@ -377,7 +390,8 @@ func (s *Store) Tables(ctx context.Context, prefix string) ([]store.TableInfo, e
 			if !strings.HasPrefix(e.spec.Name, prefix) || !existing[s.physicalName(e.spec.Name)] {
 				continue
 			}
-			infos = append(infos, store.TableInfo{Spec: e.spec, State: store.Active, Capacity: e.capacity, Switches: store.SwitchTimes(e.switches)})
+			infos = append(infos, store.TableInfo{Spec: e.spec, State: store.Active, Capacity: e.capacity, Switches: store.SwitchTimes(e.switches),
+				Class: e.class, ClassChanges: store.SwitchTimes(e.classChanges)})
 		}
 		if out.LastEvaluatedKey == nil {
 			break

@@ -114,6 +114,7 @@ func TestCapabilitiesOnDynalite(t *testing.T) {
 		DeleteBatch:           25,
 		SharedAcrossProcesses: true,
 		Switches:              store.DynamoDBSwitches,
+		Classes:               store.DynamoDBClasses,
 	}
 	if got := s.Capabilities(); got != want {
 		t.Fatalf("capabilities on dynalite = %+v, want %+v", got, want)

@@ -90,6 +90,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			DeleteBatch:           batchWriteItems,
 			SharedAcrossProcesses: true,
 			Switches:              switchLimit,
+			Classes:               classLimit,
 		},
 	}
 	s.tables = remote.NewTables(s.core, s.loadTable, mapErr)

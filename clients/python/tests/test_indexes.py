@@ -146,3 +146,27 @@ def test_reconcile(client, name):
     assert client.reconcile_index(name, dry_run=False, allow_clock_jump=True).applied is True
     with pytest.raises(ebb_client.NotFound):
         client.plan_index(name + "x")
+
+
+def test_erase_events(client, name):
+    create_index(client, name)
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    events = [
+        Event(index_id=who, event_id=f"e{i:02d}", timestamp=now - timedelta(minutes=i), payload=None)
+        for i in range(10)
+        for who in ("user/ü 1", "user_2")
+    ]
+    assert client.write_events(name, events) == 20
+    # One event, then again: idempotent.
+    one = {"timestamp": now - timedelta(minutes=3), "event_id": "e03"}
+    assert client.erase_events(name, "user_2", **one)["removed"] == 1
+    assert client.erase_events(name, "user_2", **one)["removed"] == 0
+    # A range [now-5m, now): e01..e05.
+    got = client.erase_events(name, "user/ü 1", start=now - timedelta(minutes=5), end=now)
+    assert got["removed"] == 5 and got["shards"] >= 1
+    # Everything left of user/ü 1; user_2 keeps its nine.
+    assert client.erase_events(name, "user/ü 1")["removed"] == 5
+    assert list(client.iter_events(name, "user/ü 1")) == []
+    assert len(list(client.iter_events(name, "user_2"))) == 9
+    with pytest.raises(ebb_client.InvalidArgument):
+        client.erase_events(name, "user_2", start=now, end=now - timedelta(minutes=1))

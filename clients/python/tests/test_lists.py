@@ -92,3 +92,22 @@ def test_list_errors(client, name):
     assert "1000" in e.value.message
     with pytest.raises(ebb_client.InvalidArgument):
         client.get_list_items(entity, "f", "u", limit=10_001)
+
+
+def test_capped_list_count_and_whole_feature(client, name):
+    entity = f"user:{name}"
+    f = client.create_list_feature(entity, "seen", ttl=timedelta(days=1), max_items=2)
+    assert f.max_items == 2
+    # Without max_items the cap is kept; 0 would lift it.
+    assert client.create_list_feature(entity, "seen", ttl=timedelta(days=1)).max_items == 2
+    now = datetime.now(timezone.utc)
+    items = [(f"s{i}".encode(), now - timedelta(seconds=i)) for i in range(3)]
+    res = client.add_list_items(entity, "seen", "u-1", items)
+    assert (res.written, res.skipped_expired, res.trimmed) == (3, 0, 1)
+    assert [i.value for i in client.get_list_items(entity, "seen", "u-1").items] == [b"s0", b"s1"]
+    assert client.count_list_items(entity, "seen", "u-1") == 2
+    assert client.count_list_items(entity, "seen", "never") == 0
+    client.create_list_feature(entity, "seen", ttl=timedelta(hours=1), version="v2")
+    client.delete_whole_list_feature(entity, "seen")
+    assert client.list_list_features(entity) == []
+    client.delete_whole_list_feature(entity, "seen")

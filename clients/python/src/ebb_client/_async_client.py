@@ -290,6 +290,30 @@ class AsyncClient:
         async for e in self._each(page, "events"):
             yield e
 
+    async def erase_events(
+        self,
+        name: str,
+        index_id: str,
+        *,
+        start: Optional[datetime] = None,
+        end: Optional[datetime] = None,
+        timestamp: Optional[datetime] = None,
+        event_id: Optional[str] = None,
+    ) -> dict[str, int]:
+        """DELETE /v1/indexes/{name}/events: erases index_id's events in [start, end), or the one (timestamp, event_id).
+
+        start and end are the API's from and to (both None: every event of
+        index_id). Idempotent; answers {"removed": N, "shards": M}.
+        """
+        p = _core.params(
+            index_id=index_id,
+            **{"from": _core.opt_time(start), "to": _core.opt_time(end)},
+            timestamp=_core.opt_time(timestamp),
+            event_id=event_id,
+        )
+        d = await self._json("DELETE", _core.index_path(name) + "/events", params=p)
+        return {"removed": int(d["removed"]), "shards": int(d["shards"])}
+
     async def reconcile_index(
         self, name: str, *, dry_run: bool = True, allow_clock_jump: bool = False
     ) -> Plan:
@@ -394,14 +418,19 @@ class AsyncClient:
         *,
         ttl: timedelta,
         version: str = "",
+        max_items: Optional[int] = None,
         extra: Optional[Mapping[str, Any]] = None,
     ) -> ListFeature:
         """PUT /v1/list-features/...: declares a feature version whose items live for ttl.
 
-        version "" is the default version. extra holds fields this client
-        does not know yet, sent as they are.
+        version "" is the default version. max_items caps each list (an
+        add beyond it trims the oldest items; 0 lifts the cap, None keeps
+        an existing version's). extra holds fields this client does not
+        know yet, sent as they are.
         """
         body: dict[str, Any] = {"ttl": _wire.format_duration(ttl)}
+        if max_items is not None:
+            body["max_items"] = max_items
         body.update(extra or {})
         path = _core.feature_path(entity_type, feature, version)
         return ListFeature.from_wire(await self._json("PUT", path, json=body))
@@ -417,6 +446,11 @@ class AsyncClient:
     async def delete_list_feature(self, entity_type: str, feature: str, *, version: str = "") -> None:
         """DELETE /v1/list-features/...: the version and every list of it go at once."""
         await self._send("DELETE", _core.feature_path(entity_type, feature, version))
+
+    async def delete_whole_list_feature(self, entity_type: str, feature: str) -> None:
+        """DELETE /v1/list-features/{entity_type}/{feature}: every version, with every list of each."""
+        seg = _wire.segment
+        await self._send("DELETE", f"/v1/list-features/{seg(entity_type)}/{seg(feature)}")
 
     # Lists.
 
@@ -496,6 +530,13 @@ class AsyncClient:
         """DELETE /v1/lists/.../items: removes the items holding value, or, with None, the whole list."""
         p = {"value": _wire.encode_bytes(value)} if value is not None else None
         await self._send("DELETE", _core.list_path(entity_type, feature, version, entity_id), params=p)
+
+    async def count_list_items(
+        self, entity_type: str, feature: str, entity_id: str, *, version: str = ""
+    ) -> int:
+        """GET /v1/lists/.../items/count: the list's live items (the server reads the whole list)."""
+        path = _core.list_path(entity_type, feature, version, entity_id) + "/count"
+        return int((await self._json("GET", path))["count"])
 
     # Shared tables.
 

@@ -490,6 +490,8 @@ class ListFeature(Model):
     ttl: timedelta
     created_at: datetime
     table: str
+    # max_items is the cap on a list's live items; None when there is none.
+    max_items: Optional[int] = None
 
 
 @dataclass(kw_only=True)
@@ -508,10 +510,11 @@ class ListItemsPage(Model):
 
 @dataclass(kw_only=True)
 class AddResult(Model):
-    """What an add wrote, and how many items were already expired and skipped."""
+    """What an add wrote, how many items were already expired and skipped, and how many max_items trimmed."""
 
     written: int
     skipped_expired: int
+    trimmed: int = 0
 
 
 # Shared tables.
