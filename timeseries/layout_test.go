@@ -211,6 +211,25 @@ func TestLayoutChange(t *testing.T) {
 			t.Fatalf("token from before the change: %d events, want %d", len(rest), len(all)-5)
 		}
 
+		// An erase across the boundary finds the events of both layouts,
+		// by the range and one by one.
+		other := eventsBetween("other", "c", t0.Add(2*time.Hour), boundary.Add(2*time.Hour), 16) // one each 15 min
+		if _, err := svc.WriteEvents(ctx, "ev", other); err != nil {
+			t.Fatal(err)
+		}
+		res, err := svc.EraseEvents(ctx, "ev", Erase{IndexID: "other", From: boundary.Add(-time.Hour), To: boundary.Add(time.Hour)})
+		if err != nil || res.Removed != 8 || res.Shards != 2 {
+			t.Fatalf("erase across the boundary: %+v, %v; want 8 events from 2 shards", res, err)
+		}
+		for _, e := range []Event{other[0], other[15]} {
+			if res, err := svc.EraseEvents(ctx, "ev", Erase{IndexID: "other", Timestamp: e.Timestamp, EventID: e.EventID}); err != nil || res.Removed != 1 {
+				t.Fatalf("erase of %s at %s: %+v, %v", e.EventID, e.Timestamp, res, err)
+			}
+		}
+		if left := queryAll(t, svc, Query{IndexID: "other", Limit: 100}); !sameEvents(left, append(slices.Clone(other[1:4]), other[12:15]...)) {
+			t.Fatalf("after the erases: %d events of other, want 6", len(left))
+		}
+
 		// A restart reads the layouts back.
 		svc2, _ := newService(t, st, clk.Now)
 		idx, err = svc2.Get(ctx, "ev")
