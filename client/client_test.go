@@ -190,11 +190,29 @@ func TestIndexes(t *testing.T) {
 	if _, created, err := c.CreateIndex(ctx, "events", cfg); err != nil || created {
 		t.Fatalf("create again: %v created=%v", err, created)
 	}
+	// Another table bucket: a layout epoch from a boundary past the
+	// runway, which the plan shows; changing back before it took effect
+	// cancels it. Table buckets that do not divide one another are
+	// refused.
 	cfg.TableBucket = 2 * time.Hour
-	if _, _, err := c.CreateIndex(ctx, "events", cfg); !errors.Is(err, client.ErrConflict) {
-		t.Fatalf("create with another table bucket: %v", err)
+	changed, created, err := c.CreateIndex(ctx, "events", cfg)
+	if err != nil || created || len(changed.Layouts) != 2 || changed.Layouts[1].TableBucket != 2*time.Hour ||
+		changed.Layouts[1].PartitionBucket != 10*time.Minute || !changed.Layouts[1].From.After(time.Now()) {
+		t.Fatalf("create with another table bucket: %+v created=%v %v", changed.Layouts, created, err)
+	}
+	changePlan, err := c.Reconcile(ctx, "events", client.ReconcileOptions{DryRun: true})
+	if err != nil || len(changePlan.Transitions) != 1 || !changePlan.Transitions[0].From.Equal(changed.Layouts[1].From) ||
+		changePlan.Transitions[0].Change != "layout change: table_bucket 1h -> 2h, partition_bucket 10m" || changePlan.Transitions[0].Created {
+		t.Fatalf("plan after a layout change: %+v %v", changePlan.Transitions, err)
+	}
+	cfg.TableBucket = 90 * time.Minute
+	if _, _, err := c.CreateIndex(ctx, "events", cfg); !errors.Is(err, client.ErrInvalidArgument) {
+		t.Fatalf("create with a table bucket not dividing the old one: %v", err)
 	}
 	cfg.TableBucket = time.Hour
+	if back, _, err := c.CreateIndex(ctx, "events", cfg); err != nil || back.Layouts != nil {
+		t.Fatalf("change back before the change took effect: %+v %v", back.Layouts, err)
+	}
 	withPolicy := client.IndexConfig{TableBucket: time.Hour, PartitionBucket: time.Hour, Retention: time.Hour,
 		Capacity: &client.CapacityPolicy{HotReadUnits: 10, HotWriteUnits: 20}}
 	if idx, _, err := c.CreateIndex(ctx, "other", withPolicy); err != nil || idx.Capacity == nil || idx.Capacity.HotWriteUnits != 20 || idx.Runway != 2 {

@@ -14,7 +14,8 @@ import (
 
 // IndexConfig is the configuration of a time-sharded index, the body of
 // PUT /v1/indexes/{name}. Retention, runway and capacity of an existing
-// index can change by putting it again; its buckets cannot.
+// index change by putting it again; changed buckets take effect at a
+// shard boundary after the change (Index.Layouts).
 type IndexConfig struct {
 	// TableBucket is the time width of a shard: whole seconds.
 	TableBucket time.Duration `json:"table_bucket"`
@@ -105,6 +106,11 @@ type Index struct {
 	HeldRetention time.Duration   `json:"held_retention,omitempty"`
 	Runway        int             `json:"runway"`
 	Capacity      *CapacityPolicy `json:"capacity,omitempty"`
+	// Layouts are the index's layout epochs, oldest first, once its
+	// buckets changed: each in force from its From until the next one's;
+	// the last is TableBucket and PartitionBucket. Nil for an index with
+	// one layout.
+	Layouts []Layout `json:"layouts,omitempty"`
 	// Shards are sorted by start.
 	Shards []Shard `json:"shards"`
 	// RunwayRemaining is the time until the end of the last existing
@@ -145,6 +151,36 @@ func (x *Index) UnmarshalJSON(b []byte) error {
 	x.TableBucket, x.PartitionBucket, x.Retention = time.Duration(w.TableBucket), time.Duration(w.PartitionBucket), time.Duration(w.Retention)
 	x.HeldRetention = time.Duration(w.HeldRetention)
 	x.RunwayRemaining = time.Duration(w.RunwayRemaining)
+	return nil
+}
+
+// Layout is one layout epoch of an index.
+type Layout struct {
+	From            time.Time     `json:"from"`
+	TableBucket     time.Duration `json:"table_bucket"`
+	PartitionBucket time.Duration `json:"partition_bucket"`
+}
+
+// MarshalJSON writes a Layout as the API does, durations as Go duration strings.
+func (l Layout) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		From            time.Time `json:"from"`
+		TableBucket     duration  `json:"table_bucket"`
+		PartitionBucket duration  `json:"partition_bucket"`
+	}{l.From, duration(l.TableBucket), duration(l.PartitionBucket)})
+}
+
+// UnmarshalJSON reads a Layout as the API writes it.
+func (l *Layout) UnmarshalJSON(b []byte) error {
+	var w struct {
+		From            time.Time `json:"from"`
+		TableBucket     duration  `json:"table_bucket"`
+		PartitionBucket duration  `json:"partition_bucket"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*l = Layout{From: w.From, TableBucket: time.Duration(w.TableBucket), PartitionBucket: time.Duration(w.PartitionBucket)}
 	return nil
 }
 
@@ -228,7 +264,19 @@ type Plan struct {
 	// Unrecognized lists tables with the index's prefix that are not its
 	// shards; they are left alone.
 	Unrecognized []string `json:"unrecognized,omitempty"`
-	Applied      bool     `json:"applied"`
+	// Transitions are the index's layout changes, each with its first
+	// shard and whether that shard exists.
+	Transitions []Transition `json:"transitions,omitempty"`
+	Applied     bool         `json:"applied"`
+}
+
+// Transition is a layout change as a plan reports it: from From on, the
+// index's shards have the new layout, the first of them Table.
+type Transition struct {
+	From    time.Time `json:"from"`
+	Table   string    `json:"table"`
+	Change  string    `json:"change"`
+	Created bool      `json:"created"`
 }
 
 // Shard actions (Action.Op).

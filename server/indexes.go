@@ -77,11 +77,21 @@ type indexJSON struct {
 	Retention       string `json:"retention"`
 	// HeldRetention is the longer retention kept until an apply, after
 	// retention was shortened.
-	HeldRetention   string          `json:"held_retention,omitempty"`
-	Runway          int             `json:"runway"`
-	Capacity        *capacityPolicy `json:"capacity,omitempty"`
-	Shards          []shardJSON     `json:"shards"`
-	RunwayRemaining string          `json:"runway_remaining"`
+	HeldRetention string          `json:"held_retention,omitempty"`
+	Runway        int             `json:"runway"`
+	Capacity      *capacityPolicy `json:"capacity,omitempty"`
+	// Layouts are the layout epochs, oldest first, once table_bucket or
+	// partition_bucket changed; absent for an index with one layout.
+	Layouts         []layoutJSON `json:"layouts,omitempty"`
+	Shards          []shardJSON  `json:"shards"`
+	RunwayRemaining string       `json:"runway_remaining"`
+}
+
+// layoutJSON is one layout epoch of an index: its buckets from from on.
+type layoutJSON struct {
+	From            string `json:"from"`
+	TableBucket     string `json:"table_bucket"`
+	PartitionBucket string `json:"partition_bucket"`
 }
 
 type shardJSON struct {
@@ -119,6 +129,9 @@ func indexView(idx timeseries.Index) indexJSON {
 		if c.ColdAfter > 0 {
 			out.Capacity.ColdAfter = durfmt.Format(c.ColdAfter)
 		}
+	}
+	for _, l := range idx.Layouts {
+		out.Layouts = append(out.Layouts, layoutJSON{From: timefmt.Format(l.From), TableBucket: durfmt.Format(l.TableBucket), PartitionBucket: durfmt.Format(l.PartitionBucket)})
 	}
 	for _, sh := range idx.Shards {
 		out.Shards = append(out.Shards, shardJSON{
@@ -446,6 +459,15 @@ type actionJSON struct {
 	Bytes *int64 `json:"bytes,omitempty"`
 }
 
+// transitionJSON is one layout change in a plan: where it takes effect,
+// its first shard, what changes and whether that shard exists.
+type transitionJSON struct {
+	From    string `json:"from"`
+	Table   string `json:"table"`
+	Change  string `json:"change"`
+	Created bool   `json:"created"`
+}
+
 func (h indexHandlers) reconcile(w http.ResponseWriter, r *http.Request) error {
 	// A plan is the default: applying takes an explicit dry_run=false.
 	ro := shardmgr.RunOptions{DryRun: true, DropStats: true}
@@ -481,8 +503,13 @@ func (h indexHandlers) reconcile(w http.ResponseWriter, r *http.Request) error {
 	out := struct {
 		Actions      []actionJSON `json:"actions"`
 		Unrecognized []string     `json:"unrecognized,omitempty"`
-		Applied      bool         `json:"applied"`
+		// Transitions are the index's layout changes.
+		Transitions []transitionJSON `json:"transitions,omitempty"`
+		Applied     bool             `json:"applied"`
 	}{Actions: make([]actionJSON, 0, len(plan.Actions)), Unrecognized: plan.Unrecognized, Applied: !ro.DryRun}
+	for _, t := range plan.Transitions {
+		out.Transitions = append(out.Transitions, transitionJSON{From: timefmt.Format(t.From), Table: t.Table, Change: t.Change, Created: t.Created})
+	}
 	for _, a := range plan.Actions {
 		aj := actionJSON{Op: string(a.Op), Table: a.Table, Reason: a.Reason, Deferred: a.Deferred, Error: failed[string(a.Op)+" "+a.Table]}
 		if a.Op == shardmgr.OpSetCapacity || a.Op == shardmgr.OpPrewarm {

@@ -112,7 +112,7 @@ func TestIndexLifecycle(t *testing.T) {
 	}
 
 	decode(t, send(t, "PUT", base+"/v1/indexes/ev", hourlyIndex), http.StatusOK, nil)
-	expectError(t, send(t, "PUT", base+"/v1/indexes/ev", `{"table_bucket":"2h","partition_bucket":"10m","retention":"24h"}`), 409, "conflict")
+	expectError(t, send(t, "PUT", base+"/v1/indexes/ev", `{"table_bucket":"90m","partition_bucket":"10m","retention":"24h"}`), 400, "invalid_argument")
 	var changed indexBody
 	decode(t, send(t, "PUT", base+"/v1/indexes/ev", `{"table_bucket":"1h","partition_bucket":"10m","retention":"12h"}`), http.StatusOK, &changed)
 	if changed.Retention != "12h" || changed.HeldRetention != "24h" {

@@ -426,8 +426,8 @@ func TestErrorMessagesInUserTerms(t *testing.T) {
 		{"GET", "/v1/indexes/nope", "", `"message":"index \"nope\" not found"`},
 		{"POST", "/v1/indexes/ev/events", `{"events":[{"index_id":"a","event_id":"e","timestamp":"2001-01-01T00:00:00Z","payload":"eA=="}]}`,
 			`"message":"event 0: already expired: timestamp 2001-01-01T00:00:00Z + retention 24h <= now `},
-		{"PUT", "/v1/indexes/ev", `{"table_bucket":"2h","partition_bucket":"10m","retention":"24h"}`,
-			`"message":"index \"ev\" exists with table_bucket 1h (asked 2h)`},
+		{"PUT", "/v1/indexes/ev", `{"table_bucket":"90m","partition_bucket":"10m","retention":"24h"}`,
+			`"message":"invalid layout change: index \"ev\": table_bucket 1h cannot become 1h30m: one must be a multiple of the other`},
 	} {
 		got := body(c.method, c.path, c.in)
 		if !strings.Contains(got, c.want) {

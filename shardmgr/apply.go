@@ -218,7 +218,7 @@ func Forget(ctx context.Context, st store.Store, index string) error {
 func runwayEnd(cfg Config, observed []Shard, results []Result) time.Time {
 	starts := map[int64]bool{}
 	for _, sh := range observed {
-		if start, kind := ParseShardName(cfg.Index, cfg.TableBucket, sh.Table); kind == ShardOf {
+		if start, _, kind := ParseShard(cfg, sh.Table); kind == ShardOf {
 			starts[start.Unix()] = true
 		}
 	}
@@ -235,7 +235,7 @@ func runwayEnd(cfg Config, observed []Shard, results []Result) time.Time {
 	}
 	var end time.Time
 	for s := range starts {
-		if e := time.Unix(s, 0).Add(cfg.TableBucket).UTC(); e.After(end) {
+		if e := NextShard(cfg, time.Unix(s, 0).UTC()); e.After(end) {
 			end = e
 		}
 	}

@@ -23,7 +23,7 @@ const OpSetClass Op = "set_class"
 
 // classActions returns the class change sh needs, if any.
 func classActions(cfg Config, now time.Time, sh Shard, start time.Time) []Action {
-	end := start.Add(cfg.TableBucket)
+	end := NextShard(cfg, start)
 	want, reason := store.ClassStandard, fmt.Sprintf("warm: ended %s ago, less than cold_after %s", durfmt.Format(now.Sub(end).Truncate(time.Second)), durfmt.Format(cfg.Capacity.ColdAfter))
 	if !now.Before(end.Add(cfg.Capacity.ColdAfter)) {
 		want, reason = store.ClassInfrequentAccess, fmt.Sprintf("cold: ended %s ago, at least cold_after %s", durfmt.Format(now.Sub(end).Truncate(time.Second)), durfmt.Format(cfg.Capacity.ColdAfter))

@@ -84,6 +84,10 @@ type Config struct {
 	// them (store.Capabilities.Classes); CapacityPolicy.ColdAfter moves
 	// shards between classes only where they are supported.
 	Classes store.ClassRules
+	// Layouts are the index's layout epochs, oldest first, when its table
+	// bucket changed: the last is TableBucket's. Empty means one layout
+	// of TableBucket from the epoch.
+	Layouts []Layout
 }
 
 // Guards bound what one run may drop. Zero values take the defaults.
@@ -186,7 +190,7 @@ func (c Config) Validate() error {
 	case c.Capacity.ColdAfter < 0 || c.Capacity.ColdAfter%time.Second != 0:
 		return bad("capacity: cold_after %s must be a positive whole number of seconds", durfmt.Format(c.Capacity.ColdAfter))
 	}
-	return nil
+	return c.validateLayouts()
 }
 
 // ShardCount is how many shards the index keeps at most: those inside

@@ -146,8 +146,10 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 	m.pruneSeries(cfgs)
 	var shortest time.Duration
 	for _, cfg := range cfgs {
-		if shortest == 0 || cfg.TableBucket < shortest {
-			shortest = cfg.TableBucket
+		for _, tb := range TableBuckets(cfg) {
+			if shortest == 0 || tb < shortest {
+				shortest = tb
+			}
 		}
 	}
 	listed := make(map[string]bool, len(cfgs))
@@ -226,10 +228,10 @@ func (m *Manager) checkPass(cfgs []Config, start time.Time) {
 		if !ok {
 			continue
 		}
-		if left := last.Sub(end); left < cfg.TableBucket {
+		if left, tb := last.Sub(end), lastWidth(cfg, last); left < tb {
 			short++
 			m.metrics.runwayShort.Inc()
-			m.log.Error("runway below one shard: writes will be refused as no_shard", "index", cfg.Index, "runway_remaining", left, "table_bucket", cfg.TableBucket, "at", "end of pass", "pass_took", took)
+			m.log.Error("runway below one shard: writes will be refused as no_shard", "index", cfg.Index, "runway_remaining", left, "table_bucket", tb, "at", "end of pass", "pass_took", took)
 		}
 	}
 	m.metrics.runwayShortIndexes.Set(float64(short))
@@ -352,18 +354,18 @@ func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro R
 		m.opts.Changed(cfg.Index)
 	}
 	if end := runwayEnd(cfg, observed, results); !end.IsZero() {
-		left := end.Sub(now)
-		m.setRunway(cfg.Index, end, left, cfg.TableBucket)
+		left, tb := end.Sub(now), lastWidth(cfg, end)
+		m.setRunway(cfg.Index, end, left, tb)
 		if m.ends == nil {
 			m.ends = map[string]time.Time{}
 		}
 		m.ends[cfg.Index] = end
-		if left < cfg.TableBucket {
+		if left < tb {
 			m.metrics.runwayShort.Inc()
 			// Writes past the last shard get no_shard soon: the alert
 			// EbbRunwayBelowOneShard (docs/prometheus/alerts.yml) fires
 			// on the same condition.
-			m.log.Error("runway below one shard: writes will be refused as no_shard", "index", cfg.Index, "runway_remaining", left, "table_bucket", cfg.TableBucket)
+			m.log.Error("runway below one shard: writes will be refused as no_shard", "index", cfg.Index, "runway_remaining", left, "table_bucket", tb)
 		}
 	}
 	errs := []error{Failed(results)}
@@ -474,4 +476,12 @@ func (m *metrics) register(r prometheus.Registerer) error {
 		m.actions.WithLabelValues(string(op))
 	}
 	return promreg.Register(r, m.runway, m.runwayEnd, m.tableBucket, m.lastSuccess, m.actions, m.failures, m.fenced, m.runwayShort, m.runwayShortIndexes, m.passSeconds)
+}
+
+// lastWidth is the width of the shard ending at end, the last of the
+// runway: across a layout change, the runway is short when less than that
+// shard's width is left, whichever layout it has.
+func lastWidth(cfg Config, end time.Time) time.Duration {
+	_, tb := ShardAt(cfg, end.Add(-time.Second))
+	return tb
 }

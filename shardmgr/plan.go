@@ -101,6 +101,21 @@ type Plan struct {
 	// forward more than Guards.MaxClockJump since the last run; such a run
 	// is not recorded, so the guard holds until an operator confirms.
 	ClockJump bool
+	// Transitions are the index's layout changes (Config.Layouts after
+	// the first), oldest first, so that a plan shows a change before the
+	// runway reaches its first shard too.
+	Transitions []Transition
+}
+
+// Transition is one layout change as a plan reports it.
+type Transition struct {
+	// From is where the new layout takes effect; Table is its first
+	// shard, and Created whether that shard exists (after this plan is
+	// applied, for one that creates it).
+	From    time.Time
+	Table   string
+	Change  string
+	Created bool
 }
 
 // Pending returns the actions that are not deferred.
@@ -127,11 +142,10 @@ func (p Plan) Pending() []Action {
 func NewPlan(cfg Config, now time.Time, observed []Shard, last LastRun) Plan {
 	cfg = cfg.withDefaults()
 	plan := Plan{Index: cfg.Index, Now: now, Schema: cfg.Schema}
-	tb := cfg.TableBucket
 
 	existing := map[int64]Shard{} // by start, Unix seconds
 	for _, sh := range observed {
-		start, kind := ParseShardName(cfg.Index, tb, sh.Table)
+		start, _, kind := ParseShard(cfg, sh.Table)
 		switch kind {
 		case ShardOf:
 			existing[start.Unix()] = sh
@@ -141,24 +155,29 @@ func NewPlan(cfg Config, now time.Time, observed []Shard, last LastRun) Plan {
 	}
 	slices.Sort(plan.Unrecognized)
 
-	hot := BucketStart(now, tb)
-	first := BucketStart(now.Add(-cfg.Retention), tb)
-	if first.Before(time.Unix(0, 0)) {
-		first = time.Unix(0, 0).UTC()
+	hot, _ := ShardAt(cfg, now)
+	oldest := now.Add(-cfg.Retention)
+	if oldest.Before(time.Unix(0, 0)) {
+		oldest = time.Unix(0, 0).UTC()
 	}
-	last1 := hot.Add(time.Duration(cfg.Runway) * tb)
+	first, _ := ShardAt(cfg, oldest)
+	last1 := hot
+	for range cfg.Runway {
+		last1 = NextShard(cfg, last1)
+	}
 
 	// Creates: hot shard first, then the runway nearest first, then the
 	// past newest first, so that the shards writes need soonest exist
 	// soonest if applying is slow or interrupted.
 	var creates []Action
-	for s := first; !s.After(last1); s = s.Add(tb) {
+	for s := first; !s.After(last1); s = NextShard(cfg, s) {
 		if _, ok := existing[s.Unix()]; ok {
 			continue
 		}
+		end := NextShard(cfg, s)
 		creates = append(creates, Action{
-			Op: OpCreate, Table: ShardName(cfg.Index, s), Start: s, End: s.Add(tb),
-			Reason: createReason(s, hot, tb, cfg.Retention),
+			Op: OpCreate, Table: ShardName(cfg.Index, s), Start: s, End: end,
+			Reason: createReason(cfg, s, hot, end),
 		})
 	}
 	slices.SortStableFunc(creates, func(a, b Action) int {
@@ -177,7 +196,7 @@ func NewPlan(cfg Config, now time.Time, observed []Shard, last LastRun) Plan {
 	dropped := map[int64]bool{}
 	for _, s := range starts {
 		start := time.Unix(s, 0).UTC()
-		end := start.Add(tb)
+		end := NextShard(cfg, start)
 		if end.Add(cfg.Retention).After(now) {
 			continue
 		}
@@ -205,7 +224,7 @@ func NewPlan(cfg Config, now time.Time, observed []Shard, last LastRun) Plan {
 
 	if cfg.Capacity.Enabled() {
 		var caps []Action
-		for s := first; !s.After(last1); s = s.Add(tb) {
+		for s := first; !s.After(last1); s = NextShard(cfg, s) {
 			if _, ok := existing[s.Unix()]; !ok {
 				caps = append(caps, capacityActions(cfg, now, hot, Shard{Table: ShardName(cfg.Index, s)}, s)...)
 			}
@@ -226,6 +245,15 @@ func NewPlan(cfg Config, now time.Time, observed []Shard, last LastRun) Plan {
 		}
 	}
 	plan.Actions = append(plan.Actions, drops...)
+	for _, l := range cfg.layouts()[1:] {
+		_, created := existing[l.From.Unix()]
+		for _, a := range creates {
+			created = created || a.Start.Equal(l.From)
+		}
+		plan.Transitions = append(plan.Transitions, Transition{
+			From: l.From, Table: ShardName(cfg.Index, l.From), Change: layoutChange(cfg, l.From), Created: created,
+		})
+	}
 	return plan
 }
 
@@ -249,22 +277,33 @@ func createRank(s, hot time.Time) int {
 	return 1<<40 - d
 }
 
-func createReason(s, hot time.Time, tb, retention time.Duration) string {
+// createReason says why the shard [s, end) is created and, for the first
+// shard of a changed layout, which change takes effect there.
+func createReason(cfg Config, s, hot, end time.Time) string {
+	var why string
 	switch {
 	case s.Equal(hot):
-		return "hot shard: holds now"
+		why = "hot shard: holds now"
 	case s.After(hot):
-		n := int(s.Sub(hot) / tb)
-		return fmt.Sprintf("runway: starts in %d bucket%s", n, plural(n))
+		n := 0
+		for t := hot; t.Before(s); t = NextShard(cfg, t) {
+			n++
+		}
+		why = fmt.Sprintf("runway: starts in %d bucket%s", n, plural(n))
+	default:
+		why = fmt.Sprintf("inside retention until %s", timefmt.Format(end.Add(cfg.Retention)))
 	}
-	return fmt.Sprintf("inside retention until %s", timefmt.Format(s.Add(tb).Add(retention)))
+	if change := layoutChange(cfg, s); change != "" {
+		why += fmt.Sprintf("; first shard of the new layout (%s from %s)", change, timefmt.Format(s))
+	}
+	return why
 }
 
 // capacityActions returns the capacity change sh needs, if any.
 func capacityActions(cfg Config, now, hot time.Time, sh Shard, start time.Time) []Action {
 	p := cfg.Capacity
 	cur := sh.Capacity
-	base := Action{Table: sh.Table, Start: start, End: start.Add(cfg.TableBucket)}
+	base := Action{Table: sh.Table, Start: start, End: NextShard(cfg, start)}
 	set := func(op Op, c store.Capacity, reason string) []Action {
 		a := base
 		a.Op, a.Capacity, a.Reason = op, c, reason
@@ -294,7 +333,7 @@ func capacityActions(cfg Config, now, hot time.Time, sh Shard, start time.Time) 
 			return nil
 		}
 		return set(OpSetCapacity, want, "hot shard: provisioned")
-	case start.Equal(hot.Add(cfg.TableBucket)):
+	case start.Equal(NextShard(cfg, hot)):
 		if cfg.WarmThroughput {
 			want := store.Capacity{Mode: store.OnDemand, WarmRead: p.PeakRead, WarmWrite: p.PeakWrite}
 			if cur.Mode == store.OnDemand && cur.WarmRead >= p.PeakRead && cur.WarmWrite >= p.PeakWrite {
@@ -343,6 +382,10 @@ func (p Plan) String() string {
 	for _, t := range p.Unrecognized {
 		fmt.Fprintf(&b, "? %-13s %s  (unrecognized: not a shard of %s; left alone)\n", "ignore", t, p.Index)
 	}
+	for _, t := range p.Transitions {
+		b.WriteString(FormatTransition(t.Change, t.From, t.Table, t.Created))
+		b.WriteByte('\n')
+	}
 	if len(p.Actions) == 0 && len(p.Unrecognized) == 0 {
 		b.WriteString("no changes\n")
 	}
@@ -376,6 +419,16 @@ func FormatAction(op, table, capacity, reason string, deferred bool) string {
 		line += " -> " + capacity
 	}
 	return line + "  (" + reason + ")"
+}
+
+// FormatTransition renders a layout change of a plan; the CLI renders
+// plans it receives over HTTP with it too.
+func FormatTransition(change string, from time.Time, table string, created bool) string {
+	state := "not created yet: shards before it keep the old layout"
+	if created {
+		state = "created"
+	}
+	return fmt.Sprintf("> %-13s %s  (%s from %s; first shard %s)", "layout", table, change, timefmt.Format(from), state)
 }
 
 // FormatCapacity renders a capacity: "on_demand",

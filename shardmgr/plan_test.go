@@ -19,7 +19,7 @@ import (
 // (datadriven's flag) to accept the plans computed now, and review the
 // diff. The input lines are
 //
-//	config index=events table_bucket=168h retention=1008h runway=2 [hot=R/W] [peak=R/W] [warm] [max_drops=N] [max_clock_jump=D] [provider=dynamodb|keyspaces] [switch_limit=N] [prewarm_hold=D]
+//	config index=events table_bucket=168h retention=1008h runway=2 [hot=R/W] [peak=R/W] [warm] [max_drops=N] [max_clock_jump=D] [provider=dynamodb|keyspaces] [switch_limit=N] [prewarm_hold=D] [layouts=FROM@TB,FROM@TB]
 //	now 2024-06-27T12:00:00Z
 //	last_run 2024-06-27T11:59:30Z
 //	shard events_1719446400 [provisioned=R/W] [warm=R/W] [switches=T,T] [store_switches=T,T] [prewarmed=T]
@@ -87,6 +87,11 @@ func parseCase(t *testing.T, input string) (Config, time.Time, []Shard, LastRun)
 					cfg.Capacity.SwitchLimit = mustInt(t, v)
 				case "prewarm_hold":
 					cfg.Capacity.PrewarmHold = mustDuration(t, v)
+				case "layouts":
+					for _, l := range strings.Split(v, ",") {
+						from, tb, _ := strings.Cut(l, "@")
+						cfg.Layouts = append(cfg.Layouts, Layout{From: mustTime(t, from), TableBucket: mustDuration(t, tb)})
+					}
 				default:
 					fail("unknown config key %q", k)
 				}

@@ -3,6 +3,7 @@ package timeseries
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ebb-data/ebb/internal/durfmt"
@@ -33,13 +34,13 @@ func (s *Service) checkBudget(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	n, narrowest, shards := 1, cfg.TableBucket, shardmgr.ShardCount(s.shardConfig(cfg))
+	n, narrowest, shards := 1, slices.Min(shardmgr.TableBuckets(s.shardConfig(cfg))), shardmgr.ShardCount(s.shardConfig(cfg))
 	for _, c := range all {
 		if c.Name == cfg.Name {
 			continue
 		}
 		n++
-		narrowest = min(narrowest, c.TableBucket)
+		narrowest = min(narrowest, slices.Min(shardmgr.TableBuckets(s.shardConfig(c))))
 		shards += shardmgr.ShardCount(s.shardConfig(c))
 	}
 	bad := func(format string, args ...any) error {

@@ -23,6 +23,10 @@ var (
 	// ErrExpired: an event's timestamp is already past its index's
 	// retention (timestamp + retention <= now). Nothing was written.
 	ErrExpired = store.Mark(nil, "timeseries", "already expired")
+	// ErrLayoutChange: a change of an index's table_bucket or
+	// partition_bucket that cannot be made (see Config.Layouts). Also
+	// matches store.ErrInvalid.
+	ErrLayoutChange = store.Mark(store.ErrInvalid, "timeseries", "invalid layout change")
 )
 
 // DefaultRunway is the runway of a Config whose Runway is zero.
@@ -53,8 +57,9 @@ var shardSchema = store.TableSpec{
 	NeverExpires: true,
 }
 
-// Config is an index's configuration. It cannot be changed once the index
-// exists: its shards are laid out by it.
+// Config is an index's configuration. Retention, runway and capacity
+// change in place; a changed table or partition bucket takes effect at a
+// shard boundary after the change (see Layouts).
 type Config struct {
 	// Name matches shardmgr.IndexNamePattern: ^[a-z][a-z0-9_]{0,30}$.
 	Name string `json:"name"`
@@ -80,24 +85,82 @@ type Config struct {
 	// covers; only an explicit apply (Reconcile without DryRun) drops what
 	// the new Retention lets go, and then clears it. Create ignores it.
 	HeldRetention time.Duration `json:"held_retention,omitempty"`
+	// Layouts are the index's layout epochs, oldest first, once its
+	// TableBucket or PartitionBucket changed: each is in force from its
+	// From until the next one's, the first from the Unix epoch, and the
+	// last is TableBucket and PartitionBucket. Empty (every index whose
+	// layout never changed) means one layout from the epoch. Create sets
+	// it: a change takes effect at the first shard boundary, common to
+	// both table buckets, at or after the end of the last shard of the
+	// layout in force that exists or that the runway holds at the time of
+	// the change; a second change before the first one's shard exists
+	// replaces it. Create ignores the field as given.
+	Layouts []Layout `json:"layouts,omitempty"`
 }
 
-// immutableDiff names the first field of want that differs from c and
-// cannot change, with both values; "" when none does.
-func (c Config) immutableDiff(want Config) string {
-	switch {
-	case c.TableBucket != want.TableBucket:
-		return fmt.Sprintf("table_bucket %s (asked %s)", durfmt.Format(c.TableBucket), durfmt.Format(want.TableBucket))
-	case c.PartitionBucket != want.PartitionBucket:
-		return fmt.Sprintf("partition_bucket %s (asked %s)", durfmt.Format(c.PartitionBucket), durfmt.Format(want.PartitionBucket))
+// Layout is one layout epoch of an index (Config.Layouts).
+type Layout struct {
+	// From is where the layout takes effect, a multiple of its
+	// TableBucket and of the previous layout's.
+	From            time.Time     `json:"from"`
+	TableBucket     time.Duration `json:"table_bucket"`
+	PartitionBucket time.Duration `json:"partition_bucket"`
+}
+
+// layoutList returns c's layout epochs: c.Layouts, or the one layout of
+// an index whose layout never changed.
+func (c Config) layoutList() []Layout {
+	if len(c.Layouts) == 0 {
+		return []Layout{{From: time.Unix(0, 0).UTC(), TableBucket: c.TableBucket, PartitionBucket: c.PartitionBucket}}
 	}
-	return ""
+	return c.Layouts
+}
+
+// layoutAt returns the table and partition buckets, in ms, of the layout
+// in force at tsMs.
+func (c Config) layoutAt(tsMs int64) (tbMs, pbMs int64) {
+	l := c.layoutAtMs(tsMs)
+	return l.TableBucket.Milliseconds(), l.PartitionBucket.Milliseconds()
+}
+
+func (c Config) layoutAtMs(tsMs int64) Layout {
+	if len(c.Layouts) == 0 {
+		return Layout{TableBucket: c.TableBucket, PartitionBucket: c.PartitionBucket}
+	}
+	l := c.Layouts[0]
+	for _, next := range c.Layouts[1:] {
+		if tsMs < next.From.UnixMilli() {
+			break
+		}
+		l = next
+	}
+	return l
+}
+
+// layoutChange describes the change from layout a to b, for plans and
+// logs: "table_bucket 1h -> 24h, partition_bucket 1h".
+func layoutChange(a, b Layout) string {
+	tb := "table_bucket " + durfmt.Format(b.TableBucket)
+	if a.TableBucket != b.TableBucket {
+		tb = fmt.Sprintf("table_bucket %s -> %s", durfmt.Format(a.TableBucket), durfmt.Format(b.TableBucket))
+	}
+	pb := "partition_bucket " + durfmt.Format(b.PartitionBucket)
+	if a.PartitionBucket != b.PartitionBucket {
+		pb = fmt.Sprintf("partition_bucket %s -> %s", durfmt.Format(a.PartitionBucket), durfmt.Format(b.PartitionBucket))
+	}
+	return "layout change: " + tb + ", " + pb
 }
 
 // changed names the fields of want that differ from c: the changes
 // Create makes to an existing index.
 func (c Config) changed(want Config) []string {
 	var out []string
+	if c.TableBucket != want.TableBucket {
+		out = append(out, "table_bucket")
+	}
+	if c.PartitionBucket != want.PartitionBucket {
+		out = append(out, "partition_bucket")
+	}
 	if c.Retention != want.Retention {
 		out = append(out, "retention")
 	}
@@ -137,6 +200,15 @@ func (c Config) Validate() error {
 	case c.Retention <= 0 || c.Retention%time.Millisecond != 0:
 		return bad("retention %s must be a positive whole number of milliseconds", durfmt.Format(c.Retention))
 	}
+	for _, l := range c.Layouts {
+		if l.PartitionBucket <= 0 || l.PartitionBucket%time.Millisecond != 0 || l.TableBucket%l.PartitionBucket != 0 {
+			return bad("layout from %s: partition_bucket %s must be a positive whole number of milliseconds dividing table_bucket %s",
+				l.From.UTC().Format(time.RFC3339), durfmt.Format(l.PartitionBucket), durfmt.Format(l.TableBucket))
+		}
+	}
+	if n := len(c.Layouts); n > 0 && c.Layouts[n-1].PartitionBucket != c.PartitionBucket {
+		return bad("the last layout's partition_bucket %s is not partition_bucket %s", durfmt.Format(c.Layouts[n-1].PartitionBucket), durfmt.Format(c.PartitionBucket))
+	}
 	return c.shardConfig(shardmgr.Guards{}, store.Capabilities{}).Validate()
 }
 
@@ -156,20 +228,48 @@ func (c Config) shardConfig(g shardmgr.Guards, caps store.Capabilities) shardmgr
 		DropKeepsSnapshot: caps.DropKeepsSnapshot,
 		Switches:          caps.Switches,
 		Classes:           caps.Classes,
+		Layouts:           c.shardLayouts(),
 	}
+}
+
+// shardLayouts is Layouts as the manager sees them: table buckets, with
+// the change each makes for its plans.
+func (c Config) shardLayouts() []shardmgr.Layout {
+	if len(c.Layouts) == 0 {
+		return nil
+	}
+	out := make([]shardmgr.Layout, len(c.Layouts))
+	for i, l := range c.Layouts {
+		out[i] = shardmgr.Layout{From: l.From, TableBucket: l.TableBucket}
+		if i > 0 {
+			out[i].Change = layoutChange(c.Layouts[i-1], l)
+		}
+	}
+	return out
 }
 
 // Layout arithmetic, in Unix milliseconds. All of it is epoch-aligned UTC;
 // timestamps are refused before 1970, so division and floor agree.
 
-func (c Config) tbMs() int64 { return c.TableBucket.Milliseconds() }
-func (c Config) pbMs() int64 { return c.PartitionBucket.Milliseconds() }
+// Each uses the layout in force at the time it is given (Layouts).
 
 // shardOf returns the start (Unix ms) of the shard holding tsMs.
-func (c Config) shardOf(tsMs int64) int64 { return tsMs / c.tbMs() * c.tbMs() }
+func (c Config) shardOf(tsMs int64) int64 {
+	tb, _ := c.layoutAt(tsMs)
+	return tsMs / tb * tb
+}
 
 // bucketOf returns the partition bucket number of tsMs.
-func (c Config) bucketOf(tsMs int64) int64 { return tsMs / c.pbMs() }
+func (c Config) bucketOf(tsMs int64) int64 {
+	_, pb := c.layoutAt(tsMs)
+	return tsMs / pb
+}
+
+// shardEnd returns the end (Unix ms) of the shard starting at startMs.
+func (c Config) shardEnd(startMs int64) int64 {
+	tb, _ := c.layoutAt(startMs)
+	return startMs + tb
+}
 
 // shardTable returns the shard table holding shard start startMs.
 func (c Config) shardTable(startMs int64) string {

@@ -127,7 +127,7 @@ func (s *Service) EraseEvents(ctx context.Context, index string, e Erase) (Erase
 	}
 	var shards []int64
 	for _, sh := range starts {
-		if sh+cfg.tbMs() > lo && sh < hi {
+		if cfg.shardEnd(sh) > lo && sh < hi {
 			shards = append(shards, sh)
 		}
 	}
@@ -205,13 +205,15 @@ func (s *Service) eraseOne(ctx context.Context, cfg Config, e Erase) (EraseResul
 // nothing any more.
 func (s *Service) eraseShard(ctx context.Context, cfg Config, indexID string, sh, lo, hi int64) (int64, error) {
 	table := cfg.shardTable(sh)
-	first, last := cfg.bucketOf(max(lo, sh)), cfg.bucketOf(min(hi-1, sh+cfg.tbMs()-1))
+	// The layout in force at the shard's start lays out all of it.
+	tb, pb := cfg.layoutAt(sh)
+	first, last := max(lo, sh)/pb, min(hi-1, sh+tb-1)/pb
 	var removed int64
 	for b := first; b <= last; b++ {
 		if err := ctx.Err(); err != nil {
 			return removed, err
 		}
-		pLo, pHi := b*cfg.pbMs(), (b+1)*cfg.pbMs()
+		pLo, pHi := b*pb, (b+1)*pb
 		whole := lo <= pLo && pHi <= hi
 		n, err := s.erasePartition(ctx, table, []any{indexID, b}, max(lo, pLo), min(hi, pHi), whole)
 		removed += n

@@ -148,10 +148,11 @@ func (s *Service) QueryShards(ctx context.Context, index string, q Query) (Page,
 	// bucket on; the token's own bound is applied in its partition.
 	elo, ehi := lo, hi
 	if pos != nil {
+		_, pb := cfg.layoutAt(pos.ts)
 		if q.Desc {
-			ehi = min(ehi, (pos.bucket+1)*cfg.pbMs())
+			ehi = min(ehi, (pos.bucket+1)*pb)
 		} else {
-			elo = max(elo, pos.bucket*cfg.pbMs())
+			elo = max(elo, pos.bucket*pb)
 		}
 	}
 	cur := newCursor(cfg, starts, elo, ehi, q.Desc)
@@ -178,7 +179,7 @@ func (s *Service) QueryShards(ctx context.Context, index string, q Query) (Page,
 			// One more than needed tells whether the partition has more.
 			Limit: min(want+1, store.MaxLimit),
 		}
-		if pos != nil && p.bucket == pos.bucket {
+		if pos != nil && p.shard == pos.shard && p.bucket == pos.bucket {
 			after := store.Bound{Values: []any{time.UnixMilli(pos.ts).UTC(), pos.eventID}}
 			if q.Desc {
 				sq.High = after
@@ -249,13 +250,17 @@ type part struct {
 
 // cursor walks the partitions covering [lo, hi) in the existing shards, in
 // query order, lazily: a range may cover far more partitions than a page
-// visits.
+// visits. Each shard is walked in the layout in force at its start, so a
+// range across a layout change reads the shards of both layouts, each by
+// its own partition bucket; shards never overlap in time, so the order
+// holds across the change.
 type cursor struct {
 	cfg    Config
 	shards []int64 // overlapping shards, in query order
 	lo, hi int64
 	desc   bool
 	si     int   // current shard
+	tb, pb int64 // the current shard's table and partition buckets, ms
 	b      int64 // next bucket in the current shard
 	ok     bool  // b is valid
 }
@@ -263,7 +268,7 @@ type cursor struct {
 func newCursor(cfg Config, starts []int64, lo, hi int64, desc bool) *cursor {
 	c := &cursor{cfg: cfg, lo: lo, hi: hi, desc: desc}
 	for _, sh := range starts {
-		if sh+cfg.tbMs() > lo && sh < hi {
+		if cfg.shardEnd(sh) > lo && sh < hi {
 			c.shards = append(c.shards, sh)
 		}
 	}
@@ -277,7 +282,7 @@ func newCursor(cfg Config, starts []int64, lo, hi int64, desc bool) *cursor {
 
 // bounds returns the first and last bucket of shard sh inside the range.
 func (c *cursor) bounds(sh int64) (first, last int64) {
-	return c.cfg.bucketOf(max(c.lo, sh)), c.cfg.bucketOf(min(c.hi-1, sh+c.cfg.tbMs()-1))
+	return max(c.lo, sh) / c.pb, min(c.hi-1, sh+c.tb-1) / c.pb
 }
 
 func (c *cursor) advanceShard() {
@@ -286,6 +291,7 @@ func (c *cursor) advanceShard() {
 	if !c.ok {
 		return
 	}
+	c.tb, c.pb = c.cfg.layoutAt(c.shards[c.si])
 	first, last := c.bounds(c.shards[c.si])
 	c.b = first
 	if c.desc {
@@ -300,7 +306,7 @@ func (c *cursor) next() (part, bool) {
 		return part{}, false
 	}
 	sh := c.shards[c.si]
-	pb := c.cfg.pbMs()
+	pb := c.pb
 	p := part{shard: sh, bucket: c.b, lo: c.b * pb, hi: (c.b + 1) * pb}
 	first, last := c.bounds(sh)
 	if c.desc {
@@ -381,7 +387,10 @@ type position struct {
 //
 // The shard and bucket are redundant with ts; they are checked on decode so
 // that a token of another index layout, or a corrupted one, is refused
-// instead of resuming somewhere else.
+// instead of resuming somewhere else. A token made under any of the
+// index's layout epochs (Config.Layouts) is accepted, and read in the
+// layout in force at its ts, so that tokens stay valid across a layout
+// change.
 const tokenVersion = 1
 
 func encodeToken(cfg Config, tsMs int64, eventID string, desc bool) []byte {
@@ -413,11 +422,24 @@ func decodeToken(cfg Config, b []byte, desc bool) (position, error) {
 		ts:      int64(binary.BigEndian.Uint64(b[18:])),
 		eventID: string(b[26:]),
 	}
-	if p.ts < 0 || p.ts >= maxTime.UnixMilli() || p.shard != cfg.shardOf(p.ts) || p.bucket != cfg.bucketOf(p.ts) {
+	if p.ts < 0 || p.ts >= maxTime.UnixMilli() || !tokenLayout(cfg, p) {
 		return bad("position does not match the index layout")
 	}
+	p.shard, p.bucket = cfg.shardOf(p.ts), cfg.bucketOf(p.ts)
 	if len(p.eventID) > MaxIDBytes || !utf8.ValidString(p.eventID) {
 		return bad("bad event id")
 	}
 	return p, nil
+}
+
+// tokenLayout reports whether p's shard and bucket are those of p.ts in
+// one of cfg's layouts.
+func tokenLayout(cfg Config, p position) bool {
+	for _, l := range cfg.layoutList() {
+		tb, pb := l.TableBucket.Milliseconds(), l.PartitionBucket.Milliseconds()
+		if p.shard == p.ts/tb*tb && p.bucket == p.ts/pb {
+			return true
+		}
+	}
+	return false
 }

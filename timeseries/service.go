@@ -215,7 +215,7 @@ func (s *Service) Manager() *shardmgr.Manager { return s.mgr }
 // different config is ErrConflict.
 func (s *Service) Create(ctx context.Context, cfg Config) (Index, bool, error) {
 	cfg = cfg.WithDefaults()
-	cfg.HeldRetention = 0
+	cfg.HeldRetention, cfg.Layouts = 0, nil
 	if err := cfg.Validate(); err != nil {
 		return Index{}, false, err
 	}
@@ -259,9 +259,8 @@ func (s *Service) Create(ctx context.Context, cfg Config) (Index, bool, error) {
 		return Index{}, false, err
 	}
 	if !created {
-		// A change the manager could not keep is refused like a new index;
-		// a different layout is a conflict, said as such by change.
-		if old.immutableDiff(cfg) == "" && len(old.changed(cfg)) > 0 {
+		// A change the manager could not keep is refused like a new index.
+		if len(old.changed(cfg)) > 0 {
 			next := cfg
 			next.HeldRetention = max(old.Retention, old.HeldRetention)
 			if err := s.checkBudget(ctx, next); err != nil {
@@ -332,9 +331,9 @@ func (s *Service) Delete(ctx context.Context, name string) error {
 		}
 		// Without a config (a Delete that failed half-way), any canonical
 		// "{name}_{seconds}" table is a leftover shard.
-		tb := time.Second
+		sc := shardmgr.Config{Index: name, TableBucket: time.Second}
 		if found {
-			tb = cfg.TableBucket
+			sc = s.shardConfig(cfg)
 			if err := (store.Meta{S: s.st}).Delete(ctx, metaKind, name); err != nil {
 				return fmt.Errorf("timeseries: delete index %s: %w", name, err)
 			}
@@ -347,7 +346,7 @@ func (s *Service) Delete(ctx context.Context, name string) error {
 		var errs []error
 		dropped := 0
 		for _, info := range infos {
-			if _, kind := shardmgr.ParseShardName(name, tb, info.Spec.Name); kind != shardmgr.ShardOf {
+			if _, _, kind := shardmgr.ParseShard(sc, info.Spec.Name); kind != shardmgr.ShardOf {
 				continue
 			}
 			if err := s.st.DropTable(ctx, info.Spec.Name); err != nil {
@@ -412,35 +411,56 @@ func (s *Service) ShardStats(ctx context.Context, table string) (store.TableStat
 	return s.st.Stats(ctx, table)
 }
 
-// change makes an existing index's config want, if only fields that can
-// change differ (retention, runway, capacity), and returns the config
+// change makes an existing index's config want and returns the config
 // saved. A shortened retention is held (Config.HeldRetention) until an
-// explicit apply. Callers hold adminMu.
+// explicit apply; a changed table or partition bucket is a new layout
+// epoch (Config.Layouts, relayout). Callers hold adminMu.
 func (s *Service) change(ctx context.Context, old, want Config) (Config, error) {
-	if diff := old.immutableDiff(want); diff != "" {
-		return Config{}, store.Errorf(store.ErrConflict, "index %q exists with %s; shards are laid out by it, so it cannot change: create another index", want.Name, diff)
-	}
 	if len(old.changed(want)) == 0 {
 		return old, nil
 	}
 	next := want
+	next.Layouts = old.Layouts
 	if kept := max(old.Retention, old.HeldRetention); next.Retention < kept {
 		next.HeldRetention = kept
 	}
-	prev, err := json.Marshal(old)
-	if err != nil {
-		return Config{}, fmt.Errorf("timeseries: encode config: %w", err)
+	save := func() error {
+		if old.TableBucket != want.TableBucket || old.PartitionBucket != want.PartitionBucket {
+			// The shards as they are now: the boundary lies past every
+			// one of them.
+			starts, err := s.shardStarts(ctx, old, true)
+			if err != nil {
+				return err
+			}
+			if next.Layouts, err = old.relayout(want, s.now(), starts); err != nil {
+				return err
+			}
+			if err := next.Validate(); err != nil {
+				return store.Errorf(ErrLayoutChange, "%w", err)
+			}
+		}
+		prev, err := json.Marshal(old)
+		if err != nil {
+			return fmt.Errorf("timeseries: encode config: %w", err)
+		}
+		doc, err := json.Marshal(next)
+		if err != nil {
+			return fmt.Errorf("timeseries: encode config: %w", err)
+		}
+		// Against the config as read: a concurrent change by another
+		// replica makes this one fail rather than overwrite it.
+		if err := (store.Meta{S: s.st}).CompareAndSwap(ctx, metaKind, want.Name, prev, doc); err != nil {
+			return fmt.Errorf("timeseries: change index %s: %w", want.Name, err)
+		}
+		return nil
 	}
-	doc, err := json.Marshal(next)
-	if err != nil {
-		return Config{}, fmt.Errorf("timeseries: encode config: %w", err)
+	// Under the manager's lock, so that no pass of this process creates
+	// the first shard of a layout change this one replaces between the
+	// listing of the shards and the save.
+	if err := s.mgr.Exclusive(save); err != nil {
+		return Config{}, err
 	}
-	// Against the config as read: a concurrent change by another replica
-	// makes this one fail rather than overwrite it.
-	if err := (store.Meta{S: s.st}).CompareAndSwap(ctx, metaKind, want.Name, prev, doc); err != nil {
-		return Config{}, fmt.Errorf("timeseries: change index %s: %w", want.Name, err)
-	}
-	s.log.Info("index changed", "index", want.Name, "fields", old.changed(want), "held_retention", next.HeldRetention)
+	s.log.Info("index changed", "index", want.Name, "fields", old.changed(want), "held_retention", next.HeldRetention, "layout", pendingLayout(next, s.now()))
 	return next, nil
 }
 
@@ -477,12 +497,13 @@ func (s *Service) describeFrom(cfg Config, infos []store.TableInfo) Index {
 	idx := Index{Config: cfg, Shards: []ShardInfo{}}
 	var starts []int64
 	var last time.Time
+	sc := s.shardConfig(cfg)
 	for _, info := range infos {
-		start, kind := shardmgr.ParseShardName(cfg.Name, cfg.TableBucket, info.Spec.Name)
+		start, tb, kind := shardmgr.ParseShard(sc, info.Spec.Name)
 		if kind != shardmgr.ShardOf {
 			continue
 		}
-		end := start.Add(cfg.TableBucket)
+		end := start.Add(tb)
 		state := StateHot
 		switch {
 		case !now.Before(end):
@@ -605,8 +626,9 @@ func (s *Service) shardStarts(ctx context.Context, cfg Config, refresh bool) ([]
 		return nil, fmt.Errorf("timeseries: list shards of %s: %w", cfg.Name, err)
 	}
 	var starts []int64
+	sc := s.shardConfig(cfg)
 	for _, info := range infos {
-		if start, kind := shardmgr.ParseShardName(cfg.Name, cfg.TableBucket, info.Spec.Name); kind == shardmgr.ShardOf {
+		if start, _, kind := shardmgr.ParseShard(sc, info.Spec.Name); kind == shardmgr.ShardOf {
 			starts = append(starts, start.UnixMilli())
 		}
 	}

@@ -72,6 +72,12 @@ func (s *Service) PutShards(ctx context.Context, index string, events []Event) (
 	if err != nil {
 		return 0, err
 	}
+	return s.putShards(ctx, index, cfg, events, false)
+}
+
+// putShards is PutShards with the index's config; reloaded says the
+// config was read afresh since a missing shard was seen.
+func (s *Service) putShards(ctx context.Context, index string, cfg Config, events []Event, reloaded bool) (int, error) {
 	if len(events) > MaxBatch {
 		s.metrics.refused(index, reasonTooLarge)
 		return 0, store.Errorf(store.ErrTooLarge, "%d events in one batch, at most %d", len(events), MaxBatch)
@@ -126,8 +132,20 @@ func (s *Service) PutShards(ctx context.Context, index string, events []Event) (
 		}
 		if !refreshed {
 			// The manager (here or in another process) may have created
-			// it since the list was cached.
+			// it since the list was cached. Another replica may have
+			// changed the layout too: a layout change takes effect past
+			// the runway, where shards are missing, so a config read
+			// afresh here puts the events in the new layout's shards.
 			refreshed = true
+			if !reloaded {
+				fresh, err := s.loadConfig(ctx, index)
+				if err != nil {
+					return 0, err
+				}
+				if !slices.Equal(fresh.Layouts, cfg.Layouts) {
+					return s.putShards(ctx, index, fresh, events, true)
+				}
+			}
 			if starts, err = s.shardStarts(ctx, cfg, true); err != nil {
 				return 0, err
 			}
@@ -285,7 +303,6 @@ func (s *Service) releaseWriteBuf(b *writeBuf) {
 func (b *writeBuf) build(cfg Config, events []Event, order []int) []store.Mutation {
 	n := len(order)
 	muts, keys, cells := b.muts[:n], b.keys[:4*n], b.cells[:n]
-	pbMs := cfg.pbMs()
 	for j, i := range order {
 		e, ms := &events[i], b.ms[i]
 		payload := e.Payload
@@ -293,7 +310,7 @@ func (b *writeBuf) build(cfg Config, events []Event, order []int) []store.Mutati
 			payload = []byte{}
 		}
 		k := keys[4*j : 4*j+4 : 4*j+4]
-		pk := partKey{e.IndexID, ms / pbMs}
+		pk := partKey{e.IndexID, cfg.bucketOf(ms)}
 		part, ok := b.parts[pk]
 		if !ok {
 			k[0], k[1] = pk.indexID, pk.bucket
@@ -313,7 +330,10 @@ func (b *writeBuf) build(cfg Config, events []Event, order []int) []store.Mutati
 // ahead, and running it again changes nothing, so the message says where
 // the runway ends instead of blaming the manager.
 func noShard(cfg Config, index string, ts time.Time, start int64, now time.Time) error {
-	end := cfg.shardOf(now.UnixMilli()) + int64(cfg.Runway+1)*cfg.tbMs()
+	end := cfg.shardOf(now.UnixMilli())
+	for range cfg.Runway + 1 {
+		end = cfg.shardEnd(end)
+	}
 	if start >= end {
 		return store.Errorf(ErrNoShard, "%s: timestamp %s is past the runway, which ends at %s (%d shards of %s ahead of the one holding now); "+
 			"write it once the runway reaches it, or raise the index's runway",

@@ -123,20 +123,26 @@ different configuration is a conflict.`,
 }
 
 func indexUpdateCmd(c *client) *cobra.Command {
-	var retention time.Duration
+	var retention, tableBucket, partitionBucket time.Duration
 	var runway int
 	var capacity ebbclient.CapacityPolicy
 	var noCapacity bool
 	var out *output
 	cmd := &cobra.Command{
-		Use:   "update NAME [--retention D] [--runway N] [--hot-read-units N --hot-write-units N ... | --no-capacity]",
-		Short: "Change an index's retention, runway or capacity policy",
-		Long: `Change an index's retention, runway or capacity policy; the flags not given
-keep their values. Its buckets cannot change: shards are laid out by them.
-A longer retention keeps more shards from then on. A shorter one drops
-nothing by itself: the background manager keeps the old retention's shards
-until "ebb index plan" shows, and "ebb index apply" makes, the drops the
-new retention lets go.`,
+		Use:   "update NAME [--retention D] [--runway N] [--table-bucket D] [--partition-bucket D] [--hot-read-units N --hot-write-units N ... | --no-capacity]",
+		Short: "Change an index's retention, runway, buckets or capacity policy",
+		Long: `Change an index's retention, runway, buckets or capacity policy; the flags
+not given keep their values. A longer retention keeps more shards from then
+on. A shorter one drops nothing by itself: the background manager keeps the
+old retention's shards until "ebb index plan" shows, and "ebb index apply"
+makes, the drops the new retention lets go.
+
+New buckets take effect at a shard boundary after the change: the first
+time, a multiple of both table buckets, past the last shard that exists or
+that the runway holds. Shards before it keep the old layout, and reads
+cover both; "ebb index plan" shows the transition. The table buckets must
+divide one another. A second change before the first one's shard exists
+replaces it.`,
 		Example:           `  ebb index update events --retention 720h && ebb index plan events && ebb index apply events`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeIndexNames(c),
@@ -153,6 +159,12 @@ new retention lets go.`,
 			f := cmd.Flags()
 			if f.Changed("retention") {
 				cfg.Retention = retention
+			}
+			if f.Changed("table-bucket") {
+				cfg.TableBucket = tableBucket
+			}
+			if f.Changed("partition-bucket") {
+				cfg.PartitionBucket = partitionBucket
 			}
 			if f.Changed("runway") {
 				if runway < 1 {
@@ -189,11 +201,16 @@ new retention lets go.`,
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "index %s: retention %s%s, runway %d, %d shards\n",
 				idx.Name, ebbclient.FormatDuration(idx.Retention), held, idx.Runway, len(idx.Shards))
+			if err == nil && len(idx.Layouts) > 0 {
+				err = printLayouts(cmd.OutOrStdout(), idx.Layouts)
+			}
 			return err
 		},
 	}
 	f := cmd.Flags()
 	f.DurationVar(&retention, "retention", 0, "how long an event lives after its timestamp")
+	f.DurationVar(&tableBucket, "table-bucket", 0, "new time width of a shard, from the next shard boundary on")
+	f.DurationVar(&partitionBucket, "partition-bucket", 0, "new time width of a partition, from the next shard boundary on")
 	f.IntVar(&runway, "runway", 0, "shards kept ready after the one holding now")
 	f.Int64Var(&capacity.HotReadUnits, "hot-read-units", 0, "capacity policy: provision the hot shard with this many read units")
 	f.Int64Var(&capacity.HotWriteUnits, "hot-write-units", 0, "capacity policy: provision the hot shard with this many write units")
@@ -270,6 +287,11 @@ func indexShowCmd(c *client) *cobra.Command {
 				}
 				if p.ColdAfter > 0 {
 					fmt.Fprintf(w, "cold after:       %s (then the Standard-IA table class)\n", ebbclient.FormatDuration(p.ColdAfter))
+				}
+			}
+			if len(idx.Layouts) > 0 {
+				if err := printLayouts(w, idx.Layouts); err != nil {
+					return err
 				}
 			}
 			fmt.Fprintln(w)
@@ -410,6 +432,7 @@ func printIndexPlan(w io.Writer, name string, plan ebbclient.Plan) {
 	}
 	if len(plan.Actions) == 0 && len(plan.Unrecognized) == 0 {
 		fmt.Fprintln(w, "\nNo changes. The shards match the configuration.")
+		printTransitions(w, plan)
 		return
 	}
 	fmt.Fprintln(w)
@@ -426,6 +449,30 @@ func printIndexPlan(w io.Writer, name string, plan ebbclient.Plan) {
 	for _, t := range plan.Unrecognized {
 		fmt.Fprintf(w, "? %-13s %s  (not a shard of %s; left alone)\n", "ignore", t, name)
 	}
+	printTransitions(w, plan)
+}
+
+// printTransitions lists a plan's layout changes, which hold even when
+// the plan has nothing to do.
+func printTransitions(w io.Writer, plan ebbclient.Plan) {
+	for _, t := range plan.Transitions {
+		fmt.Fprintln(w, shardmgr.FormatTransition(t.Change, t.From, t.Table, t.Created))
+	}
+}
+
+// printLayouts lists an index's layout epochs.
+func printLayouts(w io.Writer, layouts []ebbclient.Layout) error {
+	for i, l := range layouts {
+		label := "layout:"
+		if i == 0 {
+			label = "layouts:"
+		}
+		if _, err := fmt.Fprintf(w, "%-17s from %s: table bucket %s, partition bucket %s\n", label, formatTime(l.From),
+			ebbclient.FormatDuration(l.TableBucket), ebbclient.FormatDuration(l.PartitionBucket)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // formatBytes renders a byte count in binary units: "512 B", "1.5 MiB".

@@ -53,10 +53,26 @@ func TestOperatorAgainstServe(t *testing.T) {
 		t.Fatalf("plan of a fresh index: exit %d, want 0", code)
 	}
 
-	// Changing an index: the field that cannot change is named; a
-	// shorter retention is held until an apply.
-	if code, body := call("PUT", "/v1/indexes/ev", `{"table_bucket":"2h","partition_bucket":"10m","retention":"3h"}`); code != 409 || !strings.Contains(body, `table_bucket 1h (asked 2h)`) {
-		t.Fatalf("another table bucket: %d %s", code, body)
+	// Changing an index: a table bucket that does not divide the old one
+	// is named; another one is a layout change the plan and apply show,
+	// and changing back before it took effect cancels it; a shorter
+	// retention is held until an apply.
+	if code, body := call("PUT", "/v1/indexes/ev", `{"table_bucket":"90m","partition_bucket":"10m","retention":"3h"}`); code != 400 || !strings.Contains(body, `table_bucket 1h cannot become 1h30m`) {
+		t.Fatalf("a table bucket not dividing the old one: %d %s", code, body)
+	}
+	if out := ok("index", "update", "ev", "--table-bucket", "2h", "--partition-bucket", "30m"); !strings.Contains(out, "table bucket 2h, partition bucket 30m") {
+		t.Fatalf("update of the buckets: %q", out)
+	}
+	for _, verb := range []string{"plan", "apply"} {
+		if out := ok("index", verb, "ev"); !strings.Contains(out, "> layout") || !strings.Contains(out, "layout change: table_bucket 1h -> 2h, partition_bucket 10m -> 30m from ") {
+			t.Fatalf("%s after a layout change: %q", verb, out)
+		}
+	}
+	if out := ok("index", "show", "ev"); !strings.Contains(out, "layouts:          from 1970-01-01T00:00:00Z: table bucket 1h, partition bucket 10m") {
+		t.Fatalf("show after a layout change: %q", out)
+	}
+	if out := ok("index", "update", "ev", "--table-bucket", "1h", "--partition-bucket", "10m"); strings.Contains(out, "layout") {
+		t.Fatalf("update back: %q", out)
 	}
 	if out := ok("index", "update", "ev", "--retention", "2h"); !strings.Contains(out, "retention 2h (3h kept until") {
 		t.Fatalf("update: %q", out)

@@ -22,15 +22,28 @@ def test_index_lifecycle(client, name):
     assert ix.runway_remaining > timedelta(0)
     # The same configuration again is answered as is.
     assert create_index(client, name).shards == ix.shards
-    # Shards are laid out by the buckets: another one is a conflict.
-    with pytest.raises(ebb_client.Conflict) as e:
+    # Another table bucket is a layout change from a boundary past the
+    # runway, which the plan shows; changing back before it took effect
+    # cancels it. Table buckets that do not divide one another are refused.
+    changed = client.create_index(
+        name,
+        table_bucket=timedelta(hours=2),
+        partition_bucket=timedelta(minutes=1),
+        retention=timedelta(hours=2),
+    )
+    assert changed.layouts and [lay.table_bucket for lay in changed.layouts] == [timedelta(hours=1), timedelta(hours=2)]
+    plan = client.plan_index(name)
+    assert plan.transitions and plan.transitions[0].from_ == changed.layouts[1].from_
+    assert not plan.transitions[0].created
+    with pytest.raises(ebb_client.InvalidArgument) as e:
         client.create_index(
             name,
-            table_bucket=timedelta(hours=2),
+            table_bucket=timedelta(minutes=90),
             partition_bucket=timedelta(minutes=1),
             retention=timedelta(hours=2),
         )
     assert "table_bucket" in e.value.message
+    assert create_index(client, name).layouts is None
     # A longer retention is a change the PUT makes.
     longer = create_index(client, name, retention=timedelta(hours=3))
     assert longer.retention == timedelta(hours=3) and longer.held_retention is None

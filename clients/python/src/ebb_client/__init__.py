@@ -47,6 +47,7 @@ from .models import (
     EventPage,
     Health,
     Index,
+    Layout,
     Lease,
     LegacyMapping,
     LegacyRow,
@@ -71,6 +72,7 @@ from .models import (
     TableItem,
     TableItemsBatch,
     TableItemsPage,
+    Transition,
     Usage,
 )
 

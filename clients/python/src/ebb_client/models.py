@@ -286,8 +286,21 @@ class Shard(Model):
 
 
 @dataclass(kw_only=True)
+class Layout(Model):
+    """One layout epoch of an index: its buckets from `from_` on."""
+
+    from_: datetime = field(metadata={"wire": "from"})
+    table_bucket: timedelta
+    partition_bucket: timedelta
+
+
+@dataclass(kw_only=True)
 class Index(Model):
-    """An index, its configuration and its shards (sorted by start)."""
+    """An index, its configuration and its shards (sorted by start).
+
+    layouts lists its layout epochs, oldest first, once its buckets
+    changed; None for an index with one layout.
+    """
 
     name: str
     table_bucket: timedelta
@@ -298,6 +311,7 @@ class Index(Model):
     runway_remaining: timedelta
     held_retention: Optional[timedelta] = None
     capacity: Optional[CapacityPolicy] = None
+    layouts: Optional[list[Layout]] = None
 
 
 @dataclass(kw_only=True)
@@ -332,12 +346,23 @@ class Action(Model):
 
 
 @dataclass(kw_only=True)
+class Transition(Model):
+    """A layout change in a plan: from when, its first shard, what changes."""
+
+    from_: datetime = field(metadata={"wire": "from"})
+    table: str
+    change: str
+    created: bool
+
+
+@dataclass(kw_only=True)
 class Plan(Model):
     """An index's shard changes; applied is false for a dry run."""
 
     actions: list[Action]
     applied: bool
     unrecognized: Optional[list[str]] = None
+    transitions: Optional[list[Transition]] = None
 
 
 # Migration.
