@@ -14,11 +14,11 @@ const (
 	// 20-40 bytes", "How client-side timestamps work in Amazon Keyspaces"):
 	// the lower bound, as the meter counts everything it cannot see.
 	keyspacesTimestampBytes = 20
-	// keyspacesRowMetadata is the metadata Keyspaces adds to every row
-	// for storage; reads and writes are not billed for it, so the meter,
-	// which counts request units, never adds it.
-	keyspacesRowMetadata = 100
 )
+
+// The 100 bytes of metadata Keyspaces adds to every row count for storage
+// only; reads and writes are not billed for them, so the meter, which
+// counts request units, never adds them.
 
 // keyspacesRowBytes is a row's encoded size on Keyspaces as reads and
 // writes are billed by it:

@@ -173,42 +173,6 @@ func newTableMeta(name string, spec *store.TableSpec, c *counters) *tableMeta {
 	return t
 }
 
-// tableMetas maps table names to what the meter knows of them. It is
-// copied on write: every call reads it, and it changes only when a table is
-// first seen, created or dropped, so a read is an atomic load and a map
-// lookup, with no lock.
-type tableMetas struct {
-	m atomic.Pointer[map[string]*tableMeta]
-	// gen counts forgets, so that a spec read before a table was created or
-	// dropped is not kept after it.
-	gen atomic.Uint64
-}
-
-func (ts *tableMetas) load(name string) *tableMeta {
-	if m := ts.m.Load(); m != nil {
-		return (*m)[name]
-	}
-	return nil
-}
-
-// update replaces the map with a copy changed by fn. Callers hold the
-// Store's mutex.
-func (ts *tableMetas) update(fn func(map[string]*tableMeta)) {
-	old := ts.m.Load()
-	n := 1
-	if old != nil {
-		n += len(*old)
-	}
-	m := make(map[string]*tableMeta, n)
-	if old != nil {
-		for k, v := range *old {
-			m[k] = v
-		}
-	}
-	fn(m)
-	ts.m.Store(&m)
-}
-
 // column returns the position of the named value column; pos (its place
 // in the mutation) when the spec is unknown or lacks it.
 func (t *tableMeta) column(name string, pos int) int {
@@ -224,13 +188,6 @@ func (t *tableMeta) column(name string, pos int) int {
 		}
 	}
 	return pos
-}
-
-func (t *tableMeta) valueType(col int) store.Type {
-	if t.spec == nil || col >= len(t.spec.Values) {
-		return 0
-	}
-	return t.spec.Values[col].Type
 }
 
 // digitsLen is the length of the decimal form of i >= 0.
