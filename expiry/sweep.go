@@ -334,6 +334,9 @@ func (sw *Sweeper) deleteRows(ctx context.Context, table string, entries []entry
 		if err := sw.pace.wait(ctx, n); err != nil {
 			return err
 		}
+		if err := sw.report(ctx, table, chunk, exps); err != nil {
+			return err
+		}
 		err := sw.retry(ctx, func() error { return sw.inner.Write(ctx, table, chunk) })
 		var me *store.MutationError
 		switch {
