@@ -122,6 +122,8 @@ func DefaultOptions() Options {
 		LeaseDuration:     lease.DefaultDuration,
 		ReplicaID:         defaultReplicaID(),
 		CacheTTL:          store.DefaultCacheTTL,
+
+		ExpirationsRetention: 24 * time.Hour,
 	}
 }
 
@@ -156,6 +158,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ReplicaID == "" {
 		o.ReplicaID = d.ReplicaID
+	}
+	if o.ExpirationsRetention == 0 {
+		o.ExpirationsRetention = d.ExpirationsRetention
 	}
 	return o
 }

@@ -215,6 +215,9 @@ func New(opts Options) (*Server, error) {
 	s.routeDashboard()
 	if s.admin != nil {
 		s.routeAdmin()
+		if _, ok := s.admin.(ExpirationReader); ok {
+			s.routeExpirations()
+		}
 	}
 	for i, f := range opts.Features {
 		if err := s.install(f); err != nil {
