@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,7 +17,9 @@ import (
 	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/lists"
 	"github.com/ebb-data/ebb/multitable"
+	"github.com/ebb-data/ebb/shardmgr"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/timeseries"
 )
 
 // expiringOptions are a DB's options for tests that wait for the sweeper:
@@ -259,4 +262,55 @@ func crashChild(t *testing.T, dir string) {
 	}
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {}
+}
+
+// TestExpirationsRecordShardDrops checks that each shard the manager drops
+// is logged once, with its index and time range, and that a token
+// scoped to another index would not see it.
+func TestExpirationsRecordShardDrops(t *testing.T) {
+	ctx := t.Context()
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	db, err := ebb.Open(ctx, ebb.Options{Store: testbackend.Pebble(t, clock), Now: clock, NoBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, _, err := db.Indexes().Create(ctx, timeseries.Config{Name: "ev", TableBucket: time.Hour, PartitionBucket: time.Hour, Retention: 2 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		mu.Lock()
+		now = now.Add(30 * time.Minute)
+		mu.Unlock()
+		// Reconcile runs unfenced, as `ebb index reconcile` does; the
+		// background pass needs the lease.
+		if _, _, err := db.Indexes().Reconcile(ctx, "ev", shardmgr.RunOptions{DropStats: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := db.Expirations(ctx, ebb.ExpirationsQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards := map[string]int{}
+	for _, ev := range p.Expirations {
+		if ev.Type != ebb.ExpirationShard || ev.Kind != "index" || ev.Name != "ev" || !ev.To.After(ev.From) || ev.RemovedAt.Before(ev.To) || ev.Rows == nil {
+			t.Fatalf("malformed shard event %+v", ev)
+		}
+		shards[ev.Shard]++
+	}
+	if len(shards) < 2 {
+		t.Fatalf("%d shards dropped over four hours of a two-hour index, want at least 2: %+v", len(shards), p.Expirations)
+	}
+	for s, n := range shards {
+		if n != 1 {
+			t.Errorf("drop of %s logged %d times", s, n)
+		}
+	}
+	other, err := db.Expirations(ctx, ebb.ExpirationsQuery{Visible: func(ev *ebb.Expiration) bool { return ev.Name == "other" }})
+	if err != nil || len(other.Expirations) != 0 {
+		t.Fatalf("a reader of another index sees %d events, %v", len(other.Expirations), err)
+	}
 }
