@@ -140,6 +140,7 @@ func (db *DB) rowsRemoved() func(context.Context, string, []expiry.Removed) erro
 		now := db.o.Now().UTC()
 		evs := make([]explog.Event, 0, len(rows))
 		ids := make([]uint64, 0, len(rows))
+		var maybe []int // indexes in evs of rows an earlier pass may have logged
 		for _, r := range rows {
 			ev, ok, err := db.describeRow(ctx, table, r)
 			if err != nil {
@@ -147,25 +148,40 @@ func (db *DB) rowsRemoved() func(context.Context, string, []expiry.Removed) erro
 			}
 			if ok {
 				ev.RemovedAt = now
+				if r.MayRepeat {
+					maybe = append(maybe, len(evs))
+				}
 				evs = append(evs, ev)
 				ids = append(ids, r.ID)
 			}
 		}
 		// A pass that crashed after logging but before removing its index
 		// entries sweeps them again: what it logged is not logged twice.
+		// Only the rows that may repeat are looked up.
 		s := db.expirations.s
-		seen, err := s.Seen(ctx, evs, ids)
-		if err != nil {
-			return err
-		}
-		k := 0
-		for i := range evs {
-			if !seen[i] {
-				evs[k], ids[k] = evs[i], ids[i]
-				k++
+		if len(maybe) > 0 {
+			cevs, cids := make([]explog.Event, len(maybe)), make([]uint64, len(maybe))
+			for k, i := range maybe {
+				cevs[k], cids[k] = evs[i], ids[i]
 			}
+			seen, err := s.Seen(ctx, cevs, cids)
+			if err != nil {
+				return err
+			}
+			drop := map[int]bool{}
+			for k, i := range maybe {
+				drop[i] = seen[k]
+			}
+			k := 0
+			for i := range evs {
+				if !drop[i] {
+					evs[k], ids[k] = evs[i], ids[i]
+					k++
+				}
+			}
+			evs, ids = evs[:k], ids[:k]
 		}
-		return s.Rows().Append(ctx, evs[:k], ids[:k])
+		return s.Rows().Append(ctx, evs, ids)
 	}
 }
 

@@ -21,6 +21,33 @@ type Removed struct {
 	// (a hash of the table, the row's key and the expiry), so that a
 	// record repeated after a crash can be recognised.
 	ID uint64
+	// MayRepeat is set when an earlier pass may have reported this row
+	// already: one of another process (before this one's first pass, or
+	// while another replica held the sweeper's lease) or one of this
+	// process that failed before removing its index entries. Rows without
+	// it were never reported, so the check costs nothing in the steady
+	// state.
+	MayRepeat bool
+}
+
+// repeatAfterGap is how long without a pass means the sweeper's lease may
+// have been elsewhere: passes run at least every IdleInterval while it is
+// held here.
+func (sw *Sweeper) repeatAfterGap() time.Duration {
+	return sw.s.opts.IdleInterval + sw.s.opts.SweepInterval
+}
+
+// notePass keeps MayRepeat's bound before and after a pass at now: the
+// entries due by then (and Grace later, for a clock ahead of this one)
+// may have been reported by a pass this one cannot vouch for. It runs
+// under the pass lock.
+func (sw *Sweeper) notePass(now time.Time, failed bool) {
+	ms, grace := now.UnixMilli(), sw.s.opts.Grace.Milliseconds()
+	switch {
+	case sw.lastPass == 0, failed, ms-sw.lastPass > sw.repeatAfterGap().Milliseconds():
+		sw.repeatUntil.Store(max(sw.repeatUntil.Load(), ms+grace))
+	}
+	sw.lastPass = ms
 }
 
 // report tells Options.Removed of the rows of one batch of conditional
@@ -67,7 +94,8 @@ func (sw *Sweeper) report(ctx context.Context, table string, muts []store.Mutati
 			h.Write([]byte{0})
 			h.Write(e.id)
 			h.Write(binary.BigEndian.AppendUint64(nil, uint64(e.exp)))
-			rows = append(rows, Removed{Partition: m.Partition, Clustering: m.Clustering, ExpiresAt: time.UnixMilli(e.exp).UTC(), ID: h.Sum64()})
+			rows = append(rows, Removed{Partition: m.Partition, Clustering: m.Clustering, ExpiresAt: time.UnixMilli(e.exp).UTC(),
+				ID: h.Sum64(), MayRepeat: e.due <= sw.repeatUntil.Load()})
 		}
 	}
 	if len(rows) == 0 {
