@@ -58,12 +58,6 @@ type eventLagResult struct {
 // measureEventLag runs one BenchmarkExpirationEventLag case.
 func measureEventLag(b *testing.B, rate float64) eventLagResult {
 	b.Helper()
-	const (
-		duration  = lagDuration
-		ttl       = 1500 * time.Millisecond
-		batchRows = 100
-		parts     = 50
-	)
 	ctx := context.Background()
 	raw, err := ebbpebble.Open(b.TempDir(), ebbpebble.Options{})
 	if err != nil {
@@ -150,27 +144,9 @@ func measureEventLag(b *testing.B, rate float64) eventLagResult {
 	}()
 	defer func() { stopReader(); <-readerDone }()
 
-	var exps []time.Time
-	began := time.Now()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for time.Since(began) < duration {
-		<-tick.C
-		for len(exps) < int(min(time.Since(began), duration).Seconds()*rate) {
-			exp := time.UnixMilli(time.Now().Add(ttl).UnixMilli())
-			batch := make([]store.Mutation, batchRows)
-			for i := range batch {
-				k := int64(len(exps))
-				batch[i] = item(fmt.Sprintf("p%02d", k%parts), k, exp)
-				exps = append(exps, exp)
-			}
-			if err := st.Write(ctx, "items", batch); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	exps, _, took := writeAtRate(b, st, rate, 1500*time.Millisecond)
 	n := len(exps)
-	r := eventLagResult{rows: n, achieved: float64(n) / time.Since(began).Seconds()}
+	r := eventLagResult{rows: n, achieved: float64(n) / took.Seconds()}
 	deadline := exps[n-1].Add(time.Minute)
 	for {
 		mu.Lock()

@@ -131,6 +131,9 @@ type Options struct {
 type Stream struct {
 	o            Options
 	rows, shards *Log
+	// settle holds back entries younger than it from readers (see
+	// remoteSettle); zero on the embedded backend.
+	settle time.Duration
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every append
@@ -148,6 +151,9 @@ func New(o Options) *Stream {
 		o.BatchSize = 100
 	}
 	s := &Stream{o: o, changed: make(chan struct{})}
+	if o.Store.Capabilities().SharedAcrossProcesses {
+		s.settle = remoteSettle
+	}
 	s.rows = &Log{s: s, src: SourceRows}
 	s.shards = &Log{s: s, src: SourceShards}
 	return s
@@ -199,6 +205,15 @@ type Log struct {
 	// pruned is the first hour not known to be removed.
 	pruned int64
 }
+
+// remoteSettle is how long a reader of a remote backend leaves the
+// newest entries alone: a batch of entries is not written atomically there
+// (DynamoDB's BatchWriteItem, a CQL batch spread over partitions), so a
+// reader could see an entry of a batch still being written before an
+// earlier one of the same batch, and pass the earlier one. Batches take
+// far less than this; the embedded backend writes each atomically and
+// needs no delay.
+const remoteSettle = 5 * time.Second
 
 // reloadAfter is how long an appender trusts its own idea of the source's
 // last sequence: the role that appends can move to another replica and
@@ -472,6 +487,13 @@ func (s *Stream) readSource(ctx context.Context, src string, pos int64, limit in
 	nowUs := now.UnixMicro()
 	start := max(hourOf(pos+1), hourOf(now.Add(-s.o.Retention).UnixMicro()))
 	top := hourOf(nowUs) + bucketUs
+	if s.settle > 0 {
+		settled := nowUs - s.settle.Microseconds()
+		if pos >= settled {
+			return nil, pos, nil
+		}
+		top = hourOf(settled)
+	}
 	var out []seqEvent
 	for h := start; h <= top && len(out) < limit; h += bucketUs {
 		q := store.Query{
@@ -481,6 +503,9 @@ func (s *Stream) readSource(ctx context.Context, src string, pos int64, limit in
 		}
 		if pos < h {
 			q.Low = store.Bound{}
+		}
+		if s.settle > 0 {
+			q.High = store.Bound{Values: []any{nowUs - s.settle.Microseconds()}, Inclusive: true}
 		}
 		p, err := kit.Query(ctx, s.o.Store, Table, q)
 		if err != nil {
