@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ebb-data/ebb/store"
 )
@@ -14,6 +15,9 @@ import (
 // It reads the reverse record written when the table was claimed, so the
 // log of expirations can say which feature a removed row belonged to.
 func (s *Service) FeatureOfTable(ctx context.Context, table string) (FeatureID, bool, error) {
+	if !strings.HasPrefix(table, tablePrefix) {
+		return FeatureID{}, false, nil
+	}
 	key, err := s.meta.Get(ctx, kindTable, table)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTableNotFound) {
 		return FeatureID{}, false, nil
