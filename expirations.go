@@ -72,7 +72,8 @@ func (db *DB) openExpirations(ctx context.Context) error {
 	if db.o.NoExpirations {
 		return nil
 	}
-	s := explog.New(explog.Options{Store: db.st, Retention: db.o.ExpirationsRetention, Now: db.o.Now})
+	// The sweeper's synced delete follows each append of rows.
+	s := explog.New(explog.Options{Store: db.st, Retention: db.o.ExpirationsRetention, Now: db.o.Now, DeferRows: true})
 	if err := s.Ensure(ctx); err != nil {
 		return fmt.Errorf("ebb: %w", err)
 	}

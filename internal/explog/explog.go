@@ -125,6 +125,12 @@ type Options struct {
 	Now func() time.Time
 	// BatchSize bounds the entries of one Write. Zero means 100.
 	BatchSize int
+	// DeferRows, on a store with one ordered log (store.DeferredWriter),
+	// writes the rows source's entries without a sync of their own: the
+	// sweeper's delete, synced, comes right after and makes them durable
+	// first, so a crash loses either both or neither, and the removal is
+	// then repeated. It saves one sync per batch of removed rows.
+	DeferRows bool
 }
 
 // Stream is the log: its two appenders and its reader.
@@ -154,7 +160,7 @@ func New(o Options) *Stream {
 	if o.Store.Capabilities().SharedAcrossProcesses {
 		s.settle = remoteSettle
 	}
-	s.rows = &Log{s: s, src: SourceRows}
+	s.rows = &Log{s: s, src: SourceRows, deferred: o.DeferRows}
 	s.shards = &Log{s: s, src: SourceShards}
 	return s
 }
@@ -193,8 +199,9 @@ func (s *Stream) signal() {
 
 // Log is the appender of one source.
 type Log struct {
-	s   *Stream
-	src string
+	s        *Stream
+	src      string
+	deferred bool // Options.DeferRows, for the rows source
 
 	mu sync.Mutex
 	// last is the sequence of the source's last entry; loaded says it was
@@ -252,10 +259,17 @@ func (l *Log) Append(ctx context.Context, events []Event, once []uint64) error {
 	l.lastAt = now
 	seq := l.last
 	st := l.s.o.Store
-	write := st.Write
-	if dw, ok := store.As[store.DeferredWriter](st); ok && once != nil {
-		// The markers' synced write below makes these durable too.
-		write = dw.WriteDeferred
+	write, mark := st.Write, st.Write
+	if dw, ok := store.As[store.DeferredWriter](st); ok {
+		if once != nil {
+			// The markers' write below makes these durable too.
+			write = dw.WriteDeferred
+		}
+		if l.deferred {
+			// And the caller's synced write right after makes both
+			// durable, in this order (see Options.DeferRows).
+			write, mark = dw.WriteDeferred, dw.WriteDeferred
+		}
 	}
 	var batch []store.Mutation
 	hour := int64(-1)
@@ -301,7 +315,7 @@ func (l *Log) Append(ctx context.Context, events []Event, once []uint64) error {
 		}
 		for len(markers) > 0 {
 			n := min(len(markers), l.s.o.BatchSize)
-			if err := st.Write(ctx, Table, markers[:n]); err != nil {
+			if err := mark(ctx, Table, markers[:n]); err != nil {
 				return fmt.Errorf("explog: mark %s as logged: %w", l.src, err)
 			}
 			markers = markers[n:]
