@@ -54,6 +54,9 @@ func benchEventLag(b *testing.B, rate float64, disk bool) {
 	b.ReportMetric(float64(r.p99.Milliseconds()), "p99-event-lag-ms")
 	b.ReportMetric(float64(r.max.Milliseconds()), "max-event-lag-ms")
 	b.ReportMetric(r.achieved, "written-rows/s")
+	// Logged too, so that a failed case still says what it measured.
+	b.Logf("%d rows at %.0f/s written: event lag p50 %s, p99 %s, max %s", r.rows, r.achieved,
+		r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.max.Round(time.Millisecond))
 	if r.achieved < 0.9*rate {
 		b.Errorf("the writer reached only %.0f rows/s, want %.0f", r.achieved, rate)
 	}
