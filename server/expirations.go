@@ -103,6 +103,12 @@ func (s *Server) expirations(w http.ResponseWriter, r *http.Request, visible fun
 		}
 	}
 	after := queryGet(r, "after")
+	// A shutdown ends the wait: the long poll answers what it has, the
+	// stream ends, and the client comes back to another replica.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(s.draining, cancel)()
+	r = r.WithContext(ctx)
 	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		if id := r.Header.Get("Last-Event-ID"); id != "" && after == "" {
 			after = id
@@ -114,6 +120,9 @@ func (s *Server) expirations(w http.ResponseWriter, r *http.Request, visible fun
 		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	}
 	p, err := reader.Expirations(r.Context(), ebb.ExpirationsQuery{After: after, Limit: limit, Wait: timeout, Visible: visible})
+	if err != nil && s.draining.Err() != nil && errors.Is(err, context.Canceled) {
+		p, err = ebb.ExpirationsPage{Expirations: []ebb.Expiration{}, Next: after}, nil
+	}
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -218,5 +219,50 @@ func TestExpirationsEventStream(t *testing.T) {
 	rest, _ := parseSSE(t, r.body)
 	if len(rest) != 2 || rest[0].id != events[3].id || rest[1].id != events[4].id {
 		t.Fatalf("resumed after the third event: %+v, want the last two", rest)
+	}
+}
+
+// TestExpirationsEndAtShutdown checks that a shutdown does not wait for
+// the waiting readers of the log: a long poll answers at once with the
+// cursor it was given, and an event stream ends.
+func TestExpirationsEndAtShutdown(t *testing.T) {
+	db, err := ebb.Open(t.Context(), ebb.Options{Store: testbackend.Pebble(t, nil), NoBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	srv, _ := newServer(t, server.Options{DB: db})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- srv.ListenAndServe(ctx, "127.0.0.1:0", 30*time.Second, func(u string) { ready <- u })
+	}()
+	url := <-ready
+	first, err := db.Expirations(t.Context(), ebb.ExpirationsQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll := make(chan response, 1)
+	stream := make(chan response, 1)
+	go func() { poll <- call(t, "GET", url+"/v1/expirations?timeout=5m&after="+first.Next, "", nil) }()
+	go func() { stream <- call(t, "GET", url+"/v1/expirations", "", nil, "Accept: text/event-stream") }()
+	time.Sleep(300 * time.Millisecond) // both are waiting
+	start := time.Now()
+	cancel()
+	r := <-poll
+	var p expirationsPage
+	if r.status != 200 || json.Unmarshal(r.body, &p) != nil || len(p.Expirations) != 0 || p.Next != first.Next {
+		t.Fatalf("long poll at shutdown: %d %s", r.status, r.body)
+	}
+	if r := <-stream; r.status != 200 {
+		t.Fatalf("event stream at shutdown: %d %s", r.status, r.body)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("shutdown took %s with readers waiting", took)
 	}
 }
