@@ -35,6 +35,9 @@ type DB struct {
 	migrations *migrate.Service
 	lists      *lists.Service
 	tables     *multitable.Registry
+	// expirations is the log of expirations; nil when
+	// Options.NoExpirations.
+	expirations *expirationLog
 	// roles are the background roles by name (RoleShardManager,
 	// RoleSweeper).
 	roles map[string]*role
@@ -104,12 +107,17 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 		}
 		db.st = m
 	}
+	// The log of expirations lives below the expiry decorator: its rows
+	// carry no expiry of their own.
+	if err := db.openExpirations(ctx); err != nil {
+		return nil, err
+	}
 	// Precise expiry decorates the store next, so every feature's writes
 	// carrying an expiry are indexed and swept.
 	exp, err := expiry.Wrap(ctx, db.st, expiry.Options{
 		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, SweepInterval: o.SweepInterval,
 		CacheTTL: o.CacheTTL, MaxDeletesPerSecond: o.SweepMaxDeletesPerSecond,
-		Exclude: o.SweepExclude,
+		Exclude: o.SweepExclude, Removed: db.rowsRemoved(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ebb: expiry: %w", err)
@@ -130,7 +138,8 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 		MaxTotalShards: shardmgr.MaxTotalShards,
 		MaxPartitions:  o.MaxReadPartitions,
 		// Every action the manager applies is fenced by its lease.
-		Fence: leases[RoleShardManager].Fence,
+		Fence:      leases[RoleShardManager].Fence,
+		BeforeDrop: db.shardDropping(),
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: indexes: %w", err)
 	}

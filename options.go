@@ -100,6 +100,13 @@ type Options struct {
 	// loops: for tools that only read or write, beside a server that runs
 	// them. Expired rows stay invisible; they are just not deleted.
 	NoBackground bool
+	// ExpirationsRetention is how long the log of expirations
+	// (DB.Expirations) keeps what it recorded. Default 24 h.
+	ExpirationsRetention time.Duration
+	// NoExpirations leaves the log of expirations out: the sweeper then
+	// saves one Get and one log write per removed row (see docs/cost.md),
+	// and DB.Expirations answers ErrExpirationsOff.
+	NoExpirations bool
 }
 
 // DefaultMinFreeBytes is Options.MinFreeBytes's default: room for the
@@ -115,6 +122,8 @@ func DefaultOptions() Options {
 		LeaseDuration:     lease.DefaultDuration,
 		ReplicaID:         defaultReplicaID(),
 		CacheTTL:          store.DefaultCacheTTL,
+
+		ExpirationsRetention: 24 * time.Hour,
 	}
 }
 
@@ -150,6 +159,9 @@ func (o Options) withDefaults() Options {
 	if o.ReplicaID == "" {
 		o.ReplicaID = d.ReplicaID
 	}
+	if o.ExpirationsRetention == 0 {
+		o.ExpirationsRetention = d.ExpirationsRetention
+	}
 	return o
 }
 
@@ -163,6 +175,8 @@ func (o Options) Validate() error {
 		return store.Errorf(store.ErrInvalid, "ebb: Options has both a Store and a Dir; Dir is only for the embedded store Open creates")
 	case o.ReconcileInterval < 0, o.SweepInterval < 0, o.LeaseDuration < 0, o.CacheTTL < 0:
 		return store.Errorf(store.ErrInvalid, "ebb: intervals and the lease duration must be positive")
+	case o.ExpirationsRetention < 0:
+		return store.Errorf(store.ErrInvalid, "ebb: ExpirationsRetention %s is negative", o.ExpirationsRetention)
 	case o.MaxReadPartitions < 0:
 		return store.Errorf(store.ErrInvalid, "ebb: MaxReadPartitions %d is negative", o.MaxReadPartitions)
 	case o.SweepMaxDeletesPerSecond < 0:

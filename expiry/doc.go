@@ -57,6 +57,13 @@
 // exponential backoff on store.ErrThrottled and store.ErrUnavailable, and
 // optionally paced to MaxDeletesPerSecond.
 //
+// Options.Removed, when set, is told of each batch of rows just before
+// their conditional deletes (removed.go): the rows a Get finds gone (a row
+// still live survived an extension and is left out), each with an identity
+// and whether an earlier pass may have reported it already. ebb.DB's log
+// of expirations records them there, before the delete, so that a crash
+// in between repeats the report rather than losing it.
+//
 // Rows can be left out per write, with store.Mutation.Expiry: only the
 // swept modes (store.ExpiryDefault, store.ExpirySweep) are indexed, while
 // store.ExpiryNative rows are left to the backend's TTL and

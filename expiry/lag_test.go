@@ -113,11 +113,8 @@ type lagResult struct {
 func measureLag(tb testing.TB, rate float64, patience int) lagResult {
 	tb.Helper()
 	const (
-		interval  = time.Second
-		duration  = lagDuration
-		ttl       = 1500 * time.Millisecond
-		batchRows = 100
-		parts     = 50
+		interval = time.Second
+		ttl      = 1500 * time.Millisecond
 	)
 	ctx := context.Background()
 	raw := testbackend.Pebble(tb, nil)
@@ -149,31 +146,7 @@ func measureLag(tb testing.TB, rate float64, patience int) lagResult {
 	before := cnt.snapshot()
 	stopSweeper := startSweeper(tb, st)
 
-	// Write at the target rate: every 10 ms, as many batches as keep the
-	// total at rate * elapsed.
-	var exps []time.Time
-	batches := 0
-	began := time.Now()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for time.Since(began) < duration {
-		<-tick.C
-		for len(exps) < int(min(time.Since(began), duration).Seconds()*rate) {
-			now := time.Now()
-			exp := time.UnixMilli(now.Add(ttl).UnixMilli())
-			batch := make([]store.Mutation, batchRows)
-			for i := range batch {
-				k := int64(len(exps))
-				batch[i] = item(fmt.Sprintf("p%02d", k%parts), k, exp)
-				exps = append(exps, exp)
-			}
-			if err := st.Write(ctx, "items", batch); err != nil {
-				tb.Fatal(err)
-			}
-			batches++
-		}
-	}
-	wrote := time.Since(began)
+	exps, batches, wrote := writeAtRate(tb, st, rate, ttl)
 	n := len(exps)
 	r := lagResult{rows: n, batches: batches, interval: interval, achieved: float64(n) / wrote.Seconds()}
 
@@ -215,6 +188,40 @@ func measureLag(tb testing.TB, rate float64, patience int) lagResult {
 	r.calls = float64(r.ops.calls()-int64(batches)) / float64(n)
 	r.muts = float64(r.ops.mutations-int64(n)) / float64(n)
 	return r
+}
+
+// writeAtRate writes rows with a ttl into items through st for
+// lagDuration at rate rows per second: every 10 ms, as many batches of 100
+// (over 50 partitions) as keep the total at rate * elapsed. It returns
+// each row's expiry (row k has key k), the batches written and how long
+// the writing took.
+func writeAtRate(tb testing.TB, st store.Store, rate float64, ttl time.Duration) (exps []time.Time, batches int, took time.Duration) {
+	tb.Helper()
+	const (
+		batchRows = 100
+		parts     = 50
+	)
+	ctx := context.Background()
+	began := time.Now()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for time.Since(began) < lagDuration {
+		<-tick.C
+		for len(exps) < int(min(time.Since(began), lagDuration).Seconds()*rate) {
+			exp := time.UnixMilli(time.Now().Add(ttl).UnixMilli())
+			batch := make([]store.Mutation, batchRows)
+			for i := range batch {
+				k := int64(len(exps))
+				batch[i] = item(fmt.Sprintf("p%02d", k%parts), k, exp)
+				exps = append(exps, exp)
+			}
+			if err := st.Write(ctx, "items", batch); err != nil {
+				tb.Fatal(err)
+			}
+			batches++
+		}
+	}
+	return exps, batches, time.Since(began)
 }
 
 // benchRows writes n rows expiring at exp into items, through s.

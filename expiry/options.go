@@ -1,6 +1,7 @@
 package expiry
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -63,6 +64,11 @@ type Options struct {
 	// read again (another process may drop and re-create the table).
 	// Default store.DefaultCacheTTL.
 	CacheTTL time.Duration
+	// Removed, if set, is told of the rows a pass deletes, before it
+	// deletes them (removed.go): the log of expirations records them
+	// there, so that a crash between the two repeats the record rather
+	// than losing it. An error holds the delete; the pass retries it.
+	Removed func(ctx context.Context, table string, rows []Removed) error
 }
 
 // DefaultOptions returns the defaults that Wrap applies to zero fields

@@ -43,6 +43,12 @@ type Sweeper struct {
 	next, woken atomic.Int64
 	wake        chan struct{}
 
+	// lastPass is when the last pass began (Unix ms; guarded by pass),
+	// and entries due at or before repeatUntil may have been reported to
+	// Options.Removed already (removed.go).
+	lastPass    int64
+	repeatUntil atomic.Int64
+
 	// Retries of one backend call (constants; tests shorten them).
 	retryBase, retryMax time.Duration
 	retryAttempts       int
@@ -109,9 +115,23 @@ const saveEvery = 64
 func (sw *Sweeper) SweepOnce(ctx context.Context, now time.Time) (Result, error) {
 	sw.pass.Lock()
 	defer sw.pass.Unlock()
+	sw.notePass(now, false)
 	if sw.s.marked {
-		return sw.sweepMarked(ctx, now)
+		res, err := sw.sweepMarked(ctx, now)
+		if err != nil {
+			sw.notePass(now, true)
+		}
+		return res, err
 	}
+	res, err := sw.sweepWatermark(ctx, now)
+	if err != nil {
+		sw.notePass(now, true)
+	}
+	return res, err
+}
+
+// sweepWatermark is SweepOnce for an index created without due markers.
+func (sw *Sweeper) sweepWatermark(ctx context.Context, now time.Time) (Result, error) {
 	st, ok, err := loadState(ctx, sw.meta)
 	if err != nil {
 		return Result{}, err
@@ -332,6 +352,9 @@ func (sw *Sweeper) deleteRows(ctx context.Context, table string, entries []entry
 		n := min(len(muts), sw.s.opts.BatchSize)
 		chunk, exps := muts[:n], entries[:n]
 		if err := sw.pace.wait(ctx, n); err != nil {
+			return err
+		}
+		if err := sw.report(ctx, table, chunk, exps); err != nil {
 			return err
 		}
 		err := sw.retry(ctx, func() error { return sw.inner.Write(ctx, table, chunk) })

@@ -192,6 +192,9 @@ func metaKey(id FeatureID) (string, error) {
 	return string(b), nil
 }
 
+// tablePrefix begins the name of every feature table.
+const tablePrefix = "list_"
+
 // candidateName is the i-th table name tried for a feature's meta key.
 func candidateName(key string, i int) string {
 	in := key
@@ -199,7 +202,7 @@ func candidateName(key string, i int) string {
 		in += "\x00" + strconv.Itoa(i)
 	}
 	sum := sha256.Sum256([]byte(in))
-	return "list_" + hex.EncodeToString(sum[:16])
+	return tablePrefix + hex.EncodeToString(sum[:16])
 }
 
 // TableSpec returns the schema of a feature table.

@@ -254,3 +254,18 @@ func decodeToken(s string) (position, error) {
 	}
 	return p, nil
 }
+
+// ItemOf returns the logical table and key of a row of ItemsTable, given
+// its key columns, and false for rows that are not items (index entries,
+// bucket rows): the log of expirations names removed items by them.
+func ItemOf(partition, clustering []any) (table, key string, ok bool) {
+	if len(partition) != 4 || len(clustering) != 3 {
+		return "", "", false
+	}
+	if kind, _ := partition[2].(int64); kind != kindItem {
+		return "", "", false
+	}
+	table, ok1 := partition[0].(string)
+	key, ok2 := clustering[1].(string)
+	return table, key, ok1 && ok2
+}

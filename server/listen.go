@@ -104,6 +104,7 @@ func (s *Server) Serve(ctx context.Context, ln, hotLn net.Listener, drain time.D
 	select {
 	case <-ctx.Done():
 		s.log.Info("shutting down", "timeout", drain)
+		s.drain()
 	case err := <-served:
 		// Serve returns only on failure until Shutdown is called.
 		_ = httpSrv.Close()

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -124,6 +125,11 @@ type Server struct {
 	maxConns    int                    // Options.MaxConns; zero: DefaultMaxConns
 	hotURL      atomic.Pointer[string] // set once the hot listener listens
 	usage       usageHistory           // the meter's snapshots, for the rate over a window (usagewindow.go)
+	// draining is cancelled when Serve begins its shutdown, so that
+	// requests that wait (a long poll, an event stream) end at once
+	// instead of holding the drain (expirations.go).
+	draining context.Context
+	drain    context.CancelFunc
 }
 
 // New builds a Server: the built-in routes (/healthz, /metrics, admin), then
@@ -148,6 +154,7 @@ func New(opts Options) (*Server, error) {
 		gatherer: opts.Gatherer,
 		metrics:  newMetrics(),
 	}
+	s.draining, s.drain = context.WithCancel(context.Background())
 	s.mux = newRouteMux(s.observe("unmatched", s.serveUnmatched))
 	if s.now == nil {
 		s.now = time.Now
@@ -215,6 +222,9 @@ func New(opts Options) (*Server, error) {
 	s.routeDashboard()
 	if s.admin != nil {
 		s.routeAdmin()
+		if _, ok := s.admin.(ExpirationReader); ok {
+			s.routeExpirations()
+		}
 	}
 	for i, f := range opts.Features {
 		if err := s.install(f); err != nil {

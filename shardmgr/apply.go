@@ -70,6 +70,12 @@ type Result struct {
 // fence is called before each action, and an action whose fence fails is
 // refused with an error wrapping ErrFenced.
 func Apply(ctx context.Context, st store.Store, plan Plan, fence func(context.Context) error) []Result {
+	return apply(ctx, st, plan, fence, nil)
+}
+
+// apply is Apply with a hook called before each drop (Options.BeforeDrop);
+// its error holds the drop.
+func apply(ctx context.Context, st store.Store, plan Plan, fence func(context.Context) error, beforeDrop func(context.Context, string, Action) error) []Result {
 	var out []Result
 	for _, a := range plan.Actions {
 		if a.Deferred {
@@ -88,7 +94,12 @@ func Apply(ctx context.Context, st store.Store, plan Plan, fence func(context.Co
 			spec.Name = a.Table
 			err = st.CreateTable(ctx, spec)
 		case OpDrop:
-			err = st.DropTable(ctx, a.Table)
+			if beforeDrop != nil {
+				err = beforeDrop(ctx, plan.Index, a)
+			}
+			if err == nil {
+				err = st.DropTable(ctx, a.Table)
+			}
 		case OpSetCapacity, OpPrewarm:
 			err = st.SetCapacity(ctx, a.Table, a.Capacity)
 		case OpSetClass:

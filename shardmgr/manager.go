@@ -50,6 +50,10 @@ type Options struct {
 	// processes sharing a backend set it to their lease's fence so that a
 	// paused old leader never drops or resizes anything.
 	Fence func(context.Context) error
+	// BeforeDrop, if set, is called before each shard is dropped, after
+	// the fence; an error holds the drop (it is retried next run). The
+	// log of expirations records the drop there.
+	BeforeDrop func(ctx context.Context, index string, a Action) error
 }
 
 // RunOptions changes one Reconcile.
@@ -334,7 +338,7 @@ func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro R
 	if plan.ClockJump {
 		m.log.Warn("clock moved forward beyond the guard; drops deferred", "index", cfg.Index, "now", now)
 	}
-	results := Apply(ctx, m.opts.Store, plan, ro.Fence)
+	results := apply(ctx, m.opts.Store, plan, ro.Fence, m.opts.BeforeDrop)
 	changed := false
 	for _, r := range results {
 		if errors.Is(r.Err, ErrFenced) {

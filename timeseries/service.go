@@ -66,6 +66,9 @@ type Options struct {
 	// lease's, where several processes share the backend, so that a
 	// paused former holder acts on nothing. Nil fences nothing.
 	Fence func(context.Context) error
+	// BeforeDrop is called before the manager drops a shard
+	// (shardmgr.Options.BeforeDrop).
+	BeforeDrop func(ctx context.Context, index string, a shardmgr.Action) error
 	// MaxPartitions bounds the partitions one Query visits (the read
 	// budget): past it, Query answers with the events found so far, maybe
 	// none, and a page token that resumes at the next partition. Zero
@@ -193,6 +196,7 @@ func New(ctx context.Context, st store.Store, opts Options) (*Service, error) {
 		Registerer: opts.Registerer,
 		Changed:    s.invalidateShards,
 		Fence:      opts.Fence,
+		BeforeDrop: opts.BeforeDrop,
 	})
 	if err != nil {
 		return nil, err

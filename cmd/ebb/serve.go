@@ -111,6 +111,8 @@ Flags given on the command line override the file; a relative path in it
 	f.DurationVar(&cfg.db.ReconcileInterval, "reconcile-interval", cfg.db.ReconcileInterval, "how often the shard manager reconciles every index")
 	f.DurationVar(&cfg.db.SweepInterval, "sweep-interval", cfg.db.SweepInterval, "how often the expiry sweeper deletes expired rows")
 	f.Float64Var(&cfg.db.SweepMaxDeletesPerSecond, "sweep-max-deletes-per-second", cfg.db.SweepMaxDeletesPerSecond, "pace the expiry sweeper's physical deletes to at most this many per second, so that a mass expiry leaves capacity to other traffic (reads never return expired rows meanwhile); 0: unlimited")
+	f.DurationVar(&cfg.db.ExpirationsRetention, "expirations-retention", cfg.db.ExpirationsRetention, "how long the log of expirations (GET /v1/expirations, ebb watch expirations) keeps what it recorded")
+	f.BoolVar(&cfg.db.NoExpirations, "no-expirations", false, "keep no log of expirations: the sweeper saves a read and a log write per removed row (docs/cost.md)")
 	f.DurationVar(&cfg.db.LeaseDuration, "lease-duration", cfg.db.LeaseDuration, "lease of the shard manager and sweeper roles among replicas sharing a backend; another replica takes over within two of them")
 	f.StringVar(&cfg.db.ReplicaID, "replica-id", "", "this replica's name in leases and /v1/admin/cluster (default host:pid)")
 	f.StringVar(&cfg.authFile, "auth-file", "", "YAML file of bearer tokens and their scopes; required to listen on a non-loopback address")
@@ -153,6 +155,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	}
 	if cfg.minFreeBytes < 0 {
 		return fmt.Errorf("--min-free-bytes %d is negative; 0 turns the floor off", cfg.minFreeBytes)
+	}
+	if cfg.db.ExpirationsRetention <= 0 {
+		return fmt.Errorf("--expirations-retention %s must be positive; --no-expirations turns the log off", cfg.db.ExpirationsRetention)
 	}
 	if cfg.db.SweepMaxDeletesPerSecond < 0 {
 		return fmt.Errorf("--sweep-max-deletes-per-second %g is negative; 0 means unlimited", cfg.db.SweepMaxDeletesPerSecond)
@@ -220,6 +225,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	opts.LeaseDuration, opts.ReplicaID, opts.CacheTTL = cfg.db.LeaseDuration, cfg.db.ReplicaID, cfg.db.CacheTTL
 	opts.MinFreeBytes = cfg.minFreeBytes
 	opts.SweepMaxDeletesPerSecond = cfg.db.SweepMaxDeletesPerSecond
+	opts.ExpirationsRetention, opts.NoExpirations = cfg.db.ExpirationsRetention, cfg.db.NoExpirations
 	if cfg.minFreeBytes == 0 {
 		opts.MinFreeBytes = -1 // off; zero in ebb.Options takes the default
 	}

@@ -19,6 +19,7 @@ func TestServeFlagDefaults(t *testing.T) {
 		"reconcile-interval":           d.ReconcileInterval.String(),
 		"sweep-interval":               d.SweepInterval.String(),
 		"lease-duration":               d.LeaseDuration.String(),
+		"expirations-retention":        d.ExpirationsRetention.String(),
 		"sweep-max-deletes-per-second": strconv.FormatFloat(d.SweepMaxDeletesPerSecond, 'g', -1, 64),
 		// Per process (host:pid): ebb.Open fills it in.
 		"replica-id":      "",

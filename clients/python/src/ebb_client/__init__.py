@@ -45,6 +45,8 @@ from .models import (
     CostProjection,
     Event,
     EventPage,
+    Expiration,
+    ExpirationsPage,
     Health,
     Index,
     Layout,

@@ -21,6 +21,7 @@ from .errors import Unavailable
 from .models import (
     AddResult,
     AdminTables,
+    ExpirationsPage,
     Backup,
     CapacityPolicy,
     Cluster,
@@ -195,6 +196,23 @@ class AsyncClient:
     async def admin_backup(self, to: str) -> Backup:
         """POST /v1/admin/backup: a checkpoint of the embedded store into a new directory on the server."""
         return Backup.from_wire(await self._json("POST", "/v1/admin/backup", json={"to": to}))
+
+    # Expirations.
+
+    async def expirations(
+        self, *, after: Optional[str] = None, limit: Optional[int] = None, timeout: Optional[timedelta] = None
+    ) -> ExpirationsPage:
+        """GET /v1/expirations: removed rows and dropped shards after a cursor, those the token may read.
+
+        With timeout, the server waits that long for one when there is none
+        yet (a long poll); keep it below this client's own timeout.
+        """
+        p = _core.params(
+            after=after,
+            limit=limit,
+            timeout=_wire.format_duration(timeout) if timeout is not None else None,
+        )
+        return ExpirationsPage.from_wire(await self._json("GET", "/v1/expirations", params=p))
 
     # Indexes.
 

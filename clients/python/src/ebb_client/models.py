@@ -234,6 +234,34 @@ class Usage(Model):
 
 
 @dataclass(kw_only=True)
+class Expiration(Model):
+    """One entry of GET /v1/expirations: a removed row or a dropped shard."""
+
+    cursor: str
+    type: str
+    kind: str
+    name: str
+    removed_at: datetime
+    feature: Optional[str] = None
+    version: Optional[str] = None
+    key: Optional[list[str]] = None
+    expires_at: Optional[datetime] = None
+    shard: Optional[str] = None
+    from_: Optional[datetime] = field(default=None, metadata={"wire": "from"})
+    to: Optional[datetime] = None
+    rows: Optional[int] = None
+    archive: Optional[str] = None
+
+
+@dataclass(kw_only=True)
+class ExpirationsPage(Model):
+    """GET /v1/expirations: a page of the log and the cursor after it."""
+
+    expirations: list[Expiration]
+    next: str
+
+
+@dataclass(kw_only=True)
 class Lease(Model):
     role: str
     holder: str

@@ -1,0 +1,316 @@
+package ebb_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ebb-data/ebb"
+	"github.com/ebb-data/ebb/internal/testbackend"
+	"github.com/ebb-data/ebb/lists"
+	"github.com/ebb-data/ebb/multitable"
+	"github.com/ebb-data/ebb/shardmgr"
+	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/timeseries"
+)
+
+// expiringOptions are a DB's options for tests that wait for the sweeper:
+// short passes, so that rows leave soon after they expire.
+func expiringOptions(o ebb.Options) ebb.Options {
+	o.SweepInterval = 50 * time.Millisecond
+	o.ReconcileInterval = time.Hour
+	return o
+}
+
+// addExpiring adds n list items of feature id that expire within a
+// second, and returns their item keys' entity ids.
+func addExpiring(t *testing.T, db *ebb.DB, id lists.FeatureID, prefix string, n int) []string {
+	t.Helper()
+	ctx := t.Context()
+	if _, _, err := db.Lists().CreateFeatureWith(ctx, id, lists.FeatureConfig{TTL: time.Second, Expiry: store.ExpirySweep}); err != nil {
+		t.Fatal(err)
+	}
+	var entities []string
+	for i := range n {
+		e := fmt.Sprintf("%s%03d", prefix, i)
+		entities = append(entities, e)
+		if _, err := db.Lists().Add(ctx, id, e, []lists.Item{{Value: []byte("v"), Timestamp: time.Now().Add(-800 * time.Millisecond)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return entities
+}
+
+// readExpirations reads the log from after until it has want events or
+// the deadline passes, and returns them with the cursor it reached.
+func readExpirations(t *testing.T, db *ebb.DB, after string, want int, visible func(*ebb.Expiration) bool) ([]ebb.Expiration, string) {
+	t.Helper()
+	var got []ebb.Expiration
+	deadline := time.Now().Add(30 * time.Second)
+	for len(got) < want && time.Now().Before(deadline) {
+		p, err := db.Expirations(t.Context(), ebb.ExpirationsQuery{After: after, Limit: want - len(got), Wait: time.Second, Visible: visible})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p.Expirations...)
+		after = p.Next
+	}
+	return got, after
+}
+
+// TestExpirationsOnEveryBackend checks, on each backend, that the rows the
+// sweeper removes appear in the log once each, named by their feature and
+// key, with their expiry before their removal, and that a list item and a
+// shared-table item are both named.
+func TestExpirationsOnEveryBackend(t *testing.T) {
+	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+		ctx := t.Context()
+		db, err := ebb.Open(ctx, expiringOptions(ebb.Options{Store: open(t, nil)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		id := lists.FeatureID{EntityType: "user", Feature: "seen"}
+		entities := addExpiring(t, db, id, "u", 20)
+		if _, _, err := db.Tables().CreateTable(ctx, "sessions", multitable.Config{Expiry: store.ExpirySweep}); err != nil {
+			t.Fatal(err)
+		}
+		ttl := time.Second
+		if _, err := db.Tables().Put(ctx, "sessions", multitable.PutItem{Key: "s1", Timestamp: time.Now(), TTL: &ttl}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := readExpirations(t, db, "", len(entities)+1, nil)
+		seen := map[string]int{}
+		for _, ev := range got {
+			if ev.Type != ebb.ExpirationRow || ev.RemovedAt.Before(ev.ExpiresAt) || len(ev.Key) == 0 {
+				t.Errorf("malformed event %+v", ev)
+				continue
+			}
+			seen[ev.Kind+"/"+ev.Name+"/"+ev.Feature+"/"+ev.Key[0]]++
+		}
+		for _, e := range entities {
+			if n := seen["list/user/seen/"+e]; n != 1 {
+				t.Errorf("list item of %s delivered %d times, want once", e, n)
+			}
+		}
+		if n := seen["table/sessions//s1"]; n != 1 {
+			t.Errorf("shared-table item delivered %d times, want once; got %v", n, seen)
+		}
+	})
+}
+
+// TestExpirationsScopedByVisibility checks that a reader given a filter
+// sees only the events it accepts, and that the skipped ones still move
+// its cursor.
+func TestExpirationsScopedByVisibility(t *testing.T) {
+	ctx := t.Context()
+	db, err := ebb.Open(ctx, expiringOptions(ebb.Options{Store: testbackend.Pebble(t, nil)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	addExpiring(t, db, lists.FeatureID{EntityType: "user", Feature: "seen"}, "u", 5)
+	addExpiring(t, db, lists.FeatureID{EntityType: "admin", Feature: "seen"}, "a", 5)
+	all, end := readExpirations(t, db, "", 10, nil)
+	if len(all) != 10 {
+		t.Fatalf("%d events, want 10", len(all))
+	}
+	users, next := readExpirations(t, db, "", 10, func(ev *ebb.Expiration) bool { return ev.Name == "user" })
+	if len(users) != 5 {
+		t.Fatalf("%d events for user, want 5", len(users))
+	}
+	for _, ev := range users {
+		if ev.Name != "user" {
+			t.Fatalf("event of %s seen by a reader of user", ev.Name)
+		}
+	}
+	if next != end {
+		t.Fatalf("filtered read stopped at %s, want %s", next, end)
+	}
+}
+
+// TestExpirationsWaitWakes checks that a long poll returns as soon as an
+// expiration is recorded, well before its timeout.
+func TestExpirationsWaitWakes(t *testing.T) {
+	ctx := t.Context()
+	db, err := ebb.Open(ctx, expiringOptions(ebb.Options{Store: testbackend.Pebble(t, nil)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	p, err := db.Expirations(ctx, ebb.ExpirationsQuery{})
+	if err != nil || len(p.Expirations) != 0 {
+		t.Fatalf("empty log read %v, %v", p, err)
+	}
+	start := time.Now()
+	addExpiring(t, db, lists.FeatureID{EntityType: "user", Feature: "seen"}, "u", 1)
+	p, err = db.Expirations(ctx, ebb.ExpirationsQuery{After: p.Next, Wait: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Expirations) != 1 {
+		t.Fatalf("long poll returned %d events, want 1", len(p.Expirations))
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("long poll took %s: it did not wake on the expiration", took)
+	}
+}
+
+// TestExpirationsOff checks the off switch.
+func TestExpirationsOff(t *testing.T) {
+	db, err := ebb.Open(t.Context(), ebb.Options{Store: testbackend.Pebble(t, nil), NoExpirations: true, NoBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := db.Expirations(t.Context(), ebb.ExpirationsQuery{}); err != ebb.ErrExpirationsOff {
+		t.Fatalf("read of a DB without the log: %v, want ErrExpirationsOff", err)
+	}
+}
+
+// crashEnv carries the crash test's data directory to its child process.
+const crashEnv = "EBB_TEST_EXPIRATIONS_CRASH_DIR"
+
+// TestExpirationsSurviveKill checks that the log and its cursor are
+// durable: a child process expires rows, reads half of their events,
+// saves its cursor and kills itself without closing anything; the test
+// then reopens the directory and reads on from the cursor, and every
+// expiration is delivered exactly once across the two reads. More rows
+// then expire and are delivered after the old ones.
+func TestExpirationsSurviveKill(t *testing.T) {
+	if dir := os.Getenv(crashEnv); dir != "" {
+		crashChild(t, dir)
+		return
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestExpirationsSurviveKill$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if err == nil || !(errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL) {
+		t.Fatalf("child did not kill itself: %v\n%s", err, out)
+	}
+	saved, err := os.ReadFile(filepath.Join(dir, "read"))
+	if err != nil {
+		t.Fatalf("child saved nothing: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(saved)), "\n")
+	cursor, first := lines[0], lines[1:]
+
+	db, err := ebb.Open(t.Context(), expiringOptions(ebb.Options{Dir: filepath.Join(dir, "data")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	rest, next := readExpirations(t, db, cursor, crashRows-len(first), nil)
+	seen := map[string]int{}
+	for _, k := range first {
+		seen[k]++
+	}
+	for _, ev := range rest {
+		seen[ev.Key[0]]++
+	}
+	for i := range crashRows {
+		if k := fmt.Sprintf("u%03d", i); seen[k] != 1 {
+			t.Errorf("%s delivered %d times across the restart, want once", k, seen[k])
+		}
+	}
+	if p, err := db.Expirations(t.Context(), ebb.ExpirationsQuery{After: next}); err != nil || len(p.Expirations) != 0 {
+		t.Fatalf("read past the end: %d events, %v", len(p.Expirations), err)
+	}
+	// The sequence goes on past the old entries after the restart.
+	addExpiring(t, db, lists.FeatureID{EntityType: "user", Feature: "later"}, "w", 3)
+	more, _ := readExpirations(t, db, next, 3, nil)
+	if len(more) != 3 {
+		t.Fatalf("%d events after the restart, want 3", len(more))
+	}
+	for _, ev := range more {
+		if ev.Feature != "later" {
+			t.Fatalf("event %+v after the restart, want only the new feature's", ev)
+		}
+	}
+}
+
+const crashRows = 40
+
+// crashChild is the child side of TestExpirationsSurviveKill.
+func crashChild(t *testing.T, dir string) {
+	db, err := ebb.Open(context.Background(), expiringOptions(ebb.Options{Dir: filepath.Join(dir, "data")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addExpiring(t, db, lists.FeatureID{EntityType: "user", Feature: "seen"}, "u", crashRows)
+	// Wait until all are logged, then read only half of them.
+	if all, _ := readExpirations(t, db, "", crashRows, nil); len(all) != crashRows {
+		t.Fatalf("%d events, want %d", len(all), crashRows)
+	}
+	half, cursor := readExpirations(t, db, "", crashRows/2, nil)
+	out := cursor + "\n"
+	for _, ev := range half {
+		out += ev.Key[0] + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "read"), []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
+}
+
+// TestExpirationsRecordShardDrops checks that each shard the manager drops
+// is logged once, with its index and time range, and that a token
+// scoped to another index would not see it.
+func TestExpirationsRecordShardDrops(t *testing.T) {
+	ctx := t.Context()
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	db, err := ebb.Open(ctx, ebb.Options{Store: testbackend.Pebble(t, clock), Now: clock, NoBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, _, err := db.Indexes().Create(ctx, timeseries.Config{Name: "ev", TableBucket: time.Hour, PartitionBucket: time.Hour, Retention: 2 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		mu.Lock()
+		now = now.Add(30 * time.Minute)
+		mu.Unlock()
+		// Reconcile runs unfenced, as `ebb index reconcile` does; the
+		// background pass needs the lease.
+		if _, _, err := db.Indexes().Reconcile(ctx, "ev", shardmgr.RunOptions{DropStats: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := db.Expirations(ctx, ebb.ExpirationsQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards := map[string]int{}
+	for _, ev := range p.Expirations {
+		if ev.Type != ebb.ExpirationShard || ev.Kind != "index" || ev.Name != "ev" || !ev.To.After(ev.From) || ev.RemovedAt.Before(ev.To) || ev.Rows == nil {
+			t.Fatalf("malformed shard event %+v", ev)
+		}
+		shards[ev.Shard]++
+	}
+	if len(shards) < 2 {
+		t.Fatalf("%d shards dropped over four hours of a two-hour index, want at least 2: %+v", len(shards), p.Expirations)
+	}
+	for s, n := range shards {
+		if n != 1 {
+			t.Errorf("drop of %s logged %d times", s, n)
+		}
+	}
+	other, err := db.Expirations(ctx, ebb.ExpirationsQuery{Visible: func(ev *ebb.Expiration) bool { return ev.Name == "other" }})
+	if err != nil || len(other.Expirations) != 0 {
+		t.Fatalf("a reader of another index sees %d events, %v", len(other.Expirations), err)
+	}
+}
