@@ -80,6 +80,10 @@ type Config struct {
 	// (store.Capabilities.Switches): a switch they would refuse is
 	// deferred, so that the store never refuses one the plan applies.
 	Switches store.SwitchRules
+	// Archive, when set, is where each shard is archived before its drop
+	// (a URL, file:///DIR or s3://bucket/prefix): Options.BeforeDrop
+	// archives it, and a drop it refuses is held.
+	Archive string
 }
 
 // Guards bound what one run may drop. Zero values take the defaults.

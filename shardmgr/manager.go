@@ -50,6 +50,12 @@ type Options struct {
 	// processes sharing a backend set it to their lease's fence so that a
 	// paused old leader never drops or resizes anything.
 	Fence func(context.Context) error
+	// BeforeDrop, if set, is called before each drop is applied (and not
+	// for a dry run); an error holds the drop: it is deferred with the
+	// error as its reason, logged, counted in ebb_shard_drops_held, and
+	// tried again at the next run. The archive of a shard (Config.Archive)
+	// is made here, so that no shard is dropped before its copy is kept.
+	BeforeDrop func(ctx context.Context, cfg Config, a Action) error
 }
 
 // RunOptions changes one Reconcile.
@@ -88,6 +94,10 @@ type Manager struct {
 	// changed since the running pass read its snapshot; guarded by runMu.
 	// The pass reads those afresh instead of trusting the snapshot.
 	touched map[string]bool
+	// held is, per index, why each drop Options.BeforeDrop refused at the
+	// index's last reconcile is held, so that a dry run's plan says it
+	// too; guarded by runMu.
+	held map[string]map[string]string
 }
 
 // New returns a Manager; it does nothing until RunOnce.
@@ -327,8 +337,14 @@ func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro R
 		m.log.Warn("tables with the index prefix are not its shards; left alone", "index", cfg.Index, "tables", plan.Unrecognized)
 	}
 	if ro.DryRun {
+		for i := range plan.Actions {
+			if a := &plan.Actions[i]; a.Op == OpDrop && !a.Deferred && m.held[cfg.Index][a.Table] != "" {
+				a.Reason += "; held at the last run: " + m.held[cfg.Index][a.Table]
+			}
+		}
 		return plan, nil, nil
 	}
+	m.holdDrops(ctx, cfg, &plan, ro.Fence)
 	if plan.ClockJump {
 		m.log.Warn("clock moved forward beyond the guard; drops deferred", "index", cfg.Index, "now", now)
 	}
@@ -375,6 +391,48 @@ func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro R
 	return plan, results, errors.Join(errs...)
 }
 
+// holdDrops calls Options.BeforeDrop before each pending drop and holds
+// (defers) those it refuses, saying why.
+func (m *Manager) holdDrops(ctx context.Context, cfg Config, plan *Plan, fence func(context.Context) error) {
+	if m.opts.BeforeDrop == nil {
+		return
+	}
+	held := map[string]string{}
+	for i := range plan.Actions {
+		a := &plan.Actions[i]
+		if a.Op != OpDrop || a.Deferred {
+			continue
+		}
+		if fence != nil && fence(ctx) != nil {
+			continue // Apply refuses it
+		}
+		err := m.opts.BeforeDrop(ctx, cfg, *a)
+		if err == nil {
+			continue
+		}
+		why := err.Error()
+		if msg, ok := store.ClientMessage(err); ok {
+			why = msg
+		}
+		a.Deferred = true
+		a.Reason = "held: " + why + " (" + a.Reason + ")"
+		held[a.Table] = why
+		m.log.Warn("shard drop held", "index", cfg.Index, "table", a.Table, "err", err)
+	}
+	if m.held == nil {
+		m.held = map[string]map[string]string{}
+	}
+	// The series exists only while drops are held, so that an index
+	// without archive problems adds none.
+	if len(held) == 0 {
+		delete(m.held, cfg.Index)
+		m.metrics.held.DeleteLabelValues(cfg.Index)
+	} else {
+		m.held[cfg.Index] = held
+		m.metrics.held.WithLabelValues(cfg.Index).Set(float64(len(held)))
+	}
+}
+
 func (m *Manager) ensureMeta(ctx context.Context) error {
 	if m.metaReady {
 		return nil
@@ -393,6 +451,7 @@ func (m *Manager) Forget(ctx context.Context, index string) error {
 	defer m.runMu.Unlock()
 	m.ForgetSeries(index)
 	delete(m.ends, index)
+	delete(m.held, index)
 	if m.touched != nil {
 		m.touched[index] = true
 	}
@@ -420,6 +479,7 @@ type metrics struct {
 	runwayShort        prometheus.Counter
 	runwayShortIndexes prometheus.Gauge
 	passSeconds        prometheus.Gauge
+	held               *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -464,6 +524,10 @@ func newMetrics() *metrics {
 			Name: "ebb_reconcile_pass_seconds",
 			Help: "How long the last shard-manager pass over every index took; above half the narrowest table_bucket, runways shrink.",
 		}),
+		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ebb_shard_drops_held",
+			Help: "Drops of the index's expired shards held at its last reconcile (an archive that failed or did not verify, a shard restored from its archive): the plan says why.",
+		}, []string{"index"}),
 	}
 }
 
@@ -473,5 +537,5 @@ func (m *metrics) register(r prometheus.Registerer) error {
 	for _, op := range []Op{OpCreate, OpDrop, OpSetCapacity, OpPrewarm} {
 		m.actions.WithLabelValues(string(op))
 	}
-	return promreg.Register(r, m.runway, m.runwayEnd, m.tableBucket, m.lastSuccess, m.actions, m.failures, m.fenced, m.runwayShort, m.runwayShortIndexes, m.passSeconds)
+	return promreg.Register(r, m.runway, m.runwayEnd, m.tableBucket, m.lastSuccess, m.actions, m.failures, m.fenced, m.runwayShort, m.runwayShortIndexes, m.passSeconds, m.held)
 }
