@@ -308,7 +308,7 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // and its rows, decoded, must be m.Rows and hash to m.RowsSHA256, the
 // table's.
 func (a *Archiver) verify(ctx context.Context, t Target, m Manifest) error {
-	o, err := t.Open(ctx, m.Object)
+	o, sum, err := fetch(ctx, t, m.Object)
 	if err != nil {
 		return err
 	}
@@ -316,24 +316,61 @@ func (a *Archiver) verify(ctx context.Context, t Target, m Manifest) error {
 	if o.Size() != m.Bytes {
 		return store.Errorf(ErrUnverified, "object %s in %s has %d bytes, %d were written", m.Object, m.Location, o.Size(), m.Bytes)
 	}
-	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(o, 0, o.Size())); err != nil {
-		return store.Wrapf(store.ErrStorageFault, err, "archive: read back %s", m.Object)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != m.ObjectSHA256 {
+	if got := hex.EncodeToString(sum); got != m.ObjectSHA256 {
 		return store.Errorf(ErrUnverified, "object %s in %s has checksum %s, %s was written", m.Object, m.Location, got, m.ObjectSHA256)
 	}
-	n, sum, err := readRows(o, m.Schema, nil)
+	n, rsum, err := readRows(o, m.Schema, nil)
 	if err != nil {
 		return err
 	}
 	if n != m.Rows {
 		return store.Errorf(ErrUnverified, "object %s in %s holds %d rows, the table %d", m.Object, m.Location, n, m.Rows)
 	}
-	if got := hex.EncodeToString(sum); got != m.RowsSHA256 {
+	if got := hex.EncodeToString(rsum); got != m.RowsSHA256 {
 		return store.Errorf(ErrUnverified, "the rows of object %s in %s have checksum %s, the table's %s", m.Object, m.Location, got, m.RowsSHA256)
 	}
 	return nil
+}
+
+// localObject marks an object that is a local file, which Parquet reads
+// in place.
+type localObject interface {
+	Object
+	local()
+}
+
+func (fileObject) local() {}
+
+// fetch opens an object for reading rows and returns the checksum of its
+// bytes. An object that is not a local file (S3's) is streamed once into
+// a temporary file, hashing it on the way, since Parquet's reader makes
+// many small reads that would each be a request; the temporary file goes
+// when the returned object is closed.
+func fetch(ctx context.Context, t Target, name string) (Object, []byte, error) {
+	o, err := t.Open(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	h := sha256.New()
+	buf := make([]byte, 4<<20)
+	if _, ok := o.(localObject); ok {
+		if _, err := io.CopyBuffer(h, io.NewSectionReader(o, 0, o.Size()), buf); err != nil {
+			o.Close()
+			return nil, nil, store.Wrapf(store.ErrStorageFault, err, "archive: read back %s", name)
+		}
+		return o, h.Sum(nil), nil
+	}
+	defer o.Close()
+	f, err := os.CreateTemp("", ".tmp-archive-*")
+	if err != nil {
+		return nil, nil, store.Wrapf(store.ErrStorageFault, err, "archive: temporary file for %s", name)
+	}
+	os.Remove(f.Name()) // unlinked: gone with the last close
+	if _, err := io.CopyBuffer(io.MultiWriter(f, h), io.NewSectionReader(o, 0, o.Size()), buf); err != nil {
+		f.Close()
+		return nil, nil, store.Wrapf(store.ErrStorageFault, err, "archive: read back %s", name)
+	}
+	return fileObject{File: f, size: o.Size()}, h.Sum(nil), nil
 }
 
 // readRows reads every row of a Parquet object of spec, a row group at a
@@ -431,7 +468,7 @@ func (a *Archiver) ReadRows(ctx context.Context, m Manifest, fn func(vals []any)
 	if err != nil {
 		return err
 	}
-	o, err := t.Open(ctx, m.Object)
+	o, _, err := fetch(ctx, t, m.Object)
 	if err != nil {
 		return err
 	}

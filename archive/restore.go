@@ -65,6 +65,19 @@ func (a *Archiver) Restore(ctx context.Context, location, index, table string) (
 			return Restored{}, err
 		}
 	}
+	// The object is fetched and checked before anything is made, so that
+	// a corrupt one leaves no table behind.
+	o, osum, err := fetch(ctx, t, m.Object)
+	if err != nil {
+		return Restored{}, err
+	}
+	defer o.Close()
+	if got := hex.EncodeToString(osum); got != m.ObjectSHA256 {
+		return Restored{}, store.Errorf(ErrUnverified, "object %s in %s has checksum %s, its manifest %s", m.Object, location, got, m.ObjectSHA256)
+	}
+	if err := (store.Meta{S: a.opts.Store}).Ensure(ctx); err != nil {
+		return Restored{}, fmt.Errorf("archive: create %s: %w", store.MetaTable, err)
+	}
 	r := Restored{Index: index, Table: table, Start: m.Start, End: m.End, Location: location, Rows: m.Rows, RestoredAt: a.now().UTC()}
 	if err := a.putRestored(ctx, r); err != nil {
 		return Restored{}, err
@@ -74,11 +87,6 @@ func (a *Archiver) Restore(ctx context.Context, location, index, table string) (
 	if err := a.opts.Store.CreateTable(ctx, spec); err != nil {
 		return Restored{}, fmt.Errorf("archive: restore %s: %w", table, err)
 	}
-	o, err := t.Open(ctx, m.Object)
-	if err != nil {
-		return Restored{}, err
-	}
-	defer o.Close()
 	np, nc := len(spec.PartitionKey), len(spec.Clustering)
 	batch := make([]store.Mutation, 0, restoreBatch)
 	flush := func() error {

@@ -31,6 +31,7 @@ func Indexes(svc *timeseries.Service) Feature {
 		s.Route("GET /v1/indexes/{name}/events", byName, h.getEvents,
 			"index_id", "from", "to", "order", "limit", "page_token")
 		s.Route("POST /v1/indexes/{name}/reconcile", byName, h.reconcile, "dry_run", "allow_clock_jump")
+		archiveRoutes(s, h)
 	}
 }
 
@@ -54,6 +55,13 @@ type indexRequest struct {
 	Retention       string          `json:"retention"`
 	Runway          *int            `json:"runway"`
 	Capacity        *capacityPolicy `json:"capacity"`
+	Archive         *archiveConfig  `json:"archive"`
+}
+
+// archiveConfig is where an index's shards are archived before their
+// drop: file:///DIR or s3://bucket/prefix.
+type archiveConfig struct {
+	To string `json:"to"`
 }
 
 // capacityPolicy is the optional capacity policy of an index: the hot
@@ -75,6 +83,7 @@ type indexJSON struct {
 	HeldRetention   string          `json:"held_retention,omitempty"`
 	Runway          int             `json:"runway"`
 	Capacity        *capacityPolicy `json:"capacity,omitempty"`
+	Archive         *archiveConfig  `json:"archive,omitempty"`
 	Shards          []shardJSON     `json:"shards"`
 	RunwayRemaining string          `json:"runway_remaining"`
 }
@@ -105,6 +114,9 @@ func indexView(idx timeseries.Index) indexJSON {
 	}
 	if c := idx.Capacity; c.Enabled() {
 		out.Capacity = &capacityPolicy{HotReadUnits: c.HotRead, HotWriteUnits: c.HotWrite, PeakReadUnits: c.PeakRead, PeakWriteUnits: c.PeakWrite}
+	}
+	if a := idx.Archive; a != nil {
+		out.Archive = &archiveConfig{To: a.To}
 	}
 	for _, sh := range idx.Shards {
 		out.Shards = append(out.Shards, shardJSON{
@@ -150,6 +162,12 @@ func (h indexHandlers) create(w http.ResponseWriter, r *http.Request) error {
 			return Errorf(http.StatusBadRequest, CodeInvalidArgument, "capacity: hot_read_units and hot_write_units must be at least 1")
 		}
 		cfg.Capacity = shardmgr.CapacityPolicy{HotRead: c.HotReadUnits, HotWrite: c.HotWriteUnits, PeakRead: c.PeakReadUnits, PeakWrite: c.PeakWriteUnits}
+	}
+	if a := req.Archive; a != nil {
+		if a.To == "" {
+			return Errorf(http.StatusBadRequest, CodeInvalidArgument, "archive: to is required (file:///DIR or s3://bucket/prefix)")
+		}
+		cfg.Archive = &timeseries.ArchiveConfig{To: a.To}
 	}
 	idx, created, err := h.svc.Create(r.Context(), cfg)
 	if err != nil {

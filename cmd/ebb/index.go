@@ -35,7 +35,8 @@ their events. The commands talk to a running "ebb serve" (--server, default
 http://127.0.0.1:7070).`,
 	}
 	cmd.AddCommand(indexCreateCmd(c), indexUpdateCmd(c), indexListCmd(c), indexShowCmd(c), indexPlanCmd(c, false), indexPlanCmd(c, true),
-		indexDeleteCmd(c), indexWriteCmd(c), indexQueryCmd(c), indexMigrateCmd(c))
+		indexDeleteCmd(c), indexWriteCmd(c), indexQueryCmd(c), indexMigrateCmd(c),
+		indexArchivesCmd(c), indexRestoreArchiveCmd(c), indexReleaseArchiveCmd(c))
 	return cmd
 }
 
@@ -66,6 +67,7 @@ func indexCreateCmd(c *client) *cobra.Command {
 	var cfg ebbclient.IndexConfig
 	var capacity ebbclient.CapacityPolicy
 	var runway int
+	var archiveTo string
 	var out *output
 	cmd := &cobra.Command{
 		Use:   "create NAME",
@@ -88,6 +90,9 @@ different configuration is a conflict.`,
 					return fmt.Errorf("--runway %d: want at least 1", runway)
 				}
 				cfg.Runway = runway
+			}
+			if archiveTo != "" {
+				cfg.Archive = &ebbclient.ArchiveConfig{To: archiveTo}
 			}
 			idx, created, err := api.CreateIndex(cmd.Context(), args[0], cfg)
 			if err != nil {
@@ -113,6 +118,7 @@ different configuration is a conflict.`,
 	f.Int64Var(&capacity.HotWriteUnits, "hot-write-units", 0, "capacity policy: provision the hot shard with this many write units")
 	f.Int64Var(&capacity.PeakReadUnits, "peak-read-units", 0, "capacity policy: pre-warm the next shard to this many read units")
 	f.Int64Var(&capacity.PeakWriteUnits, "peak-write-units", 0, "capacity policy: pre-warm the next shard to this many write units")
+	f.StringVar(&archiveTo, "archive-to", "", "archive each shard there before its drop: file:///DIR or s3://bucket/prefix")
 	for _, name := range []string{"table-bucket", "partition-bucket", "retention"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
@@ -124,11 +130,12 @@ func indexUpdateCmd(c *client) *cobra.Command {
 	var retention time.Duration
 	var runway int
 	var capacity ebbclient.CapacityPolicy
-	var noCapacity bool
+	var noCapacity, noArchive bool
+	var archiveTo string
 	var out *output
 	cmd := &cobra.Command{
-		Use:   "update NAME [--retention D] [--runway N] [--hot-read-units N --hot-write-units N ... | --no-capacity]",
-		Short: "Change an index's retention, runway or capacity policy",
+		Use:   "update NAME [--retention D] [--runway N] [--hot-read-units N --hot-write-units N ... | --no-capacity] [--archive-to URL | --no-archive]",
+		Short: "Change an index's retention, runway, capacity policy or archive",
 		Long: `Change an index's retention, runway or capacity policy; the flags not given
 keep their values. Its buckets cannot change: shards are laid out by them.
 A longer retention keeps more shards from then on. A shorter one drops
@@ -147,8 +154,14 @@ new retention lets go.`,
 			if err != nil {
 				return err
 			}
-			cfg := ebbclient.IndexConfig{TableBucket: idx.TableBucket, PartitionBucket: idx.PartitionBucket, Retention: idx.Retention, Runway: idx.Runway, Capacity: idx.Capacity}
+			cfg := ebbclient.IndexConfig{TableBucket: idx.TableBucket, PartitionBucket: idx.PartitionBucket, Retention: idx.Retention, Runway: idx.Runway, Capacity: idx.Capacity, Archive: idx.Archive}
 			f := cmd.Flags()
+			switch {
+			case noArchive:
+				cfg.Archive = nil
+			case f.Changed("archive-to"):
+				cfg.Archive = &ebbclient.ArchiveConfig{To: archiveTo}
+			}
 			if f.Changed("retention") {
 				cfg.Retention = retention
 			}
@@ -188,6 +201,8 @@ new retention lets go.`,
 	f.Int64Var(&capacity.PeakReadUnits, "peak-read-units", 0, "capacity policy: pre-warm the next shard to this many read units")
 	f.Int64Var(&capacity.PeakWriteUnits, "peak-write-units", 0, "capacity policy: pre-warm the next shard to this many write units")
 	f.BoolVar(&noCapacity, "no-capacity", false, "drop the capacity policy: every shard on-demand")
+	f.StringVar(&archiveTo, "archive-to", "", "archive each shard there before its drop: file:///DIR or s3://bucket/prefix")
+	f.BoolVar(&noArchive, "no-archive", false, "archive no more shards before their drop")
 	out = addOutput(cmd)
 	return cmd
 }
@@ -253,6 +268,9 @@ func indexShowCmd(c *client) *cobra.Command {
 			if p := idx.Capacity; p != nil {
 				fmt.Fprintf(w, "capacity policy:  hot read %d, hot write %d, peak read %d, peak write %d units\n",
 					p.HotReadUnits, p.HotWriteUnits, p.PeakReadUnits, p.PeakWriteUnits)
+			}
+			if a := idx.Archive; a != nil {
+				fmt.Fprintf(w, "archive:          %s (each shard before its drop; \"ebb index archives %s\" lists them)\n", a.To, idx.Name)
 			}
 			fmt.Fprintln(w)
 			tw := newTable(w)
