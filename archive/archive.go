@@ -225,7 +225,9 @@ func (a *Archiver) export(ctx context.Context, t Target, sh Shard) (Manifest, er
 	cw := &countWriter{w: io.MultiWriter(f, objHash)}
 	w := parquet.NewWriter(cw, l.schema, parquet.Compression(&parquet.Zstd))
 	rows := newRowHash()
-	var prow parquet.Row
+	// Rows go to the writer a page at a time, in a buffer reused from
+	// page to page.
+	var prows []parquet.Row
 	vals := make([]any, 0, len(l.cols))
 	nextLog := a.opts.ProgressEvery
 	var after []byte
@@ -245,13 +247,16 @@ func (a *Archiver) export(ctx context.Context, t Target, sh Shard) (Manifest, er
 				if err != nil {
 					return Manifest{}, fmt.Errorf("archive: read %s: %w", sh.Table, err)
 				}
-				for _, r := range page.Rows {
+				prows = prows[:0]
+				for i, r := range page.Rows {
 					vals = append(append(append(vals[:0], r.Partition...), r.Clustering...), r.Values...)
 					rows.add(vals)
-					prow = l.row(prow, vals)
-					if _, err := w.WriteRows([]parquet.Row{prow}); err != nil {
-						return Manifest{}, store.Wrapf(store.ErrStorageFault, err, "archive: write %s", sh.Table)
+					if i < cap(prows) {
+						prows = prows[:i+1]
+					} else {
+						prows = append(prows, nil)
 					}
+					prows[i] = l.row(prows[i], vals)
 					if tc >= 0 {
 						ts := vals[tc].(time.Time)
 						if m.MinTime.IsZero() || ts.Before(m.MinTime) {
@@ -261,6 +266,9 @@ func (a *Archiver) export(ctx context.Context, t Target, sh Shard) (Manifest, er
 							m.MaxTime = ts
 						}
 					}
+				}
+				if _, err := w.WriteRows(prows); err != nil {
+					return Manifest{}, store.Wrapf(store.ErrStorageFault, err, "archive: write %s", sh.Table)
 				}
 				m.Rows += int64(len(page.Rows))
 				a.metrics.rows.Add(float64(len(page.Rows)))

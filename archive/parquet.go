@@ -95,12 +95,15 @@ func (l *layout) row(dst parquet.Row, vals []any) parquet.Row {
 // values decodes a Parquet row back into the table's values, in spec order.
 func (l *layout) values(r parquet.Row, dst []any) ([]any, error) {
 	dst = dst[:0]
-	byCol := make(map[int]parquet.Value, len(r))
-	for _, v := range r {
-		byCol[v.Column()] = v
-	}
+	// A row holds one value per column (no repeated columns), in column
+	// order.
 	for i, c := range l.cols {
-		v, ok := byCol[l.leaf[i]]
+		col := l.leaf[i]
+		ok := col < len(r) && r[col].Column() == col
+		v := parquet.Value{}
+		if ok {
+			v = r[col]
+		}
 		if !ok || v.IsNull() {
 			if i < l.keys {
 				return nil, store.Errorf(ErrUnverified, "archive: a row of the object has no %s", c.Name)
@@ -139,6 +142,7 @@ func sortRow(r parquet.Row) {
 type rowHash struct {
 	h   hash.Hash
 	buf []byte
+	num [8]byte
 }
 
 func newRowHash() *rowHash { return &rowHash{h: sha256.New()} }
@@ -156,9 +160,9 @@ func (r *rowHash) add(vals []any) {
 		case []byte:
 			p = x
 		case int64:
-			p = binary.BigEndian.AppendUint64(nil, uint64(x))
+			p = binary.BigEndian.AppendUint64(r.num[:0], uint64(x))
 		case time.Time:
-			p = binary.BigEndian.AppendUint64(nil, uint64(x.UnixMilli()))
+			p = binary.BigEndian.AppendUint64(r.num[:0], uint64(x.UnixMilli()))
 		}
 		b = append(b, 1)
 		b = binary.BigEndian.AppendUint32(b, uint32(len(p)))
