@@ -106,7 +106,7 @@ type Manifest struct {
 	MinTime time.Time `json:"min_time,omitzero"`
 	MaxTime time.Time `json:"max_time,omitzero"`
 	// Schema is the table's spec, which a restore creates the table with.
-	Schema store.TableSpec `json:"schema"`
+	Schema Schema `json:"schema"`
 	// Columns is the Parquet schema, one "name type" per column.
 	Columns []string `json:"columns"`
 	// ObjectSHA256 is the checksum of the object's bytes; RowsSHA256 of
@@ -209,14 +209,14 @@ func (a *Archiver) export(ctx context.Context, t Target, sh Shard) (Manifest, er
 	}
 	m := Manifest{
 		Version: ManifestVersion, Index: sh.Index, Table: sh.Table, Start: sh.Start.UTC(), End: sh.End.UTC(),
-		Object: objectName(sh.Index, sh.Table), Location: t.Location(), Schema: spec, ArchivedAt: a.now().UTC(),
+		Object: objectName(sh.Index, sh.Table), Location: t.Location(), Schema: schemaOf(spec), ArchivedAt: a.now().UTC(),
 	}
 	for _, c := range l.cols {
 		m.Columns = append(m.Columns, c.Name+" "+c.Type.String())
 	}
 	f, err := os.CreateTemp(t.TempDir(), ".tmp-"+sh.Table+"-*.parquet")
 	if err != nil {
-		return Manifest{}, store.Wrapf(store.ErrStorageFault, err, "archive: temporary file for %s", sh.Table)
+		return Manifest{}, store.Wrapf(store.ErrStorageFault, err, "archive: cannot write the object of %s to %s", sh.Table, t.Location())
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // a no-op once Put moved it
@@ -327,7 +327,7 @@ func (a *Archiver) verify(ctx context.Context, t Target, m Manifest) error {
 	if got := hex.EncodeToString(sum); got != m.ObjectSHA256 {
 		return store.Errorf(ErrUnverified, "object %s in %s has checksum %s, %s was written", m.Object, m.Location, got, m.ObjectSHA256)
 	}
-	n, rsum, err := readRows(o, m.Schema, nil)
+	n, rsum, err := readRows(o, m.Schema.spec(m.Table), nil)
 	if err != nil {
 		return err
 	}
@@ -481,6 +481,6 @@ func (a *Archiver) ReadRows(ctx context.Context, m Manifest, fn func(vals []any)
 		return err
 	}
 	defer o.Close()
-	_, _, err = readRows(o, m.Schema, func(vals []any) error { return fn(append([]any(nil), vals...)) })
+	_, _, err = readRows(o, m.Schema.spec(m.Table), func(vals []any) error { return fn(append([]any(nil), vals...)) })
 	return err
 }

@@ -82,8 +82,7 @@ func (a *Archiver) Restore(ctx context.Context, location, index, table string) (
 	if err := a.putRestored(ctx, r); err != nil {
 		return Restored{}, err
 	}
-	spec := m.Schema
-	spec.Name = table
+	spec := m.Schema.spec(table)
 	if err := a.opts.Store.CreateTable(ctx, spec); err != nil {
 		return Restored{}, fmt.Errorf("archive: restore %s: %w", table, err)
 	}

@@ -338,8 +338,11 @@ func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro R
 	}
 	if ro.DryRun {
 		for i := range plan.Actions {
+			// A drop held at the last run is held until a run's hook lets
+			// it go, so the plan shows it held, as the run would.
 			if a := &plan.Actions[i]; a.Op == OpDrop && !a.Deferred && m.held[cfg.Index][a.Table] != "" {
-				a.Reason += "; held at the last run: " + m.held[cfg.Index][a.Table]
+				a.Deferred = true
+				a.Reason = "held at the last run: " + m.held[cfg.Index][a.Table] + "; the next run tries again (" + a.Reason + ")"
 			}
 		}
 		return plan, nil, nil
@@ -422,15 +425,22 @@ func (m *Manager) holdDrops(ctx context.Context, cfg Config, plan *Plan, fence f
 	if m.held == nil {
 		m.held = map[string]map[string]string{}
 	}
-	// The series exists only while drops are held, so that an index
-	// without archive problems adds none.
 	if len(held) == 0 {
 		delete(m.held, cfg.Index)
-		m.metrics.held.DeleteLabelValues(cfg.Index)
 	} else {
 		m.held[cfg.Index] = held
-		m.metrics.held.WithLabelValues(cfg.Index).Set(float64(len(held)))
 	}
+	m.setHeld()
+}
+
+// setHeld exports how many drops are held over every index; the caller
+// holds runMu.
+func (m *Manager) setHeld() {
+	n := 0
+	for _, h := range m.held {
+		n += len(h)
+	}
+	m.metrics.held.Set(float64(n))
 }
 
 func (m *Manager) ensureMeta(ctx context.Context) error {
@@ -452,6 +462,7 @@ func (m *Manager) Forget(ctx context.Context, index string) error {
 	m.ForgetSeries(index)
 	delete(m.ends, index)
 	delete(m.held, index)
+	m.setHeld()
 	if m.touched != nil {
 		m.touched[index] = true
 	}
@@ -479,7 +490,7 @@ type metrics struct {
 	runwayShort        prometheus.Counter
 	runwayShortIndexes prometheus.Gauge
 	passSeconds        prometheus.Gauge
-	held               *prometheus.GaugeVec
+	held               prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -524,10 +535,10 @@ func newMetrics() *metrics {
 			Name: "ebb_reconcile_pass_seconds",
 			Help: "How long the last shard-manager pass over every index took; above half the narrowest table_bucket, runways shrink.",
 		}),
-		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		held: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ebb_shard_drops_held",
-			Help: "Drops of the index's expired shards held at its last reconcile (an archive that failed or did not verify, a shard restored from its archive): the plan says why.",
-		}, []string{"index"}),
+			Help: "Drops of expired shards held, over every index, at each index's last reconcile: an archive that failed or did not verify, or a shard restored from its archive. The plan and the log say why.",
+		}),
 	}
 }
 

@@ -62,5 +62,4 @@ func (m *Manager) deleteSeries(index string) {
 	m.metrics.runway.DeleteLabelValues(index)
 	m.metrics.runwayEnd.DeleteLabelValues(index)
 	m.metrics.tableBucket.DeleteLabelValues(index)
-	m.metrics.held.DeleteLabelValues(index)
 }

@@ -2,6 +2,7 @@ package timeseries
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/ebb-data/ebb/archive"
@@ -122,4 +123,25 @@ func (s *Service) invalidateRestored(name string) {
 	s.mu.Lock()
 	delete(s.restored, name)
 	s.mu.Unlock()
+}
+
+// planRestored holds, in a plan that applies nothing, the drops of shards
+// restored from the index's archive, as an apply would: the plan then says
+// what the manager will do.
+func (s *Service) planRestored(ctx context.Context, plan *shardmgr.Plan) error {
+	for i := range plan.Actions {
+		a := &plan.Actions[i]
+		if a.Op != shardmgr.OpDrop || a.Deferred {
+			continue
+		}
+		err := s.arch.CheckNotRestored(ctx, a.Table)
+		if errors.Is(err, archive.ErrRestored) {
+			msg, _ := store.ClientMessage(err)
+			a.Deferred = true
+			a.Reason = "held: " + msg + " (" + a.Reason + ")"
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
 }

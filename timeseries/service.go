@@ -403,6 +403,9 @@ func (s *Service) Reconcile(ctx context.Context, name string, ro shardmgr.RunOpt
 	sc := s.shardConfig(cfg)
 	sc.Retention = cfg.Retention
 	plan, results, err := s.mgr.Reconcile(ctx, sc, ro)
+	if ro.DryRun && err == nil {
+		err = s.planRestored(ctx, &plan)
+	}
 	if err == nil && !ro.DryRun && cfg.HeldRetention != 0 {
 		s.adminMu.Lock()
 		defer s.adminMu.Unlock()
