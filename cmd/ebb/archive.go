@@ -80,22 +80,20 @@ release-archive" drops it again.`,
 	return cmd
 }
 
+// indexReleaseArchiveCmd is not destructive by the rule of destructive.go:
+// what it drops stays in the archive, and restore-archive brings it back.
 func indexReleaseArchiveCmd(c *client) *cobra.Command {
-	return destructive(&cobra.Command{
+	return &cobra.Command{
 		Use:   "release-archive NAME SHARD",
 		Short: "Drop a shard restored from its archive; the archive stays",
 		Long: `Drop a shard restored with "ebb index restore-archive": queries no longer
-read it. Its archive stays where it is, to be restored again. It asks for
-confirmation at the terminal; scripts pass --yes.`,
-		Example:           `  ebb index release-archive events events_1719446400 --yes`,
+read it. Its archive stays where it is, to be restored again.`,
+		Example:           `  ebb index release-archive events events_1719446400`,
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: completeIndexNames(c),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := c.api()
 			if err != nil {
-				return err
-			}
-			if err := confirmDestroy(cmd, fmt.Sprintf("Drop the restored shard %s of index %s (its archive stays)", args[1], args[0])); err != nil {
 				return err
 			}
 			if err := api.ReleaseArchive(cmd.Context(), args[0], args[1]); err != nil {
@@ -104,5 +102,5 @@ confirmation at the terminal; scripts pass --yes.`,
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "restored shard %s released\n", args[1])
 			return err
 		},
-	})
+	}
 }
