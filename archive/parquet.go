@@ -106,7 +106,7 @@ func (l *layout) values(r parquet.Row, dst []any) ([]any, error) {
 		}
 		if !ok || v.IsNull() {
 			if i < l.keys {
-				return nil, store.Errorf(ErrUnverified, "archive: a row of the object has no %s", c.Name)
+				return nil, store.Errorf(ErrUnverified, "a row of the object has no %s", c.Name)
 			}
 			dst = append(dst, nil)
 			continue

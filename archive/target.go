@@ -84,22 +84,22 @@ type Opener func(ctx context.Context, location string) (Target, error)
 func CheckLocation(location string) error {
 	u, err := url.Parse(location)
 	if err != nil {
-		return store.Errorf(ErrLocation, "archive location %q: %s", location, err.Error())
+		return store.Errorf(ErrLocation, "%q: %s", location, err.Error())
 	}
 	switch u.Scheme {
 	case "file":
 		if u.Host != "" && u.Host != "localhost" {
-			return store.Errorf(ErrLocation, "archive location %q: a file URL names a local directory: file:///DIR", location)
+			return store.Errorf(ErrLocation, "%q: a file URL names a local directory: file:///DIR", location)
 		}
 		if !path.IsAbs(u.Path) || u.RawQuery != "" {
-			return store.Errorf(ErrLocation, "archive location %q: a file URL names an absolute directory: file:///DIR", location)
+			return store.Errorf(ErrLocation, "%q: a file URL names an absolute directory: file:///DIR", location)
 		}
 	case "s3":
 		if u.Host == "" || u.RawQuery != "" {
-			return store.Errorf(ErrLocation, "archive location %q: an S3 URL names a bucket: s3://bucket/prefix", location)
+			return store.Errorf(ErrLocation, "%q: an S3 URL names a bucket: s3://bucket/prefix", location)
 		}
 	default:
-		return store.Errorf(ErrLocation, "archive location %q: the scheme must be file or s3", location)
+		return store.Errorf(ErrLocation, "%q: the scheme must be file or s3", location)
 	}
 	return nil
 }
@@ -113,7 +113,7 @@ func OpenFile(_ context.Context, location string) (Target, error) {
 	}
 	u, _ := url.Parse(location)
 	if u.Scheme != "file" {
-		return nil, store.Errorf(ErrLocation, "archive location %q: this process opens file:// archives only", location)
+		return nil, store.Errorf(ErrLocation, "%q: this process opens file:// archives only", location)
 	}
 	return &fileTarget{loc: location, dir: filepath.FromSlash(u.Path)}, nil
 }
@@ -203,7 +203,7 @@ func (t *fileTarget) Open(_ context.Context, name string) (Object, error) {
 	}
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, store.Errorf(ErrObjectNotFound, "archive: no object %s in %s", name, t.loc)
+		return nil, store.Errorf(ErrObjectNotFound, "%s in %s", name, t.loc)
 	}
 	if err != nil {
 		return nil, store.Wrapf(store.ErrStorageFault, err, "archive: open %s", name)
