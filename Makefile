@@ -17,6 +17,8 @@ PKG     ?= ./...
 # (EBB_TEST_BACKENDS=all: a backend without its endpoint fails the run,
 # never skips). A second, idle DynamoDB Local
 # (EBB_DYNAMODB_TTL_ENDPOINT) serves the test of its native TTL process.
+# moto's server mode (PyPI, in a virtual environment under tools/moto)
+# serves S3 to the archive tests (EBB_S3_ENDPOINT).
 # Prometheus's promtool (Debian's prometheus package, installed when
 # missing) checks and unit-tests docs/prometheus/alerts.yml. Debian's
 # chromium (installed when missing) runs the dashboard's browser tests.
@@ -30,7 +32,7 @@ test:
 	EBB_TEST_SERVERS_PENDING="$$pending" \
 	./scripts/with-chromium.sh ./scripts/with-promtool.sh ./scripts/with-dynalite.sh ./scripts/with-dynamodb-local.sh \
 		env EBB_DYNAMODB_LOCAL_VAR=EBB_DYNAMODB_TTL_ENDPOINT ./scripts/with-dynamodb-local.sh \
-		./scripts/with-cassandra.sh $(MAKE) --no-print-directory check
+		./scripts/with-cassandra.sh ./scripts/with-moto.sh $(MAKE) --no-print-directory check
 	$(MAKE) --no-print-directory test-python
 
 # test-python runs the Python client's tests (clients/python) in a virtual

@@ -137,6 +137,7 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 		VisitBudget:    shardmgr.DefaultVisitBudget,
 		MaxTotalShards: shardmgr.MaxTotalShards,
 		MaxPartitions:  o.MaxReadPartitions,
+		ArchiveOpen:    o.ArchiveOpener,
 		// Every action the manager applies is fenced by its lease.
 		Fence:      leases[RoleShardManager].Fence,
 		BeforeDrop: db.shardDropping(),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ebb-data/ebb/archive"
 	"github.com/ebb-data/ebb/internal/lease"
 	"github.com/ebb-data/ebb/migrate"
 	"github.com/ebb-data/ebb/store"
@@ -32,6 +33,11 @@ type Options struct {
 	// with migrate.ErrNoOpener; a migration from an ebb table
 	// (migrate.KindTable, the index's own NAME_legacy) needs none.
 	LegacyOpener migrate.Opener
+	// ArchiveOpener opens the archive locations of indexes (package
+	// archive): nil opens file:// locations alone. Whoever links an
+	// object store's SDK supplies it, as cmd/ebb does with package
+	// archive/s3, so that this package links none.
+	ArchiveOpener archive.Opener
 
 	// Now is the clock for expiry, retention and the background loops. Nil
 	// means time.Now. Expiry is resolved on the Store's own clock, so a

@@ -29,6 +29,15 @@ type IndexConfig struct {
 	Runway int `json:"runway,omitempty"`
 	// Capacity is the capacity policy; nil leaves every shard on-demand.
 	Capacity *CapacityPolicy `json:"capacity,omitempty"`
+	// Archive, when set, keeps a copy of each shard (Parquet and a
+	// manifest) before its drop; it can change at any time.
+	Archive *ArchiveConfig `json:"archive,omitempty"`
+}
+
+// ArchiveConfig says where an index's shards are archived before their
+// drop: To is file:///DIR or s3://bucket/prefix.
+type ArchiveConfig struct {
+	To string `json:"to"`
 }
 
 // MarshalJSON writes an IndexConfig as the API does, durations as Go duration strings.
@@ -110,7 +119,8 @@ type Index struct {
 	// buckets changed: each in force from its From until the next one's;
 	// the last is TableBucket and PartitionBucket. Nil for an index with
 	// one layout.
-	Layouts []Layout `json:"layouts,omitempty"`
+	Layouts []Layout       `json:"layouts,omitempty"`
+	Archive *ArchiveConfig `json:"archive,omitempty"`
 	// Shards are sorted by start.
 	Shards []Shard `json:"shards"`
 	// RunwayRemaining is the time until the end of the last existing

@@ -33,6 +33,7 @@ func Indexes(svc *timeseries.Service) Feature {
 		s.Route("DELETE /v1/indexes/{name}/events", byName, h.eraseEvents,
 			"index_id", "from", "to", "timestamp", "event_id")
 		s.Route("POST /v1/indexes/{name}/reconcile", byName, h.reconcile, "dry_run", "allow_clock_jump")
+		archiveRoutes(s, h)
 	}
 }
 
@@ -56,6 +57,13 @@ type indexRequest struct {
 	Retention       string          `json:"retention"`
 	Runway          *int            `json:"runway"`
 	Capacity        *capacityPolicy `json:"capacity"`
+	Archive         *archiveConfig  `json:"archive"`
+}
+
+// archiveConfig is where an index's shards are archived before their
+// drop: file:///DIR or s3://bucket/prefix.
+type archiveConfig struct {
+	To string `json:"to"`
 }
 
 // capacityPolicy is the optional capacity policy of an index: the hot
@@ -80,6 +88,7 @@ type indexJSON struct {
 	HeldRetention string          `json:"held_retention,omitempty"`
 	Runway        int             `json:"runway"`
 	Capacity      *capacityPolicy `json:"capacity,omitempty"`
+	Archive       *archiveConfig  `json:"archive,omitempty"`
 	// Layouts are the layout epochs, oldest first, once table_bucket or
 	// partition_bucket changed; absent for an index with one layout.
 	Layouts         []layoutJSON `json:"layouts,omitempty"`
@@ -132,6 +141,9 @@ func indexView(idx timeseries.Index) indexJSON {
 	}
 	for _, l := range idx.Layouts {
 		out.Layouts = append(out.Layouts, layoutJSON{From: timefmt.Format(l.From), TableBucket: durfmt.Format(l.TableBucket), PartitionBucket: durfmt.Format(l.PartitionBucket)})
+	}
+	if a := idx.Archive; a != nil {
+		out.Archive = &archiveConfig{To: a.To}
 	}
 	for _, sh := range idx.Shards {
 		out.Shards = append(out.Shards, shardJSON{
@@ -186,6 +198,12 @@ func (h indexHandlers) create(w http.ResponseWriter, r *http.Request) error {
 		}
 		cfg.Capacity.HotRead, cfg.Capacity.HotWrite = c.HotReadUnits, c.HotWriteUnits
 		cfg.Capacity.PeakRead, cfg.Capacity.PeakWrite = c.PeakReadUnits, c.PeakWriteUnits
+	}
+	if a := req.Archive; a != nil {
+		if a.To == "" {
+			return Errorf(http.StatusBadRequest, CodeInvalidArgument, "archive: to is required (file:///DIR or s3://bucket/prefix)")
+		}
+		cfg.Archive = &timeseries.ArchiveConfig{To: a.To}
 	}
 	idx, created, err := h.svc.Create(r.Context(), cfg)
 	if err != nil {

@@ -88,6 +88,10 @@ type Config struct {
 	// bucket changed: the last is TableBucket's. Empty means one layout
 	// of TableBucket from the epoch.
 	Layouts []Layout
+	// Archive, when set, is where each shard is archived before its drop
+	// (a URL, file:///DIR or s3://bucket/prefix): Options.BeforeDrop
+	// archives it, and a drop it refuses is held.
+	Archive string
 }
 
 // Guards bound what one run may drop. Zero values take the defaults.

@@ -54,6 +54,12 @@ type Options struct {
 	// the fence; an error holds the drop (it is retried next run). The
 	// log of expirations records the drop there.
 	BeforeDrop func(ctx context.Context, index string, a Action) error
+	// PrepareDrop, if set, is called for each pending drop before the
+	// run applies its actions (and not for a dry run); an error holds the drop: it is deferred with the
+	// error as its reason, logged, counted in ebb_shard_drops_held, and
+	// tried again at the next run. The archive of a shard (Config.Archive)
+	// is made here, so that no shard is dropped before its copy is kept.
+	PrepareDrop func(ctx context.Context, cfg Config, a Action) error
 }
 
 // RunOptions changes one Reconcile.
@@ -92,6 +98,10 @@ type Manager struct {
 	// changed since the running pass read its snapshot; guarded by runMu.
 	// The pass reads those afresh instead of trusting the snapshot.
 	touched map[string]bool
+	// held is, per index, why each drop Options.PrepareDrop refused at the
+	// index's last reconcile is held, so that a dry run's plan says it
+	// too; guarded by runMu.
+	held map[string]map[string]string
 }
 
 // New returns a Manager; it does nothing until RunOnce.
@@ -333,8 +343,17 @@ func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro R
 		m.log.Warn("tables with the index prefix are not its shards; left alone", "index", cfg.Index, "tables", plan.Unrecognized)
 	}
 	if ro.DryRun {
+		for i := range plan.Actions {
+			// A drop held at the last run is held until a run's hook lets
+			// it go, so the plan shows it held, as the run would.
+			if a := &plan.Actions[i]; a.Op == OpDrop && !a.Deferred && m.held[cfg.Index][a.Table] != "" {
+				a.Deferred = true
+				a.Reason = "held at the last run: " + m.held[cfg.Index][a.Table] + "; the next run tries again (" + a.Reason + ")"
+			}
+		}
 		return plan, nil, nil
 	}
+	m.holdDrops(ctx, cfg, &plan, ro.Fence)
 	if plan.ClockJump {
 		m.log.Warn("clock moved forward beyond the guard; drops deferred", "index", cfg.Index, "now", now)
 	}
@@ -381,6 +400,55 @@ func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro R
 	return plan, results, errors.Join(errs...)
 }
 
+// holdDrops calls Options.PrepareDrop before each pending drop and holds
+// (defers) those it refuses, saying why.
+func (m *Manager) holdDrops(ctx context.Context, cfg Config, plan *Plan, fence func(context.Context) error) {
+	if m.opts.PrepareDrop == nil {
+		return
+	}
+	held := map[string]string{}
+	for i := range plan.Actions {
+		a := &plan.Actions[i]
+		if a.Op != OpDrop || a.Deferred {
+			continue
+		}
+		if fence != nil && fence(ctx) != nil {
+			continue // Apply refuses it
+		}
+		err := m.opts.PrepareDrop(ctx, cfg, *a)
+		if err == nil {
+			continue
+		}
+		why := err.Error()
+		if msg, ok := store.ClientMessage(err); ok {
+			why = msg
+		}
+		a.Deferred = true
+		a.Reason = "held: " + why + " (" + a.Reason + ")"
+		held[a.Table] = why
+		m.log.Warn("shard drop held", "index", cfg.Index, "table", a.Table, "err", err)
+	}
+	if m.held == nil {
+		m.held = map[string]map[string]string{}
+	}
+	if len(held) == 0 {
+		delete(m.held, cfg.Index)
+	} else {
+		m.held[cfg.Index] = held
+	}
+	m.setHeld()
+}
+
+// setHeld exports how many drops are held over every index; the caller
+// holds runMu.
+func (m *Manager) setHeld() {
+	n := 0
+	for _, h := range m.held {
+		n += len(h)
+	}
+	m.metrics.held.Set(float64(n))
+}
+
 func (m *Manager) ensureMeta(ctx context.Context) error {
 	if m.metaReady {
 		return nil
@@ -399,6 +467,8 @@ func (m *Manager) Forget(ctx context.Context, index string) error {
 	defer m.runMu.Unlock()
 	m.ForgetSeries(index)
 	delete(m.ends, index)
+	delete(m.held, index)
+	m.setHeld()
 	if m.touched != nil {
 		m.touched[index] = true
 	}
@@ -426,6 +496,7 @@ type metrics struct {
 	runwayShort        prometheus.Counter
 	runwayShortIndexes prometheus.Gauge
 	passSeconds        prometheus.Gauge
+	held               prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -470,6 +541,10 @@ func newMetrics() *metrics {
 			Name: "ebb_reconcile_pass_seconds",
 			Help: "How long the last shard-manager pass over every index took; above half the narrowest table_bucket, runways shrink.",
 		}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ebb_shard_drops_held",
+			Help: "Drops of expired shards held, over every index, at each index's last reconcile: an archive that failed or did not verify, or a shard restored from its archive. The plan and the log say why.",
+		}),
 	}
 }
 
@@ -479,7 +554,7 @@ func (m *metrics) register(r prometheus.Registerer) error {
 	for _, op := range []Op{OpCreate, OpDrop, OpSetCapacity, OpPrewarm} {
 		m.actions.WithLabelValues(string(op))
 	}
-	return promreg.Register(r, m.runway, m.runwayEnd, m.tableBucket, m.lastSuccess, m.actions, m.failures, m.fenced, m.runwayShort, m.runwayShortIndexes, m.passSeconds)
+	return promreg.Register(r, m.runway, m.runwayEnd, m.tableBucket, m.lastSuccess, m.actions, m.failures, m.fenced, m.runwayShort, m.runwayShortIndexes, m.passSeconds, m.held)
 }
 
 // lastWidth is the width of the shard ending at end, the last of the

@@ -207,6 +207,9 @@ func NewPlan(cfg Config, now time.Time, observed []Shard, last LastRun) Plan {
 		if cfg.DropKeepsSnapshot {
 			a.Reason += "; the cluster keeps an auto_snapshot of the dropped table (auto_snapshot: true by default), so no disk is freed until `nodetool clearsnapshot` runs or auto_snapshot is off"
 		}
+		if cfg.Archive != "" {
+			a.Reason += "; archived to " + cfg.Archive + " and verified first"
+		}
 		switch {
 		case jump:
 			plan.ClockJump = true

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ebb-data/ebb/archive"
 	"github.com/ebb-data/ebb/internal/durfmt"
 	"github.com/ebb-data/ebb/shardmgr"
 	"github.com/ebb-data/ebb/store"
@@ -96,6 +97,24 @@ type Config struct {
 	// the change; a second change before the first one's shard exists
 	// replaces it. Create ignores the field as given.
 	Layouts []Layout `json:"layouts,omitempty"`
+	// Archive, when set, keeps a copy of each shard before its drop
+	// (package archive); it may change at any time.
+	Archive *ArchiveConfig `json:"archive,omitempty"`
+}
+
+// ArchiveConfig says where an index's shards are archived before their
+// drop.
+type ArchiveConfig struct {
+	// To is the location: file:///DIR or s3://bucket/prefix.
+	To string `json:"to"`
+}
+
+// archiveTo is the index's archive location; "" when it has none.
+func (c Config) archiveTo() string {
+	if c.Archive == nil {
+		return ""
+	}
+	return c.Archive.To
 }
 
 // Layout is one layout epoch of an index (Config.Layouts).
@@ -170,6 +189,9 @@ func (c Config) changed(want Config) []string {
 	if c.Capacity != want.Capacity {
 		out = append(out, "capacity")
 	}
+	if c.archiveTo() != want.archiveTo() {
+		out = append(out, "archive")
+	}
 	return out
 }
 
@@ -199,6 +221,10 @@ func (c Config) Validate() error {
 		return bad("table_bucket %s must be a multiple of partition_bucket %s", durfmt.Format(c.TableBucket), durfmt.Format(c.PartitionBucket))
 	case c.Retention <= 0 || c.Retention%time.Millisecond != 0:
 		return bad("retention %s must be a positive whole number of milliseconds", durfmt.Format(c.Retention))
+	case c.Archive != nil:
+		if err := archive.CheckLocation(c.Archive.To); err != nil {
+			return store.Errorf(store.ErrInvalid, "index %q: %w", c.Name, err)
+		}
 	}
 	for _, l := range c.Layouts {
 		if l.PartitionBucket <= 0 || l.PartitionBucket%time.Millisecond != 0 || l.TableBucket%l.PartitionBucket != 0 {
@@ -229,6 +255,7 @@ func (c Config) shardConfig(g shardmgr.Guards, caps store.Capabilities) shardmgr
 		Switches:          caps.Switches,
 		Classes:           caps.Classes,
 		Layouts:           c.shardLayouts(),
+		Archive:           c.archiveTo(),
 	}
 }
 

@@ -108,7 +108,21 @@ func (s *Service) QueryShards(ctx context.Context, index string, q Query) (Page,
 	// The range in Unix ms, [lo, hi). An event is live while ts +
 	// retention > now, so the oldest live ms is floor(now - retention) + 1.
 	now := s.now()
-	lo := max(floorMs(now.Add(-cfg.Retention))+1, 0)
+	live := max(floorMs(now.Add(-cfg.Retention))+1, 0)
+	lo := live
+	// Shards restored from the index's archive are read whatever their
+	// age: the range reaches back to the oldest, and only their
+	// partitions are read before the retention window.
+	var restored map[int64]bool
+	if cfg.archiveTo() != "" {
+		var err error
+		if restored, err = s.restoredStarts(ctx, cfg); err != nil {
+			return Page{}, err
+		}
+		for start := range restored {
+			lo = min(lo, start)
+		}
+	}
 	if !q.From.IsZero() {
 		lo = max(lo, ceilMs(q.From))
 	}
@@ -155,6 +169,15 @@ func (s *Service) QueryShards(ctx context.Context, index string, q Query) (Page,
 			elo = max(elo, pos.bucket*pb)
 		}
 	}
+	if restored != nil {
+		kept := make([]int64, 0, len(starts))
+		for _, sh := range starts {
+			if restored[sh] || cfg.shardEnd(sh) > live {
+				kept = append(kept, sh)
+			}
+		}
+		starts = kept
+	}
 	cur := newCursor(cfg, starts, elo, ehi, q.Desc)
 	pageBytes, visited := 0, 0
 	for p, ok := cur.next(); ok; p, ok = cur.next() {
@@ -171,9 +194,16 @@ func (s *Service) QueryShards(ctx context.Context, index string, q Query) (Page,
 		}
 		visited++
 		want := q.Limit - len(page.Events)
+		plo := lo
+		if !restored[p.shard] {
+			plo = max(lo, live)
+		}
+		if plo >= min(hi, p.hi) {
+			continue // before the retention window, in a shard not restored
+		}
 		sq := store.Query{
 			Partition: []any{q.IndexID, p.bucket},
-			Low:       store.Bound{Values: []any{time.UnixMilli(max(lo, p.lo)).UTC()}, Inclusive: true},
+			Low:       store.Bound{Values: []any{time.UnixMilli(max(plo, p.lo)).UTC()}, Inclusive: true},
 			High:      store.Bound{Values: []any{time.UnixMilli(min(hi, p.hi)).UTC()}},
 			Reverse:   q.Desc,
 			// One more than needed tells whether the partition has more.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ebb-data/ebb/archive"
 	"github.com/ebb-data/ebb/internal/durfmt"
 	"github.com/ebb-data/ebb/shardmgr"
 	"github.com/ebb-data/ebb/store"
@@ -74,6 +75,9 @@ type Options struct {
 	// none, and a page token that resumes at the next partition. Zero
 	// means DefaultMaxPartitions.
 	MaxPartitions int
+	// ArchiveOpen opens the targets of indexes' archive locations; nil
+	// opens file:// locations alone (archive.OpenFile).
+	ArchiveOpen archive.Opener
 }
 
 // DefaultMaxPartitions is the partitions one Query visits at most when
@@ -99,6 +103,7 @@ type Service struct {
 	visit   time.Duration // Options.VisitBudget
 	maxAll  int64         // Options.MaxTotalShards
 	mgr     *shardmgr.Manager
+	arch    *archive.Archiver
 	metrics *metrics
 
 	adminMu sync.Mutex // serializes Create and Delete
@@ -106,6 +111,9 @@ type Service struct {
 	mu      sync.Mutex
 	configs map[string]cachedConfig
 	shards  map[string]cachedShards
+	// restored caches the starts of each index's shards restored from
+	// its archive (restoredStarts).
+	restored map[string]cachedRestored
 
 	bufs sync.Pool // of *writeBuf, Put's scratch space
 
@@ -161,19 +169,20 @@ func New(ctx context.Context, st store.Store, opts Options) (*Service, error) {
 		return nil, fmt.Errorf("timeseries: create %s: %w", store.MetaTable, err)
 	}
 	s := &Service{
-		st:      st,
-		now:     opts.Now,
-		log:     opts.Logger,
-		ttl:     opts.CacheTTL,
-		guards:  opts.Guards,
-		caps:    st.Capabilities(),
-		minRun:  opts.MinRunway,
-		maxPart: opts.MaxPartitions,
-		visit:   opts.VisitBudget,
-		maxAll:  opts.MaxTotalShards,
-		metrics: newMetrics(),
-		configs: map[string]cachedConfig{},
-		shards:  map[string]cachedShards{},
+		st:       st,
+		now:      opts.Now,
+		log:      opts.Logger,
+		ttl:      opts.CacheTTL,
+		guards:   opts.Guards,
+		caps:     st.Capabilities(),
+		minRun:   opts.MinRunway,
+		maxPart:  opts.MaxPartitions,
+		visit:    opts.VisitBudget,
+		maxAll:   opts.MaxTotalShards,
+		metrics:  newMetrics(),
+		configs:  map[string]cachedConfig{},
+		shards:   map[string]cachedShards{},
+		restored: map[string]cachedRestored{},
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -187,6 +196,14 @@ func New(ctx context.Context, st store.Store, opts Options) (*Service, error) {
 	if s.maxPart == 0 {
 		s.maxPart = DefaultMaxPartitions
 	}
+	arch, err := archive.New(archive.Options{
+		Store: st, Open: opts.ArchiveOpen, TimeColumn: colTS,
+		Now: s.now, Logger: s.log, Registerer: opts.Registerer,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.arch = arch
 	mgr, err := shardmgr.New(shardmgr.Options{
 		Store:      st,
 		Configs:    s.shardConfigs,
@@ -197,6 +214,7 @@ func New(ctx context.Context, st store.Store, opts Options) (*Service, error) {
 		Changed:    s.invalidateShards,
 		Fence:      opts.Fence,
 		BeforeDrop: opts.BeforeDrop,
+		PrepareDrop: s.beforeDrop,
 	})
 	if err != nil {
 		return nil, err
@@ -391,6 +409,9 @@ func (s *Service) Reconcile(ctx context.Context, name string, ro shardmgr.RunOpt
 	sc := s.shardConfig(cfg)
 	sc.Retention = cfg.Retention
 	plan, results, err := s.mgr.Reconcile(ctx, sc, ro)
+	if ro.DryRun && err == nil {
+		err = s.planRestored(ctx, &plan)
+	}
 	if err == nil && !ro.DryRun && cfg.HeldRetention != 0 {
 		s.adminMu.Lock()
 		defer s.adminMu.Unlock()
@@ -604,6 +625,7 @@ func (s *Service) forget(name string) {
 	s.mu.Lock()
 	delete(s.configs, name)
 	delete(s.shards, name)
+	delete(s.restored, name)
 	s.mu.Unlock()
 }
 

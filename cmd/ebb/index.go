@@ -36,7 +36,8 @@ their events. The commands talk to a running "ebb serve" (--server, default
 http://127.0.0.1:7070).`,
 	}
 	cmd.AddCommand(indexCreateCmd(c), indexUpdateCmd(c), indexListCmd(c), indexShowCmd(c), indexPlanCmd(c, false), indexPlanCmd(c, true),
-		indexDeleteCmd(c), indexEraseCmd(c), indexWriteCmd(c), indexQueryCmd(c), indexMigrateCmd(c))
+		indexDeleteCmd(c), indexEraseCmd(c), indexWriteCmd(c), indexQueryCmd(c), indexMigrateCmd(c),
+		indexArchivesCmd(c), indexRestoreArchiveCmd(c), indexReleaseArchiveCmd(c))
 	return cmd
 }
 
@@ -67,6 +68,7 @@ func indexCreateCmd(c *client) *cobra.Command {
 	var cfg ebbclient.IndexConfig
 	var capacity ebbclient.CapacityPolicy
 	var runway int
+	var archiveTo string
 	var out *output
 	cmd := &cobra.Command{
 		Use:   "create NAME",
@@ -89,6 +91,9 @@ different configuration is a conflict.`,
 					return fmt.Errorf("--runway %d: want at least 1", runway)
 				}
 				cfg.Runway = runway
+			}
+			if archiveTo != "" {
+				cfg.Archive = &ebbclient.ArchiveConfig{To: archiveTo}
 			}
 			idx, created, err := api.CreateIndex(cmd.Context(), args[0], cfg)
 			if err != nil {
@@ -115,6 +120,7 @@ different configuration is a conflict.`,
 	f.Int64Var(&capacity.PeakReadUnits, "peak-read-units", 0, "capacity policy: pre-warm the next shard to this many read units")
 	f.Int64Var(&capacity.PeakWriteUnits, "peak-write-units", 0, "capacity policy: pre-warm the next shard to this many write units")
 	f.DurationVar(&capacity.ColdAfter, "cold-after", 0, "capacity policy (DynamoDB): move shards that ended at least this long ago to the Standard-IA table class (e.g. 720h)")
+	f.StringVar(&archiveTo, "archive-to", "", "archive each shard there before its drop: file:///DIR or s3://bucket/prefix")
 	for _, name := range []string{"table-bucket", "partition-bucket", "retention"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
@@ -126,12 +132,13 @@ func indexUpdateCmd(c *client) *cobra.Command {
 	var retention, tableBucket, partitionBucket time.Duration
 	var runway int
 	var capacity ebbclient.CapacityPolicy
-	var noCapacity bool
+	var noCapacity, noArchive bool
+	var archiveTo string
 	var out *output
 	cmd := &cobra.Command{
-		Use:   "update NAME [--retention D] [--runway N] [--table-bucket D] [--partition-bucket D] [--hot-read-units N --hot-write-units N ... | --no-capacity]",
-		Short: "Change an index's retention, runway, buckets or capacity policy",
-		Long: `Change an index's retention, runway, buckets or capacity policy; the flags
+		Use:   "update NAME [--retention D] [--runway N] [--table-bucket D] [--partition-bucket D] [--hot-read-units N --hot-write-units N ... | --no-capacity] [--archive-to URL | --no-archive]",
+		Short: "Change an index's retention, runway, buckets, capacity policy or archive",
+		Long: `Change an index's retention, runway, buckets, capacity policy or archive; the flags
 not given keep their values. A longer retention keeps more shards from then
 on. A shorter one drops nothing by itself: the background manager keeps the
 old retention's shards until "ebb index plan" shows, and "ebb index apply"
@@ -155,8 +162,14 @@ replaces it.`,
 			if err != nil {
 				return err
 			}
-			cfg := ebbclient.IndexConfig{TableBucket: idx.TableBucket, PartitionBucket: idx.PartitionBucket, Retention: idx.Retention, Runway: idx.Runway, Capacity: idx.Capacity}
+			cfg := ebbclient.IndexConfig{TableBucket: idx.TableBucket, PartitionBucket: idx.PartitionBucket, Retention: idx.Retention, Runway: idx.Runway, Capacity: idx.Capacity, Archive: idx.Archive}
 			f := cmd.Flags()
+			switch {
+			case noArchive:
+				cfg.Archive = nil
+			case f.Changed("archive-to"):
+				cfg.Archive = &ebbclient.ArchiveConfig{To: archiveTo}
+			}
 			if f.Changed("retention") {
 				cfg.Retention = retention
 			}
@@ -218,6 +231,8 @@ replaces it.`,
 	f.Int64Var(&capacity.PeakWriteUnits, "peak-write-units", 0, "capacity policy: pre-warm the next shard to this many write units")
 	f.DurationVar(&capacity.ColdAfter, "cold-after", 0, "capacity policy (DynamoDB): move shards that ended at least this long ago to the Standard-IA table class, and back when they no longer have (0: leave classes alone)")
 	f.BoolVar(&noCapacity, "no-capacity", false, "drop the capacity policy: every shard on-demand, classes left alone")
+	f.StringVar(&archiveTo, "archive-to", "", "archive each shard there before its drop: file:///DIR or s3://bucket/prefix")
+	f.BoolVar(&noArchive, "no-archive", false, "archive no more shards before their drop")
 	out = addOutput(cmd)
 	return cmd
 }
@@ -293,6 +308,9 @@ func indexShowCmd(c *client) *cobra.Command {
 				if err := printLayouts(w, idx.Layouts); err != nil {
 					return err
 				}
+			}
+			if a := idx.Archive; a != nil {
+				fmt.Fprintf(w, "archive:          %s (each shard before its drop; \"ebb index archives %s\" lists them)\n", a.To, idx.Name)
 			}
 			fmt.Fprintln(w)
 			tw := newTable(w)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ebb-data/ebb"
+	"github.com/ebb-data/ebb/archive/s3target"
 	"github.com/ebb-data/ebb/migrate/legacyopen"
 	"github.com/ebb-data/ebb/server"
 	"github.com/ebb-data/ebb/store"
@@ -31,6 +32,7 @@ type serveConfig struct {
 	backend           string
 	dynamoEndpoint    string
 	dynamoRegion      string
+	s3                s3target.Options
 	cqlHosts          []string
 	cqlKeyspace       string
 	cqlConsistency    string
@@ -97,6 +99,9 @@ Flags given on the command line override the file; a relative path in it
 	f.StringVar(&cfg.dynamoEndpoint, "dynamodb-endpoint", "", "DynamoDB API endpoint URL (default: the AWS endpoint of the region)")
 	f.StringVar(&cfg.dynamoRegion, "dynamodb-region", "", "DynamoDB region (default: from the AWS environment)")
 	f.StringVar(&cfg.dynamoPrefix, "dynamodb-table-prefix", "", "prefix of every DynamoDB table ebb creates, so that several deployments share one account")
+	f.StringVar(&cfg.s3.Endpoint, "s3-endpoint", "", "S3 endpoint URL of s3:// index archives (an S3-compatible service; default: AWS's, from the region)")
+	f.StringVar(&cfg.s3.Region, "s3-region", "", "S3 region of s3:// index archives (default: from the AWS environment)")
+	f.BoolVar(&cfg.s3.PathStyle, "s3-path-style", false, "address S3 buckets as ENDPOINT/BUCKET, as most S3-compatible services need")
 	f.StringSliceVar(&cfg.cqlHosts, "cql-hosts", nil, "CQL contact points, comma-separated (H1,H2)")
 	f.StringVar(&cfg.cqlKeyspace, "cql-keyspace", "ebb", "CQL keyspace")
 	f.StringVar(&cfg.cqlConsistency, "cql-consistency", cql.DefaultOptions().Consistency.String(), "CQL consistency level of reads and writes (conditional writes use LOCAL_SERIAL)")
@@ -221,6 +226,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	// Migrations off DynamoDB and CQL tables reach them through the
 	// backend's own client where they live beside ebb's tables.
 	opts.LegacyOpener = legacyopen.New(legacyopen.Options{Backend: opts.Store, Logger: log})
+	// Index archives go to directories and, through the S3 SDK this
+	// binary links, to s3:// locations.
+	opts.ArchiveOpener = s3target.Opener(cfg.s3)
 	opts.ReconcileInterval, opts.SweepInterval = cfg.db.ReconcileInterval, cfg.db.SweepInterval
 	opts.LeaseDuration, opts.ReplicaID, opts.CacheTTL = cfg.db.LeaseDuration, cfg.db.ReplicaID, cfg.db.CacheTTL
 	opts.MinFreeBytes = cfg.minFreeBytes

@@ -501,7 +501,11 @@
               : null)),
         h('div', {}, h('dt', {}, 'Now (server clock)'), h('dd', { dataset: { now: '' } }, formatTime(nowMs))),
         h('div', {}, h('dt', {}, 'Shards'), h('dd', { dataset: { counts: '' } }, countText)),
-        h('div', {}, h('dt', {}, 'Capacity'), h('dd', {}, capacity))),
+        h('div', {}, h('dt', {}, 'Capacity'), h('dd', {}, capacity)),
+        idx.archive
+          ? h('div', {}, h('dt', {}, 'Archive'), h('dd', { dataset: { archive: '' } },
+            `${idx.archive.to}: each shard before its drop; a drop whose archive fails is held, and the plan below says why`))
+          : null),
       timeline(idx, shards, nowMs, retentionMs, drops),
       planView(idx, plan));
   }

@@ -18,12 +18,13 @@ from .errors import Unavailable
 from .models import (
     AddResult,
     AdminTables,
-    ExpirationsPage,
+    ArchiveList,
     Backup,
     CapacityPolicy,
     Cluster,
     Event,
     EventPage,
+    ExpirationsPage,
     Health,
     Index,
     LegacyRow,
@@ -34,6 +35,7 @@ from .models import (
     Migration,
     Plan,
     Ready,
+    RestoredShard,
     Table,
     TableItem,
     TableItemsBatch,
@@ -345,6 +347,19 @@ class Client:
     def apply_index(self, name: str, *, allow_clock_jump: bool = False) -> Plan:
         """Makes the shard changes now (ebb index apply); a deferred action needs another apply later."""
         return self.reconcile_index(name, dry_run=False, allow_clock_jump=allow_clock_jump)
+
+    def list_archives(self, name: str) -> ArchiveList:
+        """GET /v1/indexes/{name}/archives: the shards archived before their drop, and those restored."""
+        return ArchiveList.from_wire(self._json("GET", _core.index_path(name) + "/archives"))
+
+    def restore_archive(self, name: str, shard: str) -> RestoredShard:
+        """POST /v1/indexes/{name}/archives/{shard}/restore: brings an archived shard back, read-only."""
+        path = _core.index_path(name) + "/archives/" + _wire.segment(shard) + "/restore"
+        return RestoredShard.from_wire(self._json("POST", path))
+
+    def release_archive(self, name: str, shard: str) -> None:
+        """POST /v1/indexes/{name}/archives/{shard}/release: drops a restored shard; the archive stays."""
+        self._send("POST", _core.index_path(name) + "/archives/" + _wire.segment(shard) + "/release")
 
     # Migration.
 

@@ -343,6 +343,48 @@ class Index(Model):
 
 
 @dataclass(kw_only=True)
+class Archive(Model):
+    """One shard archived before its drop, from its manifest."""
+
+    table: str
+    start: datetime
+    end: datetime
+    location: str
+    object: str
+    rows: int
+    bytes: int
+    columns: list[str]
+    object_sha256: str
+    rows_sha256: str
+    archived_at: datetime
+    restored: bool
+    min_time: Optional[datetime] = None
+    max_time: Optional[datetime] = None
+    verified_at: Optional[datetime] = None
+
+
+@dataclass(kw_only=True)
+class RestoredShard(Model):
+    """A shard restored from its archive: read by queries until released."""
+
+    table: str
+    start: datetime
+    end: datetime
+    location: str
+    rows: int
+    restored_at: datetime
+    complete: bool
+
+
+@dataclass(kw_only=True)
+class ArchiveList(Model):
+    """An index's archived shards and those restored now."""
+
+    archives: list[Archive]
+    restored: list[RestoredShard]
+
+
+@dataclass(kw_only=True)
 class Event(Model):
     """An event: written with write_events, read with query_events.
 

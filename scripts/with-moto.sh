@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# with-moto.sh runs a command with EBB_S3_ENDPOINT pointing at an
+# S3-compatible endpoint: moto's server mode (PyPI), on which the archive
+# tests write, verify and read Parquet objects (archive/s3target).
+#
+#   scripts/with-moto.sh go test ./archive/s3target/
+#
+# When EBB_S3_ENDPOINT is already set, the command runs against that
+# endpoint as is. Otherwise moto[server] $MOTO_VERSION is installed with
+# pip into a virtual environment under tools/moto/venv the first time (the
+# directory ignores itself in git; Debian's python3-venv is installed with
+# apt-get when missing, see make_venv in scripts/lib.sh), started in
+# memory on a free loopback port, and stopped when the command ends. The
+# script exits with the command's status, and fails (never skips) when
+# moto cannot be installed or started. With EBB_TEST_SERVERS_PENDING set
+# (make test), the wait is left to scripts/await-test-servers.sh.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/lib.sh
+source "$root/scripts/lib.sh"
+
+if [[ $# -eq 0 ]]; then
+	echo "usage: $0 command [args...]" >&2
+	exit 2
+fi
+
+if [[ -n "${EBB_S3_ENDPOINT:-}" ]]; then
+	exec "$@"
+fi
+
+MOTO_VERSION=5.2.5
+venv="$root/tools/moto/venv"
+bin="$venv/bin/moto_server"
+if [[ ! -x "$bin" ]] || [[ "$("$venv/bin/python" -m pip show moto 2>/dev/null | sed -n 's/^Version: //p')" != "$MOTO_VERSION" ]]; then
+	if ! make_venv "$venv" with-moto; then
+		echo "with-moto: no virtual environment for moto; set EBB_S3_ENDPOINT to bring an S3 endpoint" >&2
+		exit 1
+	fi
+	echo "with-moto: installing moto[server] $MOTO_VERSION (pip)" >&2
+	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "moto[server]==$MOTO_VERSION" >&2
+	if [[ ! -x "$bin" ]]; then
+		echo "with-moto: pip installed moto but $bin is missing" >&2
+		exit 1
+	fi
+fi
+
+port="$(free_port)"
+log="$(mktemp -t moto.XXXXXX.log)"
+"$bin" -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
+pid=$!
+
+cleanup() {
+	if kill -0 "$pid" 2>/dev/null; then
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	fi
+	rm -f "$log"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+endpoint="http://127.0.0.1:$port"
+if ! start_wait "with-moto: moto" "$pid" "$port" 30 "$log"; then
+	exit 1
+fi
+echo "with-moto: moto on $endpoint" >&2
+export EBB_S3_ENDPOINT="$endpoint"
+status=0
+"$@" || status=$?
+exit "$status"
