@@ -205,15 +205,15 @@ func New(ctx context.Context, st store.Store, opts Options) (*Service, error) {
 	}
 	s.arch = arch
 	mgr, err := shardmgr.New(shardmgr.Options{
-		Store:      st,
-		Configs:    s.shardConfigs,
-		Interval:   opts.ReconcileInterval,
-		Now:        s.now,
-		Logger:     s.log,
-		Registerer: opts.Registerer,
-		Changed:    s.invalidateShards,
-		Fence:      opts.Fence,
-		BeforeDrop: opts.BeforeDrop,
+		Store:       st,
+		Configs:     s.shardConfigs,
+		Interval:    opts.ReconcileInterval,
+		Now:         s.now,
+		Logger:      s.log,
+		Registerer:  opts.Registerer,
+		Changed:     s.invalidateShards,
+		Fence:       opts.Fence,
+		BeforeDrop:  opts.BeforeDrop,
 		PrepareDrop: s.beforeDrop,
 	})
 	if err != nil {
