@@ -53,7 +53,8 @@
 // only if the row has no live content at that moment, so a row whose expiry
 // was extended or removed after it was indexed survives (the extension wrote
 // its own entry); the stale entry is then deleted. Deletes go out in batches
-// of the backend's preferred size, grouped by table, retried with
+// of the backend's preferred size, grouped by table and in the order of
+// the rows' keys (cheaper to apply than the index's order), retried with
 // exponential backoff on store.ErrThrottled and store.ErrUnavailable, and
 // optionally paced to MaxDeletesPerSecond.
 //

@@ -1,9 +1,11 @@
 package pebble
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/ebb-data/ebb/store"
@@ -148,6 +150,15 @@ func (s *Store) apply(name string, t *table, rs []kit.ResolvedMutation, wo *pebb
 	if !reads {
 		sc.sortBatch()
 	}
+	// A sweeper's batch (conditional deletes only) reads its rows through
+	// one iterator over the database rather than a Get each: in key order,
+	// as the sweeper sends them, each seek starts from the row before. It
+	// needs no indexed batch, since it reads nothing it wrote (a row twice
+	// in it is deleted twice, which is the same).
+	sweep := onlyDeleteIfExpired(rs)
+	if sweep {
+		indexed = false
+	}
 	var b *pebble.Batch
 	var reader pebble.Reader = s.db
 	if indexed {
@@ -164,6 +175,15 @@ func (s *Store) apply(name string, t *table, rs []kit.ResolvedMutation, wo *pebb
 			s.rows.unlock(&rows)
 		}
 	}()
+	var it *pebble.Iterator
+	if sweep {
+		// Opened under the row locks: it must see every write to its rows
+		// committed before them.
+		if it, err = s.db.NewIter(nil); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+		defer it.Close()
+	}
 	now := s.now().UnixMilli()
 	for _, i := range order {
 		r := &rs[i]
@@ -193,7 +213,7 @@ func (s *Store) apply(name string, t *table, rs []kit.ResolvedMutation, wo *pebb
 		case store.DeleteCells:
 			err = b.Merge(key, encodeDeleteCells(val[:0], r), nil)
 		case store.DeleteRow, store.DeleteIfExpired:
-			err = s.deleteRow(b, t, r, key, now)
+			err = s.deleteRow(b, it, t, r, key, now)
 		}
 		if err != nil {
 			return fmt.Errorf("write %s: %w", name, err)
@@ -245,12 +265,13 @@ func (s *Store) commit(b *pebble.Batch, wo *pebble.WriteOptions, applied func())
 }
 
 // deleteRow deletes a row and its index entries; for DeleteIfExpired only
-// when nothing of the row is live at now.
-func (s *Store) deleteRow(b *pebble.Batch, t *table, r *kit.ResolvedMutation, key []byte, now int64) error {
-	if !b.Indexed() {
+// when nothing of the row is live at now. It reads the row through it when
+// given, else from b when b is indexed.
+func (s *Store) deleteRow(b *pebble.Batch, it *pebble.Iterator, t *table, r *kit.ResolvedMutation, key []byte, now int64) error {
+	if !b.Indexed() && it == nil {
 		return b.Delete(key, nil)
 	}
-	v, closer, err := b.Get(key)
+	v, closer, err := readRow(b, it, key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil
 	}
@@ -277,6 +298,32 @@ func (s *Store) deleteRow(b *pebble.Batch, t *table, r *kit.ResolvedMutation, ke
 	}
 	return b.Delete(key, nil)
 }
+
+// readRow reads the row at key through it, positioned by a seek, or, with
+// no iterator, from b. The value is valid until the closer is closed or it
+// moves.
+func readRow(b *pebble.Batch, it *pebble.Iterator, key []byte) ([]byte, io.Closer, error) {
+	if it == nil {
+		return b.Get(key)
+	}
+	if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
+		if err := it.Error(); err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, pebble.ErrNotFound
+	}
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, noClose{}, nil
+}
+
+// noClose is the closer of a value read through an iterator, which the
+// iterator owns.
+type noClose struct{}
+
+func (noClose) Close() error { return nil }
 
 // condHolds evaluates a condition against the row's live content as r
 // holds it: the database, or an indexed batch over it when the batch wrote
