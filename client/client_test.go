@@ -229,6 +229,23 @@ func TestIndexes(t *testing.T) {
 			t.Errorf("write at %s: %v, want %v", c2.ts, err, c2.want)
 		}
 	}
+	// An event's own TTL: shorter than the retention, and not yet past.
+	for _, c2 := range []struct {
+		ttl  time.Duration
+		ts   time.Time
+		want error
+	}{{3 * time.Hour, now, client.ErrInvalidArgument}, {-time.Minute, now, client.ErrInvalidArgument}, {time.Minute, now.Add(-2 * time.Minute), client.ErrExpired}} {
+		bad := []client.Event{{IndexID: "b", EventID: "ok", Timestamp: now, TTL: time.Hour}, {IndexID: "b", EventID: "bad", Timestamp: c2.ts, TTL: c2.ttl}}
+		if _, err := c.WriteEvents(ctx, "events", bad); !errors.Is(err, c2.want) || !strings.Contains(err.Error(), "event 1") {
+			t.Errorf("write with ttl %s at %s: %v, want %v", c2.ttl, c2.ts, err, c2.want)
+		}
+	}
+	if n, err := c.WriteEvents(ctx, "events", []client.Event{{IndexID: "ttl", EventID: "short", Timestamp: now, TTL: time.Hour}}); err != nil || n != 1 {
+		t.Fatalf("write with a ttl: %d %v", n, err)
+	}
+	if page, err := c.QueryEvents(ctx, "events", client.EventQuery{IndexID: "ttl"}); err != nil || len(page.Events) != 1 || page.Events[0].EventID != "short" {
+		t.Errorf("an event with a ttl: %+v %v", page, err)
+	}
 	if _, err := c.WriteEvents(ctx, "events", make([]client.Event, 10001)); !errors.Is(err, client.ErrTooLarge) {
 		t.Errorf("10001 events: %v", err)
 	}
