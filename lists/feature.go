@@ -70,11 +70,18 @@ type Feature struct {
 	// Expiry is how the version's expired items leave the disk (see
 	// store.ExpiryMode); never store.ExpiryDefault once created.
 	Expiry store.ExpiryMode
+	// MaxTTL is the longest TTL the version has had: an item added under
+	// an earlier, longer TTL keeps it, so reads look back this far (and
+	// the store hides each item at its own expiry). It equals TTL unless
+	// the TTL was shortened.
+	MaxTTL time.Duration
 }
 
 // FeatureConfig is what CreateFeatureWith sets.
 type FeatureConfig struct {
-	// TTL is how long after its timestamp an item lives.
+	// TTL is how long after its timestamp an item lives. Another TTL for
+	// an existing version changes it for the items added from then on:
+	// items already added keep the expiry they were added with.
 	TTL time.Duration
 	// Expiry is the version's expiry mode. store.ExpiryDefault gives a new
 	// version store.DefaultExpiryMode of the backend and keeps an existing
@@ -95,6 +102,8 @@ type featureDoc struct {
 	// Expiry is empty in records written before modes existed, whose
 	// items are swept.
 	Expiry string `json:"expiry,omitempty"`
+	// MaxTTL is Feature.MaxTTL, absent while it equals TTL.
+	MaxTTL string `json:"max_ttl,omitempty"`
 }
 
 // Service serves list features and items on a Store. It is safe for
@@ -213,16 +222,19 @@ func checkTTL(ttl time.Duration) error {
 // CreateFeature creates a list feature version with a TTL and the
 // backend's default expiry mode. It is
 // idempotent: when the version exists with the same TTL it returns it with
-// created false; with another TTL it returns an error wrapping
-// ErrFeatureConflict (and store.ErrConflict).
+// created false; with another TTL it changes the version's TTL for the
+// items added from then on (items already added keep their expiry) and
+// returns it with created false.
 func (s *Service) CreateFeature(ctx context.Context, id FeatureID, ttl time.Duration) (f Feature, created bool, err error) {
 	return s.CreateFeatureWith(ctx, id, FeatureConfig{TTL: ttl})
 }
 
 // CreateFeatureWith is CreateFeature with an expiry mode (see
-// FeatureConfig.Expiry): an existing version with the same TTL and another
-// mode gets the new mode, with created false. A mode the backend cannot
-// honour is refused with store.ErrNativeTTLUnsupported.
+// FeatureConfig.Expiry): an existing version with another TTL or another
+// mode gets the new ones, with created false. A mode the backend cannot
+// honour is refused with store.ErrNativeTTLUnsupported. A change races
+// safely with another process's: it is a compare-and-swap of the version's
+// record, and a lost race is ErrFeatureConflict.
 func (s *Service) CreateFeatureWith(ctx context.Context, id FeatureID, cfg FeatureConfig) (f Feature, created bool, err error) {
 	ttl := cfg.TTL
 	key, err := metaKey(id)
@@ -236,11 +248,12 @@ func (s *Service) CreateFeatureWith(ctx context.Context, id FeatureID, cfg Featu
 		return Feature{}, false, fmt.Errorf("%s: %w", id, err)
 	}
 	existing := func(f Feature) (Feature, bool, error) {
-		if f.TTL != ttl {
-			return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s has TTL %s, not %s", id, durfmt.Format(f.TTL), durfmt.Format(ttl))
+		mode := f.Expiry
+		if cfg.Expiry != store.ExpiryDefault {
+			mode = cfg.Expiry
 		}
-		if cfg.Expiry != store.ExpiryDefault && cfg.Expiry != f.Expiry {
-			return s.setExpiry(ctx, f, key, cfg.Expiry)
+		if f.TTL != ttl || mode != f.Expiry {
+			return s.change(ctx, f, key, ttl, mode)
 		}
 		s.remember(f)
 		return f, false, nil
@@ -275,7 +288,7 @@ func (s *Service) CreateFeatureWith(ctx context.Context, id FeatureID, cfg Featu
 		}
 		return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s: its table %s exists with another TTL (a concurrent or interrupted create; delete the version and retry)", id, name)
 	}
-	f = Feature{FeatureID: id, TTL: ttl, Table: name, Created: s.now().UTC().Truncate(time.Millisecond), Expiry: mode}
+	f = Feature{FeatureID: id, TTL: ttl, Table: name, Created: s.now().UTC().Truncate(time.Millisecond), Expiry: mode, MaxTTL: ttl}
 	doc, err := json.Marshal(docOf(f))
 	if err != nil {
 		return Feature{}, false, err
@@ -298,40 +311,48 @@ func (s *Service) CreateFeatureWith(ctx context.Context, id FeatureID, cfg Featu
 
 // docOf is f's meta document.
 func docOf(f Feature) featureDoc {
-	return featureDoc{
+	d := featureDoc{
 		EntityType: f.EntityType, Name: f.Feature, Version: f.Version,
 		TTL: f.TTL.String(), Table: f.Table, Created: f.Created, Expiry: f.Expiry.String(),
 	}
+	if f.MaxTTL > f.TTL {
+		d.MaxTTL = f.MaxTTL.String()
+	}
+	return d
 }
 
-// setExpiry records a new expiry mode for an existing version, by a
+// change records a new TTL and expiry mode for an existing version, by a
 // compare-and-swap against the record f was read from, so that a
 // concurrent delete or change is not overwritten. Items written before
-// keep their removal: an index entry, a native TTL, or neither.
-func (s *Service) setExpiry(ctx context.Context, f Feature, key string, mode store.ExpiryMode) (Feature, bool, error) {
+// keep their expiry and their removal (an index entry, a native TTL, or
+// neither); MaxTTL keeps the longest TTL they may have, for reads.
+func (s *Service) change(ctx context.Context, f Feature, key string, ttl time.Duration, mode store.ExpiryMode) (Feature, bool, error) {
 	s.forget(f.FeatureID)
 	defer s.forget(f.FeatureID)
 	old, err := s.meta.Get(ctx, kindFeature, key)
 	if err != nil {
-		return Feature{}, false, fmt.Errorf("set expiry of %s: %w", f.FeatureID, err)
+		return Feature{}, false, fmt.Errorf("change %s: %w", f.FeatureID, err)
 	}
 	cur, err := parseFeature(f.FeatureID, old)
 	if err != nil {
 		return Feature{}, false, err
 	}
-	if cur.TTL != f.TTL || cur.Table != f.Table {
+	if cur.TTL != f.TTL || cur.Table != f.Table || cur.Expiry != f.Expiry {
 		return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s changed concurrently; try again", f.FeatureID)
 	}
-	from := cur.Expiry
-	cur.Expiry = mode
+	from, fromTTL := cur.Expiry, cur.TTL
+	cur.Expiry, cur.TTL, cur.MaxTTL = mode, ttl, max(cur.MaxTTL, ttl)
 	doc, err := json.Marshal(docOf(cur))
 	if err != nil {
 		return Feature{}, false, err
 	}
-	if err := s.meta.CompareAndSwap(ctx, kindFeature, key, old, doc); err != nil {
-		return Feature{}, false, fmt.Errorf("set expiry of %s: %w", f.FeatureID, err)
+	if err := s.meta.CompareAndSwap(ctx, kindFeature, key, old, doc); errors.Is(err, store.ErrConflict) {
+		return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s changed concurrently; try again", f.FeatureID)
+	} else if err != nil {
+		return Feature{}, false, fmt.Errorf("change %s: %w", f.FeatureID, err)
 	}
-	s.log.Info("list feature expiry mode changed", "entity_type", f.EntityType, "feature", f.Feature, "version", f.Version, "from", from, "to", mode)
+	s.log.Info("list feature changed", "entity_type", f.EntityType, "feature", f.Feature, "version", f.Version,
+		"ttl_from", fromTTL, "ttl", ttl, "expiry_from", from, "expiry", mode)
 	return cur, false, nil
 }
 
@@ -490,7 +511,15 @@ func parseFeature(id FeatureID, doc []byte) (Feature, error) {
 	if mode == store.ExpiryDefault {
 		mode = store.ExpirySweep // recorded before modes existed
 	}
-	return Feature{FeatureID: id, TTL: ttl, Table: d.Table, Created: d.Created.UTC().Truncate(time.Millisecond), Expiry: mode}, nil
+	maxTTL := ttl
+	if d.MaxTTL != "" {
+		m, err := time.ParseDuration(d.MaxTTL)
+		if err != nil || checkTTL(m) != nil {
+			return Feature{}, fmt.Errorf("read %s: malformed record %s", id, doc)
+		}
+		maxTTL = max(ttl, m)
+	}
+	return Feature{FeatureID: id, TTL: ttl, Table: d.Table, Created: d.Created.UTC().Truncate(time.Millisecond), Expiry: mode, MaxTTL: maxTTL}, nil
 }
 
 // lookup returns a feature, from the cache while it is fresh.
