@@ -337,8 +337,15 @@ func TestLists(t *testing.T) {
 	if _, created, err := c.CreateListFeature(ctx, client.ListFeatureID{EntityType: "user/kind", Feature: "stories#1%", Version: "_"}, 720*time.Hour); err != nil || created {
 		t.Fatalf("create again as _: %v %v", created, err)
 	}
-	if _, _, err := c.CreateListFeature(ctx, id, time.Hour); !errors.Is(err, client.ErrConflict) {
-		t.Fatalf("another ttl: %v", err)
+	// Another TTL changes the version in place.
+	if got, created, err := c.CreateListFeature(ctx, id, time.Hour); err != nil || created || got.TTL != time.Hour || got.Table != f.Table {
+		t.Fatalf("another ttl: %+v %v %v", got, created, err)
+	}
+	if got, err := c.ListFeature(ctx, id); err != nil || got.TTL != time.Hour {
+		t.Fatalf("feature after the ttl change: %+v %v", got, err)
+	}
+	if _, _, err := c.CreateListFeature(ctx, id, 720*time.Hour); err != nil {
+		t.Fatal(err)
 	}
 	if got, err := c.ListFeature(ctx, id); err != nil || got != f {
 		t.Fatalf("feature: %+v %v, want %+v", got, err, f)
@@ -443,8 +450,16 @@ func TestTables(t *testing.T) {
 	if _, created, err := c.CreateTable(ctx, "orders", client.TableConfig{DefaultTTL: 90 * time.Second}); err != nil || created {
 		t.Fatalf("create again: %v %v", created, err)
 	}
-	if _, _, err := c.CreateTable(ctx, "orders", client.TableConfig{}); !errors.Is(err, client.ErrConflict) {
-		t.Fatalf("another default ttl: %v", err)
+	// Another default TTL changes the table in place; KeepDefaultTTL
+	// leaves it as it is.
+	if got, created, err := c.CreateTable(ctx, "orders", client.TableConfig{}); err != nil || created || got.DefaultTTL != 0 {
+		t.Fatalf("another default ttl: %+v %v %v", got, created, err)
+	}
+	if _, _, err := c.CreateTable(ctx, "orders", client.TableConfig{DefaultTTL: 90 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := c.CreateTable(ctx, "orders", client.TableConfig{KeepDefaultTTL: true}); err != nil || got.DefaultTTL != 90*time.Second {
+		t.Fatalf("create keeping the default ttl: %+v %v", got, err)
 	}
 	if _, _, err := c.CreateTable(ctx, "no/slash", client.TableConfig{}); !errors.Is(err, client.ErrInvalidArgument) {
 		t.Fatalf("bad name: %v", err)
