@@ -247,6 +247,23 @@ func TestIndexes(t *testing.T) {
 			t.Errorf("write at %s: %v, want %v", c2.ts, err, c2.want)
 		}
 	}
+	// An event's own TTL: shorter than the retention, and not yet past.
+	for _, c2 := range []struct {
+		ttl  time.Duration
+		ts   time.Time
+		want error
+	}{{3 * time.Hour, now, client.ErrInvalidArgument}, {-time.Minute, now, client.ErrInvalidArgument}, {time.Minute, now.Add(-2 * time.Minute), client.ErrExpired}} {
+		bad := []client.Event{{IndexID: "b", EventID: "ok", Timestamp: now, TTL: time.Hour}, {IndexID: "b", EventID: "bad", Timestamp: c2.ts, TTL: c2.ttl}}
+		if _, err := c.WriteEvents(ctx, "events", bad); !errors.Is(err, c2.want) || !strings.Contains(err.Error(), "event 1") {
+			t.Errorf("write with ttl %s at %s: %v, want %v", c2.ttl, c2.ts, err, c2.want)
+		}
+	}
+	if n, err := c.WriteEvents(ctx, "events", []client.Event{{IndexID: "ttl", EventID: "short", Timestamp: now, TTL: time.Hour}}); err != nil || n != 1 {
+		t.Fatalf("write with a ttl: %d %v", n, err)
+	}
+	if page, err := c.QueryEvents(ctx, "events", client.EventQuery{IndexID: "ttl"}); err != nil || len(page.Events) != 1 || page.Events[0].EventID != "short" {
+		t.Errorf("an event with a ttl: %+v %v", page, err)
+	}
 	if _, err := c.WriteEvents(ctx, "events", make([]client.Event, 10001)); !errors.Is(err, client.ErrTooLarge) {
 		t.Errorf("10001 events: %v", err)
 	}
@@ -338,8 +355,15 @@ func TestLists(t *testing.T) {
 	if _, created, err := c.CreateListFeature(ctx, client.ListFeatureID{EntityType: "user/kind", Feature: "stories#1%", Version: "_"}, 720*time.Hour); err != nil || created {
 		t.Fatalf("create again as _: %v %v", created, err)
 	}
-	if _, _, err := c.CreateListFeature(ctx, id, time.Hour); !errors.Is(err, client.ErrConflict) {
-		t.Fatalf("another ttl: %v", err)
+	// Another TTL changes the version in place.
+	if got, created, err := c.CreateListFeature(ctx, id, time.Hour); err != nil || created || got.TTL != time.Hour || got.Table != f.Table {
+		t.Fatalf("another ttl: %+v %v %v", got, created, err)
+	}
+	if got, err := c.ListFeature(ctx, id); err != nil || got.TTL != time.Hour {
+		t.Fatalf("feature after the ttl change: %+v %v", got, err)
+	}
+	if _, _, err := c.CreateListFeature(ctx, id, 720*time.Hour); err != nil {
+		t.Fatal(err)
 	}
 	if got, err := c.ListFeature(ctx, id); err != nil || got != f {
 		t.Fatalf("feature: %+v %v, want %+v", got, err, f)
@@ -496,8 +520,16 @@ func TestTables(t *testing.T) {
 	if _, created, err := c.CreateTable(ctx, "orders", client.TableConfig{DefaultTTL: 90 * time.Second}); err != nil || created {
 		t.Fatalf("create again: %v %v", created, err)
 	}
-	if _, _, err := c.CreateTable(ctx, "orders", client.TableConfig{}); !errors.Is(err, client.ErrConflict) {
-		t.Fatalf("another default ttl: %v", err)
+	// Another default TTL changes the table in place; KeepDefaultTTL
+	// leaves it as it is.
+	if got, created, err := c.CreateTable(ctx, "orders", client.TableConfig{}); err != nil || created || got.DefaultTTL != 0 {
+		t.Fatalf("another default ttl: %+v %v %v", got, created, err)
+	}
+	if _, _, err := c.CreateTable(ctx, "orders", client.TableConfig{DefaultTTL: 90 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := c.CreateTable(ctx, "orders", client.TableConfig{KeepDefaultTTL: true}); err != nil || got.DefaultTTL != 90*time.Second {
+		t.Fatalf("create keeping the default ttl: %+v %v", got, err)
 	}
 	if _, _, err := c.CreateTable(ctx, "no/slash", client.TableConfig{}); !errors.Is(err, client.ErrInvalidArgument) {
 		t.Fatalf("bad name: %v", err)

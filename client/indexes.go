@@ -228,6 +228,21 @@ type Event struct {
 	Timestamp time.Time `json:"timestamp"`
 	// Payload is optional.
 	Payload []byte `json:"payload"`
+	// TTL, when not zero, is the event's own lifetime: it is hidden at
+	// Timestamp + TTL instead of Timestamp + the index's retention, and
+	// must be whole milliseconds shorter than the retention. Written only;
+	// read events leave it zero.
+	TTL time.Duration `json:"-"`
+}
+
+// eventWire is an Event as WriteEvents sends it, its TTL as a duration
+// string and absent when zero.
+type eventWire struct {
+	IndexID   string    `json:"index_id"`
+	EventID   string    `json:"event_id"`
+	Timestamp time.Time `json:"timestamp"`
+	Payload   []byte    `json:"payload"`
+	TTL       string    `json:"ttl,omitempty"`
 }
 
 // EventQuery selects the events of one IndexID in [From, To).
@@ -410,13 +425,17 @@ func (c *Client) WriteEvents(ctx context.Context, index string, events []Event) 
 	if err != nil {
 		return 0, err
 	}
-	if events == nil {
-		events = []Event{}
+	wire := make([]eventWire, len(events))
+	for i, e := range events {
+		wire[i] = eventWire{IndexID: e.IndexID, EventID: e.EventID, Timestamp: e.Timestamp, Payload: e.Payload}
+		if e.TTL != 0 {
+			wire[i].TTL = FormatDuration(e.TTL)
+		}
 	}
 	var out struct {
 		Written int `json:"written"`
 	}
-	_, err = c.do(ctx, http.MethodPost, p, nil, map[string][]Event{"events": events}, &out)
+	_, err = c.do(ctx, http.MethodPost, p, nil, map[string][]eventWire{"events": wire}, &out)
 	return out.Written, err
 }
 

@@ -140,8 +140,8 @@ func listItemsPath(id ListFeatureID, entityID string) (string, error) {
 
 // CreateListFeature declares a list feature version whose items live ttl
 // (PUT /v1/list-features/{entity_type}/{feature}/{version}). created is
-// false when an identical one already existed; one with another TTL is
-// ErrConflict.
+// false when one already existed: with another TTL, its TTL changes for
+// the items added from then on (items already added keep their expiry).
 func (c *Client) CreateListFeature(ctx context.Context, id ListFeatureID, ttl time.Duration) (f ListFeature, created bool, err error) {
 	p, err := listFeaturePath(id)
 	if err != nil {

@@ -22,14 +22,23 @@ type TableConfig struct {
 	// empty takes the server's backend default on create and keeps an
 	// existing table's mode.
 	Expiry ExpiryMode `json:"expiry,omitempty"`
+	// KeepDefaultTTL, for CreateTable, sends no default_ttl: an existing
+	// table keeps its default TTL, and a new one gets none (its items
+	// never expire). Never set on a Table read back.
+	KeepDefaultTTL bool `json:"-"`
 }
 
 // MarshalJSON writes a TableConfig as the API does, durations as Go duration strings.
 func (c TableConfig) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		DefaultTTL duration   `json:"default_ttl"`
+	w := struct {
+		DefaultTTL *duration  `json:"default_ttl,omitempty"`
 		Expiry     ExpiryMode `json:"expiry,omitempty"`
-	}{duration(c.DefaultTTL), c.Expiry})
+	}{Expiry: c.Expiry}
+	if !c.KeepDefaultTTL {
+		d := duration(c.DefaultTTL)
+		w.DefaultTTL = &d
+	}
+	return json.Marshal(w)
 }
 
 // UnmarshalJSON reads a TableConfig as the API writes it.
@@ -158,8 +167,8 @@ func tableItemPath(table, key string) (string, error) {
 }
 
 // CreateTable creates a shared table (PUT /v1/tables/{table}). created is
-// false when an identical one already existed; one with another default
-// TTL is ErrConflict.
+// false when one already existed: with another default TTL, it changes for
+// the items put from then on (items already put keep their expiry).
 func (c *Client) CreateTable(ctx context.Context, table string, cfg TableConfig) (t Table, created bool, err error) {
 	p, err := tablePath(table)
 	if err != nil {

@@ -46,9 +46,16 @@
 // (sweep), the backend's own TTL (native), or the drop of the version's
 // table (drop). An item
 // already expired when added is not written and is counted as skipped. Get
-// never returns an expired item, to the nanosecond: since every item of a
-// feature shares one TTL, the expired items of a list are exactly its
-// oldest, and Get starts its range after them.
+// never returns an expired item, to the nanosecond: every item lives at
+// most the longest TTL its version has had (Feature.MaxTTL) past its
+// timestamp, so Get starts its range after the items expired under every
+// TTL, and passes over the few in range that expired under a shorter one
+// (their exact expiry is read back from the stored one).
+//
+// A version's TTL changes in place (CreateFeature with another TTL): the
+// items added from then on get the new one, the items already added keep
+// theirs, and the table keeps the default TTL it was created with (only a
+// safeguard for writes that bypass the Service).
 //
 // # Caps, counts and whole features
 //

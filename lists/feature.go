@@ -74,11 +74,18 @@ type Feature struct {
 	// version holds: an Add that would make a list longer deletes its
 	// oldest items beyond MaxItems (see Add). Zero sets no cap.
 	MaxItems int
+	// MaxTTL is the longest TTL the version has had: an item added under
+	// an earlier, longer TTL keeps it, so reads look back this far (and
+	// the store hides each item at its own expiry). It equals TTL unless
+	// the TTL was shortened.
+	MaxTTL time.Duration
 }
 
 // FeatureConfig is what CreateFeatureWith sets.
 type FeatureConfig struct {
-	// TTL is how long after its timestamp an item lives.
+	// TTL is how long after its timestamp an item lives. Another TTL for
+	// an existing version changes it for the items added from then on:
+	// items already added keep the expiry they were added with.
 	TTL time.Duration
 	// Expiry is the version's expiry mode. store.ExpiryDefault gives a new
 	// version store.DefaultExpiryMode of the backend and keeps an existing
@@ -107,6 +114,8 @@ type featureDoc struct {
 	Expiry string `json:"expiry,omitempty"`
 	// MaxItems is absent in records of versions without a cap.
 	MaxItems int `json:"max_items,omitempty"`
+	// MaxTTL is Feature.MaxTTL, absent while it equals TTL.
+	MaxTTL string `json:"max_ttl,omitempty"`
 }
 
 // Service serves list features and items on a Store. It is safe for
@@ -228,16 +237,19 @@ func checkTTL(ttl time.Duration) error {
 // CreateFeature creates a list feature version with a TTL and the
 // backend's default expiry mode. It is
 // idempotent: when the version exists with the same TTL it returns it with
-// created false; with another TTL it returns an error wrapping
-// ErrFeatureConflict (and store.ErrConflict).
+// created false; with another TTL it changes the version's TTL for the
+// items added from then on (items already added keep their expiry) and
+// returns it with created false.
 func (s *Service) CreateFeature(ctx context.Context, id FeatureID, ttl time.Duration) (f Feature, created bool, err error) {
 	return s.CreateFeatureWith(ctx, id, FeatureConfig{TTL: ttl})
 }
 
 // CreateFeatureWith is CreateFeature with an expiry mode (see
-// FeatureConfig.Expiry): an existing version with the same TTL and another
-// mode gets the new mode, with created false. A mode the backend cannot
-// honour is refused with store.ErrNativeTTLUnsupported.
+// FeatureConfig.Expiry): an existing version with another TTL or another
+// mode gets the new ones, with created false. A mode the backend cannot
+// honour is refused with store.ErrNativeTTLUnsupported. A change races
+// safely with another process's: it is a compare-and-swap of the version's
+// record, and a lost race is ErrFeatureConflict.
 func (s *Service) CreateFeatureWith(ctx context.Context, id FeatureID, cfg FeatureConfig) (f Feature, created bool, err error) {
 	ttl := cfg.TTL
 	key, err := metaKey(id)
@@ -254,11 +266,12 @@ func (s *Service) CreateFeatureWith(ctx context.Context, id FeatureID, cfg Featu
 		return Feature{}, false, err
 	}
 	existing := func(f Feature) (Feature, bool, error) {
-		if f.TTL != ttl {
-			return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s has TTL %s, not %s", id, durfmt.Format(f.TTL), durfmt.Format(ttl))
+		mode := f.Expiry
+		if cfg.Expiry != store.ExpiryDefault {
+			mode = cfg.Expiry
 		}
-		if cfg.Expiry != store.ExpiryDefault && cfg.Expiry != f.Expiry || cfg.MaxItems != nil && *cfg.MaxItems != f.MaxItems {
-			return s.reconfigure(ctx, f, key, cfg)
+		if f.TTL != ttl || mode != f.Expiry || cfg.MaxItems != nil && *cfg.MaxItems != f.MaxItems {
+			return s.change(ctx, f, key, ttl, mode, cfg.MaxItems)
 		}
 		s.remember(f)
 		return f, false, nil
@@ -293,7 +306,7 @@ func (s *Service) CreateFeatureWith(ctx context.Context, id FeatureID, cfg Featu
 		}
 		return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s: its table %s exists with another TTL (a concurrent or interrupted create; delete the version and retry)", id, name)
 	}
-	f = Feature{FeatureID: id, TTL: ttl, Table: name, Created: s.now().UTC().Truncate(time.Millisecond), Expiry: mode}
+	f = Feature{FeatureID: id, TTL: ttl, Table: name, Created: s.now().UTC().Truncate(time.Millisecond), Expiry: mode, MaxTTL: ttl}
 	if cfg.MaxItems != nil {
 		f.MaxItems = *cfg.MaxItems
 	}
@@ -319,48 +332,53 @@ func (s *Service) CreateFeatureWith(ctx context.Context, id FeatureID, cfg Featu
 
 // docOf is f's meta document.
 func docOf(f Feature) featureDoc {
-	return featureDoc{
+	d := featureDoc{
 		EntityType: f.EntityType, Name: f.Feature, Version: f.Version,
 		TTL: f.TTL.String(), Table: f.Table, Created: f.Created, Expiry: f.Expiry.String(),
 		MaxItems: f.MaxItems,
 	}
+	if f.MaxTTL > f.TTL {
+		d.MaxTTL = f.MaxTTL.String()
+	}
+	return d
 }
 
-// reconfigure records a new expiry mode or cap (cfg's, where set) for an
+// change records a new TTL, expiry mode or cap (maxItems, when set) for an
 // existing version, by a compare-and-swap against the record f was read
 // from, so that a concurrent delete or change is not overwritten. Items
-// written before keep their removal: an index entry, a native TTL, or
-// neither; a list longer than a new cap is trimmed by its next Add.
-func (s *Service) reconfigure(ctx context.Context, f Feature, key string, cfg FeatureConfig) (Feature, bool, error) {
+// written before keep their expiry and their removal (an index entry, a
+// native TTL, or neither); MaxTTL keeps the longest TTL they may have, for
+// reads; a list longer than a new cap is trimmed by its next Add.
+func (s *Service) change(ctx context.Context, f Feature, key string, ttl time.Duration, mode store.ExpiryMode, maxItems *int) (Feature, bool, error) {
 	s.forget(f.FeatureID)
 	defer s.forget(f.FeatureID)
 	old, err := s.meta.Get(ctx, kindFeature, key)
 	if err != nil {
-		return Feature{}, false, fmt.Errorf("reconfigure %s: %w", f.FeatureID, err)
+		return Feature{}, false, fmt.Errorf("change %s: %w", f.FeatureID, err)
 	}
 	cur, err := parseFeature(f.FeatureID, old)
 	if err != nil {
 		return Feature{}, false, err
 	}
-	if cur.TTL != f.TTL || cur.Table != f.Table {
+	if cur.TTL != f.TTL || cur.Table != f.Table || cur.Expiry != f.Expiry {
 		return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s changed concurrently; try again", f.FeatureID)
 	}
 	from := cur
-	if cfg.Expiry != store.ExpiryDefault {
-		cur.Expiry = cfg.Expiry
-	}
-	if cfg.MaxItems != nil {
-		cur.MaxItems = *cfg.MaxItems
+	cur.Expiry, cur.TTL, cur.MaxTTL = mode, ttl, max(cur.MaxTTL, ttl)
+	if maxItems != nil {
+		cur.MaxItems = *maxItems
 	}
 	doc, err := json.Marshal(docOf(cur))
 	if err != nil {
 		return Feature{}, false, err
 	}
-	if err := s.meta.CompareAndSwap(ctx, kindFeature, key, old, doc); err != nil {
-		return Feature{}, false, fmt.Errorf("reconfigure %s: %w", f.FeatureID, err)
+	if err := s.meta.CompareAndSwap(ctx, kindFeature, key, old, doc); errors.Is(err, store.ErrConflict) {
+		return Feature{}, false, store.Errorf(ErrFeatureConflict, "%s changed concurrently; try again", f.FeatureID)
+	} else if err != nil {
+		return Feature{}, false, fmt.Errorf("change %s: %w", f.FeatureID, err)
 	}
-	s.log.Info("list feature reconfigured", "entity_type", f.EntityType, "feature", f.Feature, "version", f.Version,
-		"expiry_from", from.Expiry, "expiry_to", cur.Expiry, "max_items_from", from.MaxItems, "max_items_to", cur.MaxItems)
+	s.log.Info("list feature changed", "entity_type", f.EntityType, "feature", f.Feature, "version", f.Version,
+		"ttl_from", from.TTL, "ttl", ttl, "expiry_from", from.Expiry, "expiry", mode, "max_items_from", from.MaxItems, "max_items", cur.MaxItems)
 	return cur, false, nil
 }
 
@@ -522,7 +540,15 @@ func parseFeature(id FeatureID, doc []byte) (Feature, error) {
 	if d.MaxItems < 0 {
 		return Feature{}, fmt.Errorf("read %s: malformed record %s", id, doc)
 	}
-	return Feature{FeatureID: id, TTL: ttl, Table: d.Table, Created: d.Created.UTC().Truncate(time.Millisecond), Expiry: mode, MaxItems: d.MaxItems}, nil
+	maxTTL := ttl
+	if d.MaxTTL != "" {
+		m, err := time.ParseDuration(d.MaxTTL)
+		if err != nil || checkTTL(m) != nil {
+			return Feature{}, fmt.Errorf("read %s: malformed record %s", id, doc)
+		}
+		maxTTL = max(ttl, m)
+	}
+	return Feature{FeatureID: id, TTL: ttl, Table: d.Table, Created: d.Created.UTC().Truncate(time.Millisecond), Expiry: mode, MaxTTL: maxTTL, MaxItems: d.MaxItems}, nil
 }
 
 // lookup returns a feature, from the cache while it is fresh.

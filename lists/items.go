@@ -363,16 +363,22 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 	var last []byte
 	var size int // value bytes handed out, for rd.MaxBytes
 	var full bool
+	// skipped: a row was passed over as expired (exactlyLive); more: the
+	// store had rows past the page. Both mean a short page has a next one.
+	var skipped, more bool
 	err = s.withFeature(ctx, id, func(f Feature) error {
 		if n > 0 {
 			// The table went away after items were handed out: the
 			// feature version was deleted during the read.
 			return store.Errorf(ErrFeatureNotFound, "%s (deleted during the read)", id)
 		}
-		// Every item of the feature lives exactly TTL past its timestamp,
-		// so the live items are those with timestamp > now - TTL: the
-		// range starts there, and expired items are never even read.
-		low := s.now().Add(-f.TTL).Add(time.Nanosecond)
+		// Every item of the feature lives at most MaxTTL (the TTL, or a
+		// longer one it had when the item was added) past its timestamp,
+		// so the live items are among those with timestamp > now -
+		// MaxTTL: the range starts there, items expired under every TTL
+		// are never even read, and the store hides the others at their
+		// own expiry.
+		low := s.now().Add(-f.MaxTTL).Add(time.Nanosecond)
 		if minTimestamp.After(low) {
 			low = minTimestamp
 		}
@@ -390,7 +396,8 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 		// Scan rather than Query: the timestamp is read from the encoded
 		// key and the value handed out in place, no allocation per item.
 		buf := make([]byte, 0, itemKeyLen)
-		_, err := s.st.Scan(ctx, f.Table, q, func(r *store.RawRow) error {
+		now := s.now()
+		storeNext, err := s.st.Scan(ctx, f.Table, q, func(r *store.RawRow) error {
 			v := r.Values[0]
 			if v == nil {
 				return nil // no live value: the row is on its way out
@@ -399,6 +406,15 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 			buf = b
 			if err != nil {
 				return err
+			}
+			if !exactlyLive(ts, r.ExpiresAt, now) {
+				// Added under a shorter TTL than the longest the version
+				// had (see Feature.MaxTTL): the range cannot tell, and the
+				// store's expiry is rounded up to the millisecond. The page
+				// resumes after it all the same. With one TTL ever, the
+				// range already left every such item out.
+				last, skipped = b, true
+				return nil
 			}
 			n++
 			last = b
@@ -413,16 +429,29 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 			}
 			return nil
 		})
+		more = storeNext != nil
 		return err
 	})
 	if err != nil && !(full && errors.Is(err, errPageFull)) {
 		return 0, "", err
 	}
 	s.m.read.Add(float64(n))
-	if (n == limit || full) && last != nil {
+	if (n == limit || full || (skipped && more)) && last != nil {
 		next = base64.RawURLEncoding.EncodeToString(append([]byte{pageTokenVersion}, last...))
 	}
 	return n, next, nil
+}
+
+// exactlyLive reports whether an item of timestamp ts, stored with the
+// expiry expMs (Unix milliseconds, rounded up from ts + its TTL, see
+// ceilMilli), is still live at now to the nanosecond. Its TTL is whole
+// milliseconds, so ceilMilli(ts + ttl) = ceilMilli(ts) + ttl gives it back.
+func exactlyLive(ts time.Time, expMs int64, now time.Time) bool {
+	if expMs == 0 {
+		return true
+	}
+	ttl := time.Duration(expMs-ceilMilli(ts).UnixMilli()) * time.Millisecond
+	return ts.Add(ttl).After(now)
 }
 
 // RemoveByValue deletes every item of the list of entityID whose value is
@@ -447,7 +476,7 @@ func (s *Service) RemoveByValue(ctx context.Context, id FeatureID, entityID stri
 		// list an item that expired less than a millisecond ago. Such an
 		// item is deleted with the rest but not counted: it was no longer
 		// in the list.
-		live := s.now().Add(-f.TTL)
+		live := s.now().Add(-f.MaxTTL)
 		batch := make([]store.Mutation, 0, RemoveBatch)
 		for len(keys) > 0 {
 			n := min(RemoveBatch, len(keys))

@@ -173,9 +173,11 @@ func TestExpiryModeChange(t *testing.T) {
 		if n := e.add(t, feat, "after", 4); n != 0 {
 			t.Fatalf("%d index entries under drop, want 0", n)
 		}
-		// Another TTL is still a conflict, whatever the mode.
-		if _, _, err := e.svc.CreateFeatureWith(e.ctx, feat, lists.FeatureConfig{TTL: 2 * time.Hour, Expiry: store.ExpirySweep}); !errors.Is(err, lists.ErrFeatureConflict) {
-			t.Fatalf("another TTL: %v, want ErrFeatureConflict", err)
+		// Another TTL and another mode change together, for the items
+		// added from then on.
+		if got, created, err := e.svc.CreateFeatureWith(e.ctx, feat, lists.FeatureConfig{TTL: 2 * time.Hour, Expiry: store.ExpirySweep}); err != nil || created ||
+			got.TTL != 2*time.Hour || got.Expiry != store.ExpirySweep || got.Table != f.Table {
+			t.Fatalf("another TTL and mode: %+v created=%v %v", got, created, err)
 		}
 		e.clock.Advance(15 * time.Minute)
 		if _, err := e.wrapped.Sweeper().SweepOnce(e.ctx, e.clock.Now()); err != nil {

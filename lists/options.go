@@ -35,8 +35,10 @@ const (
 var (
 	// ErrFeatureNotFound: no such list feature version.
 	ErrFeatureNotFound error = store.Mark(store.ErrNotFound, "lists", "no such feature")
-	// ErrFeatureConflict: the feature version exists with another TTL.
-	ErrFeatureConflict error = store.Mark(store.ErrConflict, "lists", "feature exists with a different TTL")
+	// ErrFeatureConflict: the feature version changed concurrently (a
+	// change lost a race with another), or its table exists with another
+	// TTL after an interrupted create.
+	ErrFeatureConflict error = store.Mark(store.ErrConflict, "lists", "feature changed concurrently")
 )
 
 // Options configures New. The zero value is valid.

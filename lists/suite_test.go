@@ -28,6 +28,7 @@ func runSuite(t *testing.T, f testbackend.Factory) {
 		{"MinTimestampAndLimit", testMinTimestampAndLimit},
 		{"Paging", testPaging},
 		{"Expiry", testExpiry},
+		{"TTLChange", testTTLChange},
 		{"BadInput", testBadInput},
 		{"UnknownFeature", testUnknownFeature},
 		{"RemoveByValue", testRemoveByValue},
@@ -121,17 +122,19 @@ func testCreateFeature(t *testing.T, e *env) {
 	if err != nil || created || again.Table != f.Table {
 		t.Fatalf("identical create: %+v created=%v err=%v", again, created, err)
 	}
-	_, _, err = e.svc.CreateFeature(ctx, feat, 7*day)
-	if !errors.Is(err, store.ErrConflict) || !errors.Is(err, lists.ErrFeatureConflict) {
-		t.Fatalf("create with another TTL: %v, want a conflict", err)
-	}
-	// Durations are written as everywhere else, 720h, never 720h0m0s.
-	if !strings.Contains(err.Error(), "has TTL 720h, not 168h") {
-		t.Errorf("create with another TTL: %q, want the TTLs as 720h and 168h", err)
+	// Another TTL changes the version in place, for the items added from
+	// then on; reads still look back the longest TTL it had.
+	changed, created, err := e.svc.CreateFeature(ctx, feat, 7*day)
+	if err != nil || created || changed.TTL != 7*day || changed.MaxTTL != 30*day || changed.Table != f.Table {
+		t.Fatalf("create with another TTL: %+v created=%v err=%v, want the TTL changed in place", changed, created, err)
 	}
 	got, err := e.svc.Feature(ctx, feat)
-	if err != nil || got.TTL != 30*day {
-		t.Fatalf("feature after conflict: %+v %v", got, err)
+	if err != nil || got.TTL != 7*day || got.MaxTTL != 30*day || got.Table != f.Table {
+		t.Fatalf("feature after the change: %+v %v", got, err)
+	}
+	// Lengthened again, the longest TTL is the new one.
+	if got, _, err := e.svc.CreateFeature(ctx, feat, 60*day); err != nil || got.TTL != 60*day || got.MaxTTL != 60*day {
+		t.Fatalf("lengthened: %+v %v", got, err)
 	}
 	// Another version is another feature, with its own table.
 	v2 := feat
@@ -541,8 +544,8 @@ func testOtherProcess(t *testing.T, e *env) {
 	if _, created, err := other.CreateFeature(ctx, feat, day); err != nil || created {
 		t.Fatalf("identical create from the other service: created=%v %v", created, err)
 	}
-	if _, _, err := other.CreateFeature(ctx, feat, 2*day); !errors.Is(err, store.ErrConflict) {
-		t.Fatalf("conflicting create from the other service: %v", err)
+	if f, created, err := other.CreateFeature(ctx, feat, 2*day); err != nil || created || f.TTL != 2*day {
+		t.Fatalf("create with another TTL from the other service: %+v created=%v %v, want the TTL changed", f, created, err)
 	}
 	// The other service deletes the version: this one's cache does not
 	// fool it.

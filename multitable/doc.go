@@ -14,7 +14,9 @@
 //
 // Logical tables are documents of kind "table" in store.MetaTable: name,
 // default TTL, bucket width and generation. Creating an identical table
-// again is a no-op; a different configuration is refused with ErrConflict.
+// again is a no-op; another default TTL or expiry mode changes the record
+// (a compare-and-swap) for the puts that follow, and items already put
+// keep the expiry they were written with.
 // Deleting a table purges its rows and leaves a tombstone, so a table
 // re-created under the same name gets the next generation and starts empty
 // even if a write to the old one was still in flight.

@@ -23,7 +23,9 @@ var (
 	// store.ErrNotFound.
 	ErrNoItem error = store.Mark(store.ErrNotFound, "multitable", "no such item")
 	// ErrConflict: a logical table of that name exists with a different
-	// configuration. It wraps store.ErrConflict.
+	// configuration. CreateTable no longer returns it (it changes the
+	// table's default TTL and mode in place); it stays for callers that
+	// match it. It wraps store.ErrConflict.
 	ErrConflict error = store.Mark(store.ErrConflict, "multitable", "table exists with a different configuration")
 	// ErrDeleting: the table is being deleted (a delete failed part way);
 	// repeat the delete before creating it again. It wraps

@@ -119,8 +119,10 @@ func TestExpiryModeChange(t *testing.T) {
 	if _, _, err := e.reg.CreateTable(e.ctx, "t", Config{DefaultTTL: time.Minute, Expiry: store.ExpiryDrop}); !errors.Is(err, ErrDropMode) {
 		t.Fatalf("change to drop: %v, want ErrDropMode", err)
 	}
-	if _, _, err := e.reg.CreateTable(e.ctx, "t", Config{DefaultTTL: time.Hour, Expiry: store.ExpirySweep}); !errors.Is(err, ErrConflict) {
-		t.Fatalf("another default TTL: %v, want ErrConflict", err)
+	// Another default TTL changes it in place, the mode staying.
+	if tbl, created, err := e.reg.CreateTable(e.ctx, "t", Config{DefaultTTL: time.Hour, Expiry: store.ExpirySweep}); err != nil || created ||
+		tbl.DefaultTTL != time.Hour || tbl.Expiry != store.ExpirySweep {
+		t.Fatalf("another default TTL: %+v created=%v %v, want it changed", tbl, created, err)
 	}
 	if _, _, err := e.reg.CreateTable(e.ctx, "n", Config{Expiry: store.ExpiryNative}); !errors.Is(err, store.ErrNativeTTLUnsupported) {
 		t.Fatalf("native on the embedded backend: %v, want ErrNativeTTLUnsupported", err)

@@ -154,6 +154,10 @@ type Config struct {
 	// for the writes that follow: rows already written keep the removal
 	// they were written with.
 	Expiry store.ExpiryMode
+	// KeepDefaultTTL, for CreateTable of an existing table, leaves its
+	// default TTL as it is, whatever DefaultTTL says; a new table gets
+	// DefaultTTL. A Table read back never has it set.
+	KeepDefaultTTL bool
 }
 
 // Table describes a logical table.
@@ -288,9 +292,11 @@ func (g *Registry) lookup(ctx context.Context, name string) (record, error) {
 }
 
 // CreateTable creates a logical table. It returns created == false and no
-// error when an identical table exists, and ErrConflict when one with a
-// different configuration exists, and ErrDeleting when one of that name
-// is being deleted.
+// error when the table exists: unchanged when identical; otherwise with
+// the new default TTL and (unless store.ExpiryDefault) expiry mode, which
+// apply to the puts that follow while the items already put keep their
+// expiry. It returns ErrDeleting when a table of that name is being
+// deleted.
 func (g *Registry) CreateTable(ctx context.Context, name string, cfg Config) (t Table, created bool, err error) {
 	if err := CheckName(name); err != nil {
 		return Table{}, false, err
@@ -330,21 +336,27 @@ func (g *Registry) createOnce(ctx context.Context, name string, cfg Config) (t T
 	case ok && old.Deleting:
 		return Table{}, false, store.Errorf(ErrDeleting, "%q; repeat the delete, then create it", name)
 	case ok && old.live():
-		if old.DefaultTTLMs != cfg.DefaultTTL.Milliseconds() {
-			return Table{}, false, store.Errorf(ErrConflict, "table %q has default TTL %s, not %s", name,
-				durfmt.Format(time.Duration(old.DefaultTTLMs)*time.Millisecond), durfmt.Format(cfg.DefaultTTL))
+		ttlMs := cfg.DefaultTTL.Milliseconds()
+		if cfg.KeepDefaultTTL {
+			ttlMs = old.DefaultTTLMs
 		}
-		if cfg.Expiry == store.ExpiryDefault || cfg.Expiry == old.mode() {
+		sameMode := cfg.Expiry == store.ExpiryDefault || cfg.Expiry == old.mode()
+		if old.DefaultTTLMs == ttlMs && sameMode {
 			return old.table(name), false, nil
 		}
-		// A new mode applies to the writes that follow; the rows written
-		// before keep theirs (an index entry, a native TTL or neither).
-		from := old.mode()
-		old.Expiry = cfg.Expiry.String()
+		// A new default TTL or mode applies to the writes that follow; the
+		// rows written before keep theirs (their expiry, and an index
+		// entry, a native TTL or neither).
+		from, fromTTL := old.mode(), time.Duration(old.DefaultTTLMs)*time.Millisecond
+		if !sameMode {
+			old.Expiry = cfg.Expiry.String()
+		}
+		old.DefaultTTLMs = ttlMs
 		if err := g.swapRecord(ctx, name, oldDoc, old); err != nil {
 			return Table{}, false, err
 		}
-		g.log.Info("logical table expiry mode changed", "table", name, "from", from, "to", cfg.Expiry)
+		g.log.Info("logical table changed", "table", name, "default_ttl_from", durfmt.Format(fromTTL), "default_ttl", durfmt.Format(time.Duration(ttlMs)*time.Millisecond),
+			"expiry_from", from, "expiry", old.mode())
 		return old.table(name), false, nil
 	}
 	mode := cfg.Expiry

@@ -24,6 +24,7 @@ var suite = []struct {
 	{"OtherProcessDeletes", testOtherProcessDeletes},
 	{"PutGetDelete", testPutGetDelete},
 	{"TTL", testTTL},
+	{"DefaultTTLChange", testDefaultTTLChange},
 	{"Refusals", testRefusals},
 	{"MissingTable", testMissingTable},
 	{"ListOrderAndPaging", testListOrderAndPaging},
@@ -65,8 +66,11 @@ func testCreateTable(t *testing.T, b backend) {
 	if _, created, err := e.reg.CreateTable(e.ctx, "orders", Config{DefaultTTL: 90 * time.Second}); err != nil || created {
 		t.Fatalf("identical create: created=%v err=%v, want false, nil", created, err)
 	}
-	if _, _, err := e.reg.CreateTable(e.ctx, "orders", Config{DefaultTTL: time.Hour}); !errors.Is(err, ErrConflict) || !errors.Is(err, store.ErrConflict) {
-		t.Fatalf("different create: %v, want ErrConflict", err)
+	if tb, created, err := e.reg.CreateTable(e.ctx, "orders", Config{DefaultTTL: time.Hour}); err != nil || created || tb.DefaultTTL != time.Hour {
+		t.Fatalf("create with another default TTL: %+v created=%v %v, want it changed", tb, created, err)
+	}
+	if tb, err := e.reg.Table(e.ctx, "orders"); err != nil || tb.DefaultTTL != time.Hour {
+		t.Fatalf("table after the change: %+v %v", tb, err)
 	}
 	for _, bad := range []string{"", "a/b", "a b", "a#b", "a\x00b", "é", strings.Repeat("x", 129)} {
 		if _, _, err := e.reg.CreateTable(e.ctx, bad, Config{}); !errors.Is(err, store.ErrInvalid) {

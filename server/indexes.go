@@ -273,6 +273,9 @@ type eventJSON struct {
 	EventID   *string `json:"event_id"`
 	Timestamp *string `json:"timestamp"`
 	Payload   *string `json:"payload"`
+	// TTL is the event's own lifetime (timeseries.Event.TTL), shorter
+	// than the retention; absent means the retention.
+	TTL *string `json:"ttl"`
 }
 
 func (h indexHandlers) putEvents(w http.ResponseWriter, r *http.Request) error {
@@ -306,7 +309,18 @@ func (h indexHandlers) putEvents(w http.ResponseWriter, r *http.Request) error {
 				return bad("payload is not standard base64: %v", err)
 			}
 		}
-		events[i] = timeseries.Event{IndexID: *e.IndexID, EventID: *e.EventID, Timestamp: ts, Payload: payload}
+		var ttl time.Duration
+		if e.TTL != nil {
+			if ttl, err = ParseDuration(*e.TTL); err != nil {
+				return bad("ttl: %v", err)
+			}
+			if ttl <= 0 {
+				// The service reads a zero TTL as none: refused here,
+				// where an explicit one is told from an absent one.
+				return bad("ttl %s must be positive", *e.TTL)
+			}
+		}
+		events[i] = timeseries.Event{IndexID: *e.IndexID, EventID: *e.EventID, Timestamp: ts, Payload: payload, TTL: ttl}
 	}
 	n, err := h.svc.WriteEvents(r.Context(), r.PathValue("name"), events)
 	if err != nil {

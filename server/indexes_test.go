@@ -186,6 +186,7 @@ type eventBody struct {
 	EventID   string `json:"event_id"`
 	Timestamp string `json:"timestamp"`
 	Payload   []byte `json:"payload"`
+	TTL       string `json:"ttl,omitempty"`
 }
 
 type eventsPage struct {
@@ -291,11 +292,19 @@ func TestEventsBadInput(t *testing.T) {
 		status int
 		code   string
 	}{
-		"empty index_id": {ev(func(e *eventBody) { e.IndexID = "" }), 400, "invalid_argument"},
-		"long event_id":  {ev(func(e *eventBody) { e.EventID = strings.Repeat("x", 257) }), 400, "invalid_argument"},
-		"bad timestamp":  {ev(func(e *eventBody) { e.Timestamp = "yesterday" }), 400, "invalid_argument"},
-		"expired":        {ev(func(e *eventBody) { e.Timestamp = now.Add(-25 * time.Hour).Format(time.RFC3339) }), 422, "expired"},
-		"no shard":       {ev(func(e *eventBody) { e.Timestamp = now.Add(30 * 24 * time.Hour).Format(time.RFC3339) }), 422, "no_shard"},
+		"empty index_id":     {ev(func(e *eventBody) { e.IndexID = "" }), 400, "invalid_argument"},
+		"long event_id":      {ev(func(e *eventBody) { e.EventID = strings.Repeat("x", 257) }), 400, "invalid_argument"},
+		"bad timestamp":      {ev(func(e *eventBody) { e.Timestamp = "yesterday" }), 400, "invalid_argument"},
+		"expired":            {ev(func(e *eventBody) { e.Timestamp = now.Add(-25 * time.Hour).Format(time.RFC3339) }), 422, "expired"},
+		"no shard":           {ev(func(e *eventBody) { e.Timestamp = now.Add(30 * 24 * time.Hour).Format(time.RFC3339) }), 422, "no_shard"},
+		"zero ttl":           {ev(func(e *eventBody) { e.TTL = "0s" }), 400, "invalid_argument"},
+		"negative ttl":       {ev(func(e *eventBody) { e.TTL = "-1h" }), 400, "invalid_argument"},
+		"ttl not a duration": {ev(func(e *eventBody) { e.TTL = "soon" }), 400, "invalid_argument"},
+		"ttl = retention":    {ev(func(e *eventBody) { e.TTL = "24h" }), 400, "invalid_argument"},
+		"ttl > retention":    {ev(func(e *eventBody) { e.TTL = "720h" }), 400, "invalid_argument"},
+		"ttl expired": {ev(func(e *eventBody) {
+			e.Timestamp, e.TTL = now.Add(-2*time.Hour).Format(time.RFC3339), "1h"
+		}), 422, "expired"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := postEvents(t, base, c.events)
@@ -307,7 +316,8 @@ func TestEventsBadInput(t *testing.T) {
 	}
 	for name, body := range map[string]string{
 		"bad base64":    `{"events":[{"index_id":"a","event_id":"e","timestamp":"` + ok.Timestamp + `","payload":"%%%"}]}`,
-		"unknown field": `{"events":[{"index_id":"a","event_id":"e","timestamp":"` + ok.Timestamp + `","ttl":"1h"}]}`,
+		"unknown field": `{"events":[{"index_id":"a","event_id":"e","timestamp":"` + ok.Timestamp + `","expires":"1h"}]}`,
+		"ttl a number":  `{"events":[{"index_id":"a","event_id":"e","timestamp":"` + ok.Timestamp + `","ttl":3600}]}`,
 		"no events":     `{}`,
 		"malformed":     `{"events":[`,
 		"missing ts":    `{"events":[{"index_id":"a","event_id":"e"}]}`,
@@ -331,7 +341,7 @@ func TestEventsBadInput(t *testing.T) {
 		t.Fatalf("refused batches wrote %d events", len(page.Events))
 	}
 
-	decode(t, postEvents(t, base, []eventBody{ok, {IndexID: "a", EventID: "f", Timestamp: ok.Timestamp}}), http.StatusOK, nil)
+	decode(t, postEvents(t, base, []eventBody{ok, {IndexID: "a", EventID: "f", Timestamp: ok.Timestamp, TTL: "1h"}}), http.StatusOK, nil)
 	decode(t, send(t, "GET", base+"/v1/indexes/ev/events?index_id=a&limit=1", ""), http.StatusOK, &page)
 	if page.NextPageToken == nil {
 		t.Fatal("no next_page_token with more events")

@@ -131,7 +131,7 @@ func TestListsAPI(t *testing.T) {
 	fp := listFeaturePath("user", "stories", "_")
 	ip := listItemsPath("user", "stories", "_", "alice")
 
-	// Features: 201 created, 200 identical, 409 different.
+	// Features: 201 created, 200 identical, 200 changed.
 	r := e.do(t, "PUT", fp, "", `{"ttl":"720h"}`)
 	listsExpect(t, "create", r, http.StatusCreated, "")
 	f := listsDecode[map[string]string](t, r)
@@ -139,7 +139,15 @@ func TestListsAPI(t *testing.T) {
 		t.Fatalf("created feature %s", r.body)
 	}
 	listsExpect(t, "identical create", e.do(t, "PUT", fp, "", `{"ttl":"720h0m0s"}`), http.StatusOK, "")
-	listsExpect(t, "conflicting create", e.do(t, "PUT", fp, "", `{"ttl":"1h"}`), http.StatusConflict, "conflict")
+	r = e.do(t, "PUT", fp, "", `{"ttl":"1h"}`)
+	listsExpect(t, "changed ttl", r, http.StatusOK, "")
+	if f := listsDecode[map[string]string](t, r); f["ttl"] != "1h" {
+		t.Fatalf("feature after the ttl change %s", r.body)
+	}
+	if f := listsDecode[map[string]string](t, e.do(t, "GET", fp, "", nil)); f["ttl"] != "1h" {
+		t.Fatalf("feature read after the ttl change: %v", f)
+	}
+	listsExpect(t, "changed back", e.do(t, "PUT", fp, "", `{"ttl":"720h"}`), http.StatusOK, "")
 	listsExpect(t, "get feature", e.do(t, "GET", fp, "", nil), http.StatusOK, "")
 	for name, body := range map[string]string{
 		"no ttl": `{}`, "bad ttl": `{"ttl":"soon"}`, "negative ttl": `{"ttl":"-1h"}`, "zero ttl": `{"ttl":"0s"}`,

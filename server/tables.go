@@ -97,7 +97,9 @@ func (h tablesHandler) putTable(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	var cfg multitable.Config
+	// Without default_ttl an existing table keeps its own, as it keeps
+	// its mode without expiry; a new one gets none.
+	cfg := multitable.Config{KeepDefaultTTL: body.DefaultTTL == nil}
 	if body.DefaultTTL != nil {
 		d, err := ParseDuration(*body.DefaultTTL)
 		if err != nil {

@@ -110,7 +110,17 @@ func TestTablesAPI(t *testing.T) {
 	if tb := tablesDecode[map[string]string](t, got); tb["name"] != "orders" || tb["default_ttl"] != "90s" {
 		t.Fatalf("table %v", tb)
 	}
-	tablesExpect(t, "different create", e.do(t, "PUT", "/v1/tables/orders", "", `{"default_ttl":"1h"}`), 409, "conflict")
+	got = e.do(t, "PUT", "/v1/tables/orders", "", `{"default_ttl":"1h"}`)
+	tablesExpect(t, "changed default ttl", got, 200, "")
+	if tb := tablesDecode[map[string]string](t, got); tb["default_ttl"] != "1h" {
+		t.Fatalf("table after the change %v", tb)
+	}
+	got = e.do(t, "PUT", "/v1/tables/orders", "", `{}`)
+	tablesExpect(t, "no default ttl keeps it", got, 200, "")
+	if tb := tablesDecode[map[string]string](t, got); tb["default_ttl"] != "1h" {
+		t.Fatalf("table after a put without default_ttl %v", tb)
+	}
+	tablesExpect(t, "changed back", e.do(t, "PUT", "/v1/tables/orders", "", `{"default_ttl":"90s"}`), 200, "")
 	tablesExpect(t, "bad name", e.do(t, "PUT", "/v1/tables/"+url.PathEscape("a b"), "", `{}`), 400, "invalid_argument")
 	tablesExpect(t, "long name", e.do(t, "PUT", "/v1/tables/"+strings.Repeat("x", 129), "", `{}`), 400, "invalid_argument")
 	tablesExpect(t, "bad ttl", e.do(t, "PUT", "/v1/tables/x", "", `{"default_ttl":"soon"}`), 400, "invalid_argument")

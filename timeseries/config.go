@@ -50,12 +50,14 @@ const (
 
 // shardSchema is the spec of every shard table (the name is set per shard):
 // ((index_id, bucket), ts, event_id) -> payload, with no default TTL since
-// expiry is by dropping the table and by filtering on read.
+// expiry is by dropping the table and by filtering on read. It does not
+// declare NeverExpires: an event with a TTL of its own (Event.TTL) is a row
+// with an expiry. Shards created while it did refuse such events
+// (ErrTTLShard); Equal ignores the flag, so they still match this spec.
 var shardSchema = store.TableSpec{
 	PartitionKey: []store.Column{{Name: colIndexID, Type: store.TypeText}, {Name: colBucket, Type: store.TypeInt64}},
 	Clustering:   []store.Column{{Name: colTS, Type: store.TypeTimestamp}, {Name: colEventID, Type: store.TypeText}},
 	Values:       []store.Column{{Name: colPayload, Type: store.TypeBytes}},
-	NeverExpires: true,
 }
 
 // Config is an index's configuration. Retention, runway and capacity

@@ -117,6 +117,11 @@ type Service struct {
 
 	bufs sync.Pool // of *writeBuf, Put's scratch space
 
+	// ttlMode is the expiry mode of events with a TTL of their own (see
+	// Event.TTL); ttlShards remembers the shards known to accept them.
+	ttlMode   store.ExpiryMode
+	ttlShards sync.Map // shard table name -> struct{}
+
 	router atomic.Pointer[routerBox] // set while migrations may run (SetRouter)
 }
 
@@ -175,6 +180,7 @@ func New(ctx context.Context, st store.Store, opts Options) (*Service, error) {
 		ttl:      opts.CacheTTL,
 		guards:   opts.Guards,
 		caps:     st.Capabilities(),
+		ttlMode:  store.DefaultExpiryMode(st.Capabilities()),
 		minRun:   opts.MinRunway,
 		maxPart:  opts.MaxPartitions,
 		visit:    opts.VisitBudget,

@@ -25,6 +25,15 @@ type Event struct {
 	// Timestamp, stored at millisecond precision; from 1970 on.
 	Timestamp time.Time
 	Payload   []byte
+	// TTL, when positive, makes the event expire at Timestamp + TTL
+	// instead of Timestamp + the index's retention: a whole number of
+	// milliseconds, shorter than the retention. Zero means the retention.
+	// Such an event is hidden from reads at its expiry to the millisecond
+	// and removed from disk by the backend's default expiry mode (see
+	// store.DefaultExpiryMode): swept within seconds on the embedded
+	// backend and DynamoDB, by native TTL on CQL. An event without one
+	// costs nothing more than before: no expiry-index entry.
+	TTL time.Duration
 }
 
 // maxTime bounds timestamps: shard names hold at most 12 digits of
@@ -48,8 +57,11 @@ const (
 // The whole batch is checked before anything is written, and it is refused
 // whole, with a *store.MutationError naming the first offending event, when any
 // event is malformed (store.ErrInvalid, store.ErrTooLarge), already expired
-// (timestamp + retention <= now: ErrExpired) or falls in a shard that
-// does not exist (ErrNoShard). Events are then written with one store.Write
+// (timestamp + retention, or timestamp + its TTL, <= now: ErrExpired),
+// carries a TTL that is negative, not whole milliseconds or not shorter
+// than the retention (store.ErrInvalid), or falls in a shard that does not
+// exist (ErrNoShard) or, for an event with a TTL, in a shard created
+// before shards took per-row expiries (ErrTTLShard). Events are then written with one store.Write
 // per shard. Only when the backend fails mid-way (or a shard is dropped
 // concurrently) can part of the batch have been written; the error says so
 // and retrying is safe.
@@ -156,8 +168,11 @@ func (s *Service) putShards(ctx context.Context, index string, cfg Config, event
 		s.metrics.refused(index, reasonNoShard)
 		return 0, &store.MutationError{Noun: "event", Index: i, Err: noShard(cfg, index, events[i].Timestamp, start, now)}
 	}
+	if err := s.checkTTLShards(ctx, cfg, index, events, order, shardOf); err != nil {
+		return 0, err
+	}
 
-	muts := buf.build(cfg, events, order)
+	muts := buf.build(cfg, events, order, s.ttlMode)
 	written := 0
 	for lo := 0; lo < len(order); {
 		start := shardOf[order[lo]]
@@ -206,6 +221,15 @@ func checkEvent(cfg Config, e *Event, now time.Time, maxRow int) (int64, error) 
 	if !time.UnixMilli(tsMs).Add(cfg.Retention).After(now) {
 		return 0, store.Errorf(ErrExpired, "timestamp %s + retention %s <= now %s",
 			timefmt.Format(time.UnixMilli(tsMs)), durfmt.Format(cfg.Retention), timefmt.Format(now))
+	}
+	if e.TTL != 0 {
+		if err := CheckTTL(cfg, e.TTL); err != nil {
+			return 0, err
+		}
+		if !time.UnixMilli(tsMs).Add(e.TTL).After(now) {
+			return 0, store.Errorf(ErrExpired, "timestamp %s + ttl %s <= now %s",
+				timefmt.Format(time.UnixMilli(tsMs)), durfmt.Format(e.TTL), timefmt.Format(now))
+		}
 	}
 	// The same size the store computes (kit.ResolveBatch), checked here
 	// so that an oversize event refuses the batch before any shard is
@@ -299,8 +323,10 @@ func (s *Service) releaseWriteBuf(b *writeBuf) {
 
 // build returns the upserts of events, in the given order, with canonical
 // values: the timestamp in UTC at millisecond precision, a nil payload as
-// empty. The mutations live in b and are valid until it is released.
-func (b *writeBuf) build(cfg Config, events []Event, order []int) []store.Mutation {
+// empty. An event with a TTL gets its expiry, timestamp + TTL, in mode
+// ttlMode; the others carry none, as shard rows always did. The mutations
+// live in b and are valid until it is released.
+func (b *writeBuf) build(cfg Config, events []Event, order []int, ttlMode store.ExpiryMode) []store.Mutation {
 	n := len(order)
 	muts, keys, cells := b.muts[:n], b.keys[:4*n], b.cells[:n]
 	for j, i := range order {
@@ -320,6 +346,10 @@ func (b *writeBuf) build(cfg Config, events []Event, order []int) []store.Mutati
 		k[2], k[3] = time.UnixMilli(ms).UTC(), e.EventID
 		cells[j] = store.Cell{Column: colPayload, Value: payload}
 		muts[j] = store.Mutation{Partition: part, Clustering: k[2:4:4], Cells: cells[j : j+1 : j+1]}
+		if e.TTL > 0 {
+			muts[j].ExpiresAt = time.UnixMilli(ms + e.TTL.Milliseconds())
+			muts[j].Expiry = ttlMode
+		}
 	}
 	return muts
 }

@@ -542,19 +542,22 @@ pass --yes.`,
 func indexWriteCmd(c *client) *cobra.Command {
 	var file, indexID, eventID, timestamp, payload string
 	var isBase64 bool
+	var ttl time.Duration
 	var out *output
 	cmd := &cobra.Command{
-		Use:   "write NAME (--file FILE | --index-id ID --event-id ID [--timestamp T] [--payload P])",
+		Use:   "write NAME (--file FILE | --index-id ID --event-id ID [--timestamp T] [--payload P] [--ttl D])",
 		Short: "Write events to an index",
 		Long: `Write events to an index, from a file (or - for standard input) or one
 event from flags. The file holds the API's body ({"events": [...]}), a JSON
 array of events, or one event per line (JSON Lines); an event is
-{"index_id", "event_id", "timestamp", "payload"} with the payload in
-standard base64. Events are sent in batches of 10000; each batch is all or
+{"index_id", "event_id", "timestamp", "payload", "ttl"} with the payload in
+standard base64 and the optional ttl a duration shorter than the index's
+retention (the event is hidden at timestamp + ttl). Events are sent in batches of 10000; each batch is all or
 nothing, and writing an event again replaces it, so a failed write can be
 repeated as it is.`,
 		Example: `  ebb index write events --file events.json
   ebb index write events --index-id acct_1 --event-id e1 --payload '{"amount":3}'
+  ebb index write events --index-id acct_1 --event-id e3 --payload '{"otp":1}' --ttl 10m
   ebb index write events --index-id acct_1 --event-id e2 --timestamp 2026-11-22T10:00:00Z --payload aGVsbG8= --base64`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeIndexNames(c),
@@ -584,7 +587,7 @@ repeated as it is.`,
 				if err != nil {
 					return err
 				}
-				events = []ebbclient.Event{{IndexID: indexID, EventID: eventID, Timestamp: ts, Payload: p}}
+				events = []ebbclient.Event{{IndexID: indexID, EventID: eventID, Timestamp: ts, Payload: p, TTL: ttl}}
 			default:
 				return errors.New("say what to write: --file FILE (- for standard input), or --index-id ID and --event-id ID")
 			}
@@ -629,8 +632,32 @@ repeated as it is.`,
 	f.StringVar(&timestamp, "timestamp", "", "one event's time: RFC 3339, now, or a duration from now such as -5m (default now)")
 	f.StringVar(&payload, "payload", "", "one event's payload, as text (or standard base64 with --base64)")
 	f.BoolVar(&isBase64, "base64", false, "--payload is standard base64")
+	f.DurationVar(&ttl, "ttl", 0, "one event's own lifetime, shorter than the index's retention (default the retention)")
 	out = addOutput(cmd)
 	return cmd
+}
+
+// eventInput is an event as `ebb index write --file` reads it: the
+// client's event and its optional ttl, a duration string as the API takes.
+type eventInput struct {
+	ebbclient.Event
+	TTL *string `json:"ttl"`
+}
+
+// event returns in as a client event.
+func (in eventInput) event() (ebbclient.Event, error) {
+	ev := in.Event
+	if in.TTL != nil {
+		d, err := time.ParseDuration(*in.TTL)
+		if err != nil {
+			return ebbclient.Event{}, fmt.Errorf("ttl: %w", err)
+		}
+		if d <= 0 {
+			return ebbclient.Event{}, fmt.Errorf("ttl %s must be positive", *in.TTL)
+		}
+		ev.TTL = d
+	}
+	return ev, nil
 }
 
 // decodeEvents reads events in any of the forms `ebb index write --file`
@@ -658,9 +685,15 @@ func decodeEvents(data []byte) ([]ebbclient.Event, []int, error) {
 	if raw != nil {
 		events := make([]ebbclient.Event, len(raw))
 		for i, r := range raw {
-			if err := strictUnmarshal(r, &events[i]); err != nil {
+			var in eventInput
+			if err := strictUnmarshal(r, &in); err != nil {
 				return nil, nil, eventError(i, err)
 			}
+			ev, err := in.event()
+			if err != nil {
+				return nil, nil, eventError(i, err)
+			}
+			events[i] = ev
 		}
 		return events, nil, nil
 	}
@@ -673,8 +706,12 @@ func decodeEvents(data []byte) ([]ebbclient.Event, []int, error) {
 	dec.DisallowUnknownFields()
 	var off int64
 	for dec.More() {
-		var ev ebbclient.Event
-		if err := dec.Decode(&ev); err != nil {
+		var in eventInput
+		if err := dec.Decode(&in); err != nil {
+			return nil, nil, eventError(len(events), err)
+		}
+		ev, err := in.event()
+		if err != nil {
 			return nil, nil, eventError(len(events), err)
 		}
 		// The value started after the blanks that follow the previous one.

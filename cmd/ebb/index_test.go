@@ -158,6 +158,15 @@ func TestIndexEvents(t *testing.T) {
 	fails(t, url, "say what to write", "index", "write", "events")
 	fails(t, url, "unknown field", "index", "write", "events", "--file", writeTemp(t, `[{"index":"x"}]`))
 
+	// An event's own TTL, from a flag or a file.
+	ok(t, url, "index", "write", "events", "--index-id", "acc/2", "--event-id", "t1", "--ttl", "1h")
+	ok(t, url, "index", "write", "events", "--file", writeTemp(t, `{"index_id": "acc/2", "event_id": "t2", "timestamp": "`+ts(time.Minute)+`", "ttl": "30m"}`))
+	fails(t, url, "ttl 0s must be positive", "index", "write", "events", "--file", writeTemp(t, `[{"index_id": "acc/2", "event_id": "t3", "timestamp": "`+ts(time.Minute)+`", "ttl": "0s"}]`))
+	fails(t, url, "shorter than the index's retention", "index", "write", "events", "--index-id", "acc/2", "--event-id", "t4", "--ttl", "3h")
+	if out := ok(t, url, "index", "query", "events", "--index-id", "acc/2"); !strings.Contains(out, "t1") || !strings.Contains(out, "t2") || strings.Contains(out, "t4") {
+		t.Fatalf("events with a ttl: %q", out)
+	}
+
 	// Query: a page and the next page's token, everything, JSON.
 	code, out, errOut := cli("--server", url, "index", "query", "events", "--index-id", "acc/1", "--limit", "2")
 	if code != 0 || !strings.Contains(out, "TIMESTAMP") || !strings.Contains(out, "flag  ") || !strings.Contains(out, "hello") || !strings.Contains(out, `"\x00\x01"`) || !strings.Contains(errOut, "--page-token ") {

@@ -236,8 +236,9 @@ func listsCreateFeatureCmd(c *client) *cobra.Command {
 		Use:   "create-feature ENTITY_TYPE FEATURE VERSION --ttl DURATION [--expiry sweep|native|drop] [--max-items N]",
 		Short: "Create a list feature version",
 		Long: `Create a list feature version whose items expire --ttl after their own
-timestamp. An identical version is left as it is; one with another TTL is a
-conflict. --expiry chooses how expired items leave the disk: sweep (deleted
+timestamp, or change one. An identical version is left as it is; another
+--ttl changes an existing version's TTL for the items added from then on
+(items already added keep their expiry). --expiry chooses how expired items leave the disk: sweep (deleted
 within seconds), native (the backend's own TTL), drop (only with the
 version); without it a new version gets the backend's default and an
 existing one keeps its mode. Another mode for an existing version changes
@@ -248,7 +249,8 @@ own, and another cap for an existing version applies from each list's
 next add.`,
 		Example: `  ebb lists create-feature user stories_presented _ --ttl 720h
   ebb lists create-feature user stories_presented v2 --ttl 720h --expiry drop
-  ebb lists create-feature user stories_presented _ --ttl 720h --max-items 500`,
+  ebb lists create-feature user stories_presented _ --ttl 720h --max-items 500
+  ebb lists create-feature user stories_presented _ --ttl 168h   # change an existing version's TTL`,
 		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ttl <= 0 {

@@ -57,7 +57,14 @@ func TestListsCommands(t *testing.T) {
 	// Names with '/', '#' and '|' travel escaped.
 	list := []string{"user/kind", "stories#1", "_", "id|42"}
 	ok("lists", "create-feature", list[0], list[1], "", "--ttl", "720h")
-	fails("conflict", "lists", "create-feature", list[0], list[1], "_", "--ttl", "1h")
+	// Another --ttl changes the existing version's TTL in place.
+	if out := ok("lists", "create-feature", list[0], list[1], "_", "--ttl", "1h"); !strings.Contains(out, "ttl 1h,") {
+		t.Fatalf("create-feature with another --ttl: %q", out)
+	}
+	if out := ok("lists", "features", list[0]); !strings.Contains(out, "user/kind    stories#1  _        1h") {
+		t.Fatalf("lists features after the TTL change: %q", out)
+	}
+	ok("lists", "create-feature", list[0], list[1], "_", "--ttl", "720h")
 	if out := ok("lists", "features", list[0]); !strings.Contains(out, "ENTITY_TYPE") || !strings.Contains(out, "user/kind    stories#1  _        720h") {
 		t.Fatalf("lists features: %q", out)
 	}

@@ -66,21 +66,25 @@ func tablesCreateCmd(c *client) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create TABLE [--default-ttl DURATION] [--expiry sweep|native]",
 		Short: "Create a shared table",
-		Long: `Create a shared table. Items put without a TTL of their own expire
---default-ttl after they are written (0, the default: never). An identical
-table is left as it is; one with another default TTL is a conflict.
+		Long: `Create a shared table, or change one. Items put without a TTL of their
+own expire --default-ttl after they are written (0, the default for a new
+table: never). An existing table is left as it is without --default-ttl;
+with another --default-ttl, it changes for the items put from then on
+(items already put keep their expiry).
 --expiry chooses how expired items leave the disk: sweep (deleted within
 seconds) or native (the backend's own TTL); without it a new table gets the
 backend's default and an existing one keeps its mode. Another mode for an
 existing table changes it for the items written from then on.`,
 		Example: `  ebb tables create orders --default-ttl 720h
-  ebb tables create sessions --default-ttl 24h --expiry native`,
+  ebb tables create sessions --default-ttl 24h --expiry native
+  ebb tables create orders --default-ttl 2160h   # change an existing table's`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := c.api()
 			if err != nil {
 				return err
 			}
+			cfg.KeepDefaultTTL = !cmd.Flags().Changed("default-ttl")
 			t, created, err := api.CreateTable(cmd.Context(), args[0], cfg)
 			if err != nil {
 				return err

@@ -19,7 +19,19 @@ func TestTablesCommands(t *testing.T) {
 	if out := ok(t, url, "tables", "create", "orders", "--default-ttl", "720h"); out != "table orders exists\n" {
 		t.Fatalf("create again: %q", out)
 	}
-	fails(t, url, "(conflict, HTTP 409)", "tables", "create", "orders")
+	// Without --default-ttl an existing table keeps its own; with another,
+	// it changes in place.
+	if out := ok(t, url, "tables", "create", "orders"); out != "table orders exists\n" {
+		t.Fatalf("create again without --default-ttl: %q", out)
+	}
+	if out := ok(t, url, "tables", "get", "orders"); !strings.Contains(out, "default ttl: 720h\n") {
+		t.Fatalf("default TTL after a create without --default-ttl: %q", out)
+	}
+	ok(t, url, "tables", "create", "orders", "--default-ttl", "1h")
+	if out := ok(t, url, "tables", "get", "orders"); !strings.Contains(out, "default ttl: 1h\n") {
+		t.Fatalf("default TTL after the change: %q", out)
+	}
+	ok(t, url, "tables", "create", "orders", "--default-ttl", "720h")
 	fails(t, url, "(invalid_argument, HTTP 400)", "tables", "create", "no/slash")
 	ok(t, url, "tables", "create", "..")
 	if out := ok(t, url, "tables", "list"); !strings.Contains(out, "NAME") || !strings.Contains(out, "orders  720h") || !strings.Contains(out, "..  ") {

@@ -7,6 +7,7 @@ package migratetest
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -115,6 +116,12 @@ func Run(t *testing.T, env Env) {
 	st, err := svc.State(ctx, "ev")
 	if err != nil || st.Phase != migrate.ShadowWrite {
 		t.Fatalf("state after start: %+v, %v", st, err)
+	}
+	// An event's own ttl is refused before cutover, whole batch and all:
+	// the legacy table keeps one TTL for every row.
+	ttlBatch := []timeseries.Event{{IndexID: "acct_ttl", EventID: "plain", Timestamp: now}, {IndexID: "acct_ttl", EventID: "own", Timestamp: now, TTL: time.Hour}}
+	if _, err := idx.WriteEvents(ctx, "ev", ttlBatch); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("events with a ttl during the migration: %v, want ErrInvalid", err)
 	}
 	// The legacy rows predate the migration: seed them behind ebb's back
 	// (as the application wrote them), through the source itself.

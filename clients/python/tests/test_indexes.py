@@ -170,3 +170,18 @@ def test_erase_events(client, name):
     assert len(list(client.iter_events(name, "user_2"))) == 9
     with pytest.raises(ebb_client.InvalidArgument):
         client.erase_events(name, "user_2", start=now, end=now - timedelta(minutes=1))
+
+
+def test_event_ttl(client, name):
+    create_index(client, name)
+    now = datetime.now(timezone.utc)
+    assert client.write_events(name, [Event(index_id="a", event_id="own", timestamp=now, ttl=timedelta(hours=1))]) == 1
+    assert [e.event_id for e in client.query_events(name, "a").events] == ["own"]
+    # A ttl already past, or not shorter than the retention, refuses the batch.
+    with pytest.raises(ebb_client.Expired) as e:
+        client.write_events(name, [Event(index_id="b", event_id="old", timestamp=now - timedelta(hours=2), ttl=timedelta(hours=1))])
+    assert "event 0" in e.value.message
+    with pytest.raises(ebb_client.InvalidArgument) as e:
+        client.write_events(name, [Event(index_id="b", event_id="long", timestamp=now, ttl=timedelta(days=400))])
+    assert "retention" in e.value.message
+    assert client.query_events(name, "b").events == []

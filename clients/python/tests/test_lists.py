@@ -16,10 +16,11 @@ def test_feature_lifecycle(client, name):
     assert (f.entity_type, f.feature, f.version) == (entity, "stories", "")
     assert f.ttl == timedelta(days=7)
     assert f.created_at.tzinfo is not None and f.table
-    # The same again is answered as is; another TTL is a conflict.
+    # The same again is answered as is; another TTL changes it in place.
     assert client.create_list_feature(entity, "stories", ttl=timedelta(days=7)).created_at == f.created_at
-    with pytest.raises(ebb_client.Conflict):
-        client.create_list_feature(entity, "stories", ttl=timedelta(days=8))
+    changed = client.create_list_feature(entity, "stories", ttl=timedelta(days=8))
+    assert changed.ttl == timedelta(days=8) and changed.table == f.table and changed.created_at == f.created_at
+    assert client.create_list_feature(entity, "stories", ttl=timedelta(days=7)).ttl == timedelta(days=7)
     v2 = client.create_list_feature(entity, "stories", ttl=timedelta(hours=1, seconds=30), version="v2")
     assert v2.version == "v2" and v2.ttl == timedelta(hours=1, seconds=30)
     assert client.get_list_feature(entity, "stories").ttl == timedelta(days=7)

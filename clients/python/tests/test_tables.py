@@ -14,8 +14,10 @@ def test_table_lifecycle(client, name):
     assert t.name == name and t.default_ttl == timedelta(minutes=90)
     assert t.created_at.tzinfo is not None
     assert client.create_table(name, default_ttl=timedelta(minutes=90)) == t
-    with pytest.raises(ebb_client.Conflict):
-        client.create_table(name, default_ttl=timedelta(hours=2))
+    # Another default_ttl changes it in place; none keeps it.
+    assert client.create_table(name, default_ttl=timedelta(hours=2)).default_ttl == timedelta(hours=2)
+    assert client.create_table(name).default_ttl == timedelta(hours=2)
+    assert client.create_table(name, default_ttl=timedelta(minutes=90)) == t
     assert client.get_table(name) == t
     plain = client.create_table(name + "_plain")
     assert plain.default_ttl == timedelta(0)

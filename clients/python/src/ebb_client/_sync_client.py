@@ -582,7 +582,7 @@ class Client:
         default_ttl: Optional[timedelta] = None,
         extra: Optional[Mapping[str, Any]] = None,
     ) -> Table:
-        """PUT /v1/tables/{table}: creates a shared table (an identical one is answered as is).
+        """PUT /v1/tables/{table}: creates a shared table, or changes one's default_ttl (None keeps it).
 
         extra holds fields this client does not know yet, sent as they are.
         """

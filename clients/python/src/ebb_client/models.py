@@ -388,13 +388,16 @@ class ArchiveList(Model):
 class Event(Model):
     """An event: written with write_events, read with query_events.
 
-    payload is bytes, or None for an event without one.
+    payload is bytes, or None for an event without one. ttl, when set on a
+    written event, is its own lifetime, shorter than the index's retention:
+    it is hidden at timestamp + ttl. Read events leave it None.
     """
 
     index_id: str
     event_id: str
     timestamp: datetime
     payload: Optional[bytes] = None
+    ttl: Optional[timedelta] = None
 
 
 @dataclass(kw_only=True)
