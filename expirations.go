@@ -2,6 +2,7 @@ package ebb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"sync"
@@ -182,8 +183,20 @@ func (db *DB) rowsRemoved() func(context.Context, string, []expiry.Removed) erro
 			}
 			evs, ids = evs[:k], ids[:k]
 		}
-		return s.Rows().Append(ctx, evs, ids)
+		return db.spaceFirst(s.Rows().Append(ctx, evs, ids), "rows", len(evs))
 	}
+}
+
+// spaceFirst lets a removal go ahead when the log could not record it for
+// lack of disk space (store.ErrInsufficientStorage): the removal is what
+// frees the space, and holding it for the log would keep the disk full
+// for good. The stream then misses those expirations, which is logged.
+func (db *DB) spaceFirst(err error, what string, n int) error {
+	if errors.Is(err, store.ErrInsufficientStorage) {
+		db.o.Logger.Warn("the log of expirations is full: removals go ahead unrecorded, so the stream misses them", "source", what, "events", n, "err", err)
+		return nil
+	}
+	return err
 }
 
 // describeRow names a removed row: a list item by its feature, a shared
@@ -271,6 +284,6 @@ func (db *DB) shardDropping() func(context.Context, string, shardmgr.Action) err
 		if err != nil || seen[0] {
 			return err
 		}
-		return s.Shards().Append(ctx, []explog.Event{ev}, once)
+		return db.spaceFirst(s.Shards().Append(ctx, []explog.Event{ev}, once), "shards", 1)
 	}
 }
