@@ -50,14 +50,29 @@ func (s *Store) awaitSchema(ctx context.Context, coordinator string) error {
 }
 
 // liveCoordinator returns the host id of a node the driver sees UP, to
-// run a schema change and then wait for agreement on.
+// run a schema change and then wait for agreement on: the first contact
+// point (Options.Hosts) that is up, else any node that is.
 func (s *Store) liveCoordinator() (string, error) {
-	for _, h := range s.session.GetHosts() {
-		if h.IsUp() {
-			return h.HostID(), nil
+	var fallback string
+	hosts := s.session.GetHosts()
+	for _, want := range s.opts.Hosts {
+		addr, _, _ := splitHost(want)
+		for _, h := range hosts {
+			if h.IsUp() && h.ConnectAddress().String() == addr {
+				return h.HostID(), nil
+			}
 		}
 	}
-	return "", store.Errorf(store.ErrUnavailable, "cql: no node is up")
+	for _, h := range hosts {
+		if h.IsUp() {
+			fallback = h.HostID()
+			break
+		}
+	}
+	if fallback == "" {
+		return "", store.Errorf(store.ErrUnavailable, "cql: no node is up")
+	}
+	return fallback, nil
 }
 
 // liveSchemaVersions returns the distinct schema versions, sorted, of the

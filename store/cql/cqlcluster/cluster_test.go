@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,9 +12,11 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/ebb-data/ebb"
 	"github.com/ebb-data/ebb/internal/lease"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/cql/cqlcluster"
+	"github.com/ebb-data/ebb/timeseries"
 )
 
 // The tests of this file each take the three nodes of
@@ -277,4 +280,91 @@ func TestLeaseHoldsWhenItsNodeIsKilled(t *testing.T) {
 	if err := a.Fence(ctx); !errors.Is(err, lease.ErrNotHeld) {
 		t.Fatalf("a's fence after the node's return: %v, want ErrNotHeld", err)
 	}
+}
+
+// TestSameIndexCreatedThroughTwoNodes opens two DBs, as two `ebb serve`
+// replicas would be, each with node 1 or node 2 as its contact point (the
+// node their schema changes run on), and creates the same index in both
+// at the same moment: both succeed, one CQL table exists per name with
+// one table id on every node, and the nodes agree on the schema.
+func TestSameIndexCreatedThroughTwoNodes(t *testing.T) {
+	c := cqlcluster.Require(t)
+	ctx := t.Context()
+	o1 := c.Options(t, c.Hosts[0])
+	s1 := c.Open(t, o1)
+	o2 := o1
+	o2.Hosts = []string{c.Hosts[1]}
+	o2.CreateKeyspace = false
+	s2 := c.Open(t, o2)
+	var dbs []*ebb.DB
+	for _, s := range []store.Store{s1, s2} {
+		db, err := ebb.Open(ctx, ebb.Options{Store: s, NoBackground: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		dbs = append(dbs, db)
+	}
+
+	cfg := timeseries.Config{Name: "ev", TableBucket: time.Hour, PartitionBucket: time.Hour, Retention: 2 * time.Hour}
+	start := make(chan struct{})
+	errs := make([]error, len(dbs))
+	created := make([]bool, len(dbs))
+	var wg sync.WaitGroup
+	for i, db := range dbs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, created[i], errs[i] = db.Indexes().Create(ctx, cfg)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("create through node %d: %v", i+1, err)
+		}
+	}
+	if created[0] == created[1] {
+		t.Errorf("created = %v: want exactly one creation, the other finding the same index", created)
+	}
+
+	c.WaitAgreed(t, time.Minute)
+	// Each node's tables of the keyspace, with their ids: the same on
+	// every node, else two creations raced into two tables of one name.
+	var want map[string]string
+	for i := 1; i <= 3; i++ {
+		got := map[string]string{}
+		iter := c.Node(t, i).Query(`SELECT table_name, id FROM system_schema.tables WHERE keyspace_name = ?`, o1.Keyspace).IterContext(ctx)
+		var name string
+		var id gocql.UUID
+		for iter.Scan(&name, &id) {
+			got[name] = id.String()
+		}
+		if err := iter.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			want = got
+			continue
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("node %d's tables %v differ from node 1's %v", i, got, want)
+		}
+	}
+	shards := 0
+	for name := range want {
+		if strings.HasPrefix(name, "ev_") {
+			shards++
+		}
+	}
+	idx, err := dbs[1].Indexes().Get(ctx, "ev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shards == 0 || shards != len(idx.Shards) {
+		t.Fatalf("%d shard tables on the nodes (%v), index lists %d shards", shards, want, len(idx.Shards))
+	}
+	t.Logf("%d tables, one id each on the three nodes; %d shards", len(want), shards)
 }
