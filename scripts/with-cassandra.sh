@@ -25,9 +25,23 @@
 # the tests see what a stock node does. On a 2-core machine the node serves
 # CQL about 2.5 s after it is started, and holds about 660 MB.
 #
-# EBB_CASSANDRA_HEAP (default 1g, at least 256m) sets the maximum heap;
-# EBB_CASSANDRA_KEEP=1 keeps the data directory and log after the command,
-# for a post-mortem.
+# EBB_CASSANDRA_NODES=N (1 to 9; default 1) starts a cluster of N nodes
+# instead, on 127.0.0.1 to 127.0.0.N (Linux routes all of 127/8 to the
+# loopback interface, so they share the port numbers), every one a seed
+# with one token of an even split. A cluster's nodes are not throw-away
+# nodes: they fsync the commit log every 10 s (commitlog_sync: periodic,
+# Cassandra's default) and flush their schema tables, as a deployment
+# does, since its tests SIGKILL nodes. The script waits until each serves
+# CQL and has seen every other node UP, then runs the command with
+# EBB_CQL_CLUSTER_HOSTS (the N host:port contact points, node 1 first) and
+# EBB_CQL_CLUSTER_DIR (node I's files are in nI: its pid in nI/pid, and
+# nI/start starts it again after a test killed it); EBB_CQL_HOSTS is left
+# as it is. With EBB_CQL_CLUSTER_HOSTS already set, the command runs
+# against that cluster as is.
+#
+# EBB_CASSANDRA_HEAP (default 1g for a lone node, 512m for each node of a
+# cluster; at least 256m) sets the maximum heap; EBB_CASSANDRA_KEEP=1
+# keeps the data directory and log after the command, for a post-mortem.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -58,8 +58,8 @@ func decodeEntry(spec, capacity, switches string) (entry, error) {
 func (s *Store) catalog() string { return quote(s.ks) + "." + quote(catalogTable) }
 
 // ddl runs one schema statement on one live node and waits until every
-// live node agrees on the schema (awaitSchema). Statements are IF [NOT] EXISTS, so a retry is
-// harmless.
+// live node agrees on the schema (awaitSchema). Statements are IF [NOT]
+// EXISTS, so a retry is harmless.
 func (s *Store) ddl(ctx context.Context, q string) error {
 	s.log.Debug("cql ddl", "cql", q)
 	return s.retry.do(ctx, true, func(ctx context.Context) error {
