@@ -75,8 +75,19 @@ func (s *Store) liveCoordinator() (string, error) {
 	return fallback, nil
 }
 
+// hostUp reports whether the driver sees the node with host id up.
+func (s *Store) hostUp(id string) bool {
+	for _, h := range s.session.GetHosts() {
+		if h.HostID() == id {
+			return h.IsUp()
+		}
+	}
+	return false
+}
+
 // liveSchemaVersions returns the distinct schema versions, sorted, of the
-// coordinator and of the peers it lists that the driver sees UP.
+// coordinator and of the peers it lists that the driver sees UP. An empty
+// coordinator means whichever node the driver picks for each query.
 func (s *Store) liveSchemaVersions(ctx context.Context, coordinator string) ([]string, error) {
 	up := map[string]bool{}
 	for _, h := range s.session.GetHosts() {

@@ -69,7 +69,16 @@ func (s *Store) ddl(ctx context.Context, q string) error {
 		if err != nil {
 			return err
 		}
-		if err := s.session.Query(q).SetHostID(coordinator).ExecContext(ctx); err != nil {
+		err = s.session.Query(q).SetHostID(coordinator).ExecContext(ctx)
+		if errors.Is(err, gocql.ErrNoConnections) && s.hostUp(coordinator) {
+			// The driver cannot route to a node it sees up by its id when
+			// it never looked the ring up (DisableInitialHostLookup, a
+			// proxy in front): any node then runs the change and answers
+			// for the schema versions.
+			coordinator = ""
+			err = s.session.Query(q).ExecContext(ctx)
+		}
+		if err != nil {
 			return err
 		}
 		return s.awaitSchema(ctx, coordinator)
