@@ -25,9 +25,23 @@
 # the tests see what a stock node does. On a 2-core machine the node serves
 # CQL about 2.5 s after it is started, and holds about 660 MB.
 #
-# EBB_CASSANDRA_HEAP (default 1g, at least 256m) sets the maximum heap;
-# EBB_CASSANDRA_KEEP=1 keeps the data directory and log after the command,
-# for a post-mortem.
+# EBB_CASSANDRA_NODES=N (1 to 9; default 1) starts a cluster of N nodes
+# instead, on 127.0.0.1 to 127.0.0.N (Linux routes all of 127/8 to the
+# loopback interface, so they share the port numbers), every one a seed
+# with one token of an even split. A cluster's nodes are not throw-away
+# nodes: they fsync the commit log every 10 s (commitlog_sync: periodic,
+# Cassandra's default) and flush their schema tables, as a deployment
+# does, since its tests SIGKILL nodes. The script waits until each serves
+# CQL and has seen every other node UP, then runs the command with
+# EBB_CQL_CLUSTER_HOSTS (the N host:port contact points, node 1 first) and
+# EBB_CQL_CLUSTER_DIR (node I's files are in nI: its pid in nI/pid, and
+# nI/start starts it again after a test killed it); EBB_CQL_HOSTS is left
+# as it is. With EBB_CQL_CLUSTER_HOSTS already set, the command runs
+# against that cluster as is.
+#
+# EBB_CASSANDRA_HEAP (default 1g for a lone node, 512m for each node of a
+# cluster; at least 256m) sets the maximum heap; EBB_CASSANDRA_KEEP=1
+# keeps the data directory and log after the command, for a post-mortem.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,9 +53,19 @@ if [[ $# -eq 0 ]]; then
 	exit 2
 fi
 
-if [[ -n "${EBB_CQL_HOSTS:-}" ]]; then
+nodes="${EBB_CASSANDRA_NODES:-1}"
+if ! [[ "$nodes" =~ ^[1-9]$ ]]; then
+	echo "with-cassandra: EBB_CASSANDRA_NODES=$nodes: want 1 to 9" >&2
+	exit 2
+fi
+if ((nodes == 1)) && [[ -n "${EBB_CQL_HOSTS:-}" ]]; then
 	exec "$@"
 fi
+if ((nodes > 1)) && [[ -n "${EBB_CQL_CLUSTER_HOSTS:-}" ]]; then
+	exec "$@"
+fi
+# The command may run this script again for a lone node (make test).
+unset EBB_CASSANDRA_NODES
 
 tooldir="$root/tools/cassandra"
 lib="$tooldir/lib"
@@ -96,14 +120,20 @@ while [[ "$storage_port" == "$cql_port" ]]; do
 done
 
 dir="$(mktemp -d -t cassandra.XXXXXX)"
-log="$dir/node.log"
-pid=""
 cleanup() {
-	# The data is thrown away, so the node is killed rather than drained.
-	if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-		kill -KILL "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
+	# The data is thrown away, so the nodes are killed rather than drained.
+	# A node restarted by a test is known by its pid file only.
+	local f p
+	for f in "$dir"/pid "$dir"/n*/pid; do
+		[[ -f "$f" ]] || continue
+		p="$(cat "$f")"
+		if [[ -n "$p" ]] && kill -0 "$p" 2>/dev/null; then
+			kill -KILL "$p" 2>/dev/null || true
+			# Not a child of this shell (see write_node): wait for it to
+			# be gone before its files are removed.
+			while kill -0 "$p" 2>/dev/null; do sleep 0.05; done
+		fi
+	done
 	if [[ -n "${EBB_CASSANDRA_KEEP:-}" ]]; then
 		echo "with-cassandra: kept $dir" >&2
 	else
@@ -113,55 +143,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-mkdir -p "$dir/conf" "$dir/data" "$dir/logs"
 
-# Only what differs from Cassandra's defaults, plus the settings a node
-# cannot start without.
-cat >"$dir/conf/cassandra.yaml" <<EOF
-cluster_name: ebb-test
-num_tokens: 1
-initial_token: 0
-partitioner: org.apache.cassandra.dht.Murmur3Partitioner
-listen_address: 127.0.0.1
-rpc_address: 127.0.0.1
-storage_port: $storage_port
-native_transport_port: $cql_port
-start_native_transport: true
-seed_provider:
-  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
-    parameters:
-      - seeds: "127.0.0.1:$storage_port"
-endpoint_snitch: SimpleSnitch
-data_file_directories:
-  - $dir/data/data
-commitlog_directory: $dir/data/commitlog
-saved_caches_directory: $dir/data/saved_caches
-hints_directory: $dir/data/hints
-cdc_raw_directory: $dir/data/cdc_raw
-commitlog_sync: periodic
-commitlog_sync_period: 10000ms
-authenticator: AllowAllAuthenticator
-authorizer: AllowAllAuthorizer
-user_defined_functions_enabled: false
-materialized_views_enabled: false
-concurrent_compactors: 1
-# As in the cassandra.yaml shipped with 5.0: sstables readable by 4.x, and
-# expiry times capped at 2038-01-19 (a later one is refused).
-storage_compatibility_mode: CASSANDRA_4
-EOF
-
-cat >"$dir/conf/logback.xml" <<EOF
-<configuration>
-  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
-    <file>$log</file>
-    <encoder><pattern>%-5level [%thread] %date{ISO8601} %F:%L - %msg%n</pattern></encoder>
-  </appender>
-  <logger name="org.apache.cassandra" level="INFO"/>
-  <root level="INFO"><appender-ref ref="FILE"/></root>
-</configuration>
-EOF
-
-heap="${EBB_CASSANDRA_HEAP:-1g}"
+if ((nodes == 1)); then
+	heap="${EBB_CASSANDRA_HEAP:-1g}"
+else
+	heap="${EBB_CASSANDRA_HEAP:-512m}"
+fi
 jvm=(
 	# Heap: small, grown on demand. Serial GC and the C1 compiler alone cost
 	# least on a shared 2-core machine: C2's compile threads would compete
@@ -201,71 +188,204 @@ jvm=(
 	-Dio.netty.tryReflectionSetAccessible=true
 	-Dio.netty.allocator.useCacheForAllThreads=true
 	-Dio.netty.allocator.maxOrder=11
-	# The node and its files.
+	# Fast start: nothing to wait for from a ring (a cluster's nodes are
+	# all seeds, and own their tokens from the start).
 	-Dcassandra-foreground=yes
-	"-Dcassandra.config=file://$dir/conf/cassandra.yaml"
-	"-Dlogback.configurationFile=$dir/conf/logback.xml"
-	"-Dcassandra.logdir=$dir/logs"
-	"-Dcassandra.storagedir=$dir/data"
-	"-Dcassandra.triggers_dir=$dir/conf/triggers"
-	# Fast start of a lone node: nothing to wait for from a ring.
 	-Dcassandra.skip_wait_for_gossip_to_settle=0
 	-Dcassandra.ring_delay_ms=100
 	-Dcassandra.schema_delay_ms=100
-	# Throw-away data: skip fsync and the flushes of the node's own schema
-	# tables, which make every CREATE and DROP TABLE slow.
-	-Dcassandra.skip_sync=true
-	-Dcassandra.unsafesystem=true
-	-Dcassandra.test.flush_local_schema_changes=false
 )
-mkdir -p "$dir/conf/triggers"
+if ((nodes == 1)); then
+	jvm+=(
+		# Throw-away data: skip fsync and the flushes of the node's own
+		# schema tables, which make every CREATE and DROP TABLE slow.
+		# A cluster's nodes keep both: its tests SIGKILL nodes, and a node
+		# restarted without its schema flushed loads the schema from its
+		# sstables before replaying the commit log, so it would not know
+		# the tables created since (measured: "keyspace does not exist"
+		# from a node that agreed on the schema version).
+		-Dcassandra.skip_sync=true
+		-Dcassandra.unsafesystem=true
+		-Dcassandra.test.flush_local_schema_changes=false
+	)
+fi
 
-java "${jvm[@]}" -cp "$lib/*" org.apache.cassandra.service.CassandraDaemon >"$dir/logs/stdout.log" 2>&1 &
-pid=$!
+# The nodes' addresses, 127.0.0.1 up: Linux routes all of 127/8 to the
+# loopback interface, so each node listens on the same ports at its own
+# address. Every node is a seed, so that they may all start at once.
+addrs=()
+seeds=()
+for ((i = 1; i <= nodes; i++)); do
+	addrs+=("127.0.0.$i")
+	seeds+=("127.0.0.$i:$storage_port")
+done
+seedlist="$(IFS=,; echo "${seeds[*]}")"
 
-hosts="127.0.0.1:$cql_port"
+# node_dir I is node I's directory: the temporary directory itself for a
+# lone node (as before clusters existed), n<I> in it for a cluster's.
+node_dir() {
+	if ((nodes == 1)); then echo "$dir"; else echo "$dir/n$1"; fi
+}
+
+# write_node I writes node I's configuration and its start script, which
+# starts the node in the background and records its pid in the pid file
+# beside it. Tests of a cluster run the script again to restart a node
+# they killed.
+write_node() {
+	local i=$1 d addr token
+	d="$(node_dir "$i")"
+	addr="${addrs[$((i - 1))]}"
+	# One token per node, spread evenly over Murmur3's range.
+	token=$((-9223372036854775807 - 1 + (i - 1) * (9223372036854775807 / nodes * 2)))
+	mkdir -p "$d/conf/triggers" "$d/data" "$d/logs"
+	# Only what differs from Cassandra's defaults, plus the settings a
+	# node cannot start without. commitlog_sync is the default's: periodic,
+	# every 10 s (a lone test node skips the fsync itself, see jvm above).
+	cat >"$d/conf/cassandra.yaml" <<YAML
+cluster_name: ebb-test
+num_tokens: 1
+initial_token: $token
+auto_bootstrap: false
+partitioner: org.apache.cassandra.dht.Murmur3Partitioner
+listen_address: $addr
+rpc_address: $addr
+storage_port: $storage_port
+native_transport_port: $cql_port
+start_native_transport: true
+seed_provider:
+  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
+    parameters:
+      - seeds: "$seedlist"
+endpoint_snitch: SimpleSnitch
+data_file_directories:
+  - $d/data/data
+commitlog_directory: $d/data/commitlog
+saved_caches_directory: $d/data/saved_caches
+hints_directory: $d/data/hints
+cdc_raw_directory: $d/data/cdc_raw
+commitlog_sync: periodic
+commitlog_sync_period: 10000ms
+authenticator: AllowAllAuthenticator
+authorizer: AllowAllAuthorizer
+user_defined_functions_enabled: false
+materialized_views_enabled: false
+concurrent_compactors: 1
+# As in the cassandra.yaml shipped with 5.0: sstables readable by 4.x, and
+# expiry times capped at 2038-01-19 (a later one is refused).
+storage_compatibility_mode: CASSANDRA_4
+YAML
+	cat >"$d/conf/logback.xml" <<XML
+<configuration>
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>$d/node.log</file>
+    <encoder><pattern>%-5level [%thread] %date{ISO8601} %F:%L - %msg%n</pattern></encoder>
+  </appender>
+  <logger name="org.apache.cassandra" level="INFO"/>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+XML
+	local args=(
+		"${jvm[@]}"
+		"-Dcassandra.config=file://$d/conf/cassandra.yaml"
+		"-Dlogback.configurationFile=$d/conf/logback.xml"
+		"-Dcassandra.logdir=$d/logs"
+		"-Dcassandra.storagedir=$d/data"
+		"-Dcassandra.triggers_dir=$d/conf/triggers"
+		-cp "$lib/*" org.apache.cassandra.service.CassandraDaemon
+	)
+	{
+		echo '#!/usr/bin/env bash'
+		echo "# Starts Cassandra node $i ($addr) in the background; its pid goes to pid."
+		printf 'java'
+		printf ' %q' "${args[@]}"
+		printf ' >>%q 2>&1 </dev/null &\n' "$d/logs/stdout.log"
+		printf 'echo $! >%q\n' "$d/pid"
+	} >"$d/start"
+	chmod +x "$d/start"
+}
+
+for ((i = 1; i <= nodes; i++)); do
+	write_node "$i"
+	"$(node_dir "$i")/start"
+done
+
+hosts=()
+for addr in "${addrs[@]}"; do
+	hosts+=("$addr:$cql_port")
+done
+hostlist="$(IFS=,; echo "${hosts[*]}")"
 timeout="${EBB_CASSANDRA_START_TIMEOUT:-180}"
 start=$SECONDS
 started_ms=$(date +%s%3N)
-ready=""
-if defer_wait "with-cassandra: Cassandra" "$pid" "$cql_port" "$timeout" "$log:$dir/logs/stdout.log" \
-	'Starting listening for CQL clients' 'Startup complete'; then
-	ready=deferred
-fi
-while [[ -z "$ready" ]] && ((SECONDS - start < timeout)); do
-	if ! kill -0 "$pid" 2>/dev/null; then
-		break
-	fi
-	# Serving means both: the node logs that its native transport listens
-	# and that start-up is complete, and a connection to the port is
-	# accepted.
-	if grep -q 'Starting listening for CQL clients' "$log" 2>/dev/null &&
-		grep -q 'Startup complete' "$log" 2>/dev/null &&
-		(exec 3<>"/dev/tcp/127.0.0.1/$cql_port") 2>/dev/null; then
-		ready=1
-		break
-	fi
-	sleep 0.2
-done
-if [[ -z "$ready" ]]; then
-	if kill -0 "$pid" 2>/dev/null; then
-		echo "with-cassandra: Cassandra did not serve CQL on $hosts within ${timeout}s:" >&2
-	else
-		code=0
-		wait "$pid" || code=$?
-		echo "with-cassandra: Cassandra exited (status $code) before serving CQL on $hosts:" >&2
-	fi
-	cat "$log" "$dir/logs/stdout.log" >&2 2>/dev/null || true
-	exit 1
-fi
 
-if [[ "$ready" == deferred ]]; then
-	echo "with-cassandra: Cassandra starting on $hosts" >&2
+# node_ready I says whether node I serves: it logs that its native
+# transport listens and that start-up is complete, a connection to its
+# port is accepted, and, in a cluster, it has seen every other node UP.
+node_ready() {
+	local i=$1 d addr other
+	d="$(node_dir "$i")"
+	addr="${addrs[$((i - 1))]}"
+	grep -q 'Starting listening for CQL clients' "$d/node.log" 2>/dev/null &&
+		grep -q 'Startup complete' "$d/node.log" 2>/dev/null &&
+		(exec 3<>"/dev/tcp/$addr/$cql_port") 2>/dev/null || return 1
+	for other in "${addrs[@]}"; do
+		[[ "$other" == "$addr" ]] && continue
+		grep -q "/$other:$storage_port is now UP" "$d/node.log" 2>/dev/null || return 1
+	done
+}
+
+# fail_node I WHY prints why node I did not serve, with its log, and fails
+# the script.
+fail_node() {
+	local i=$1 d
+	d="$(node_dir "$i")"
+	echo "with-cassandra: Cassandra node $i $2:" >&2
+	cat "$d/node.log" "$d/logs/stdout.log" >&2 2>/dev/null || true
+	exit 1
+}
+
+deferred=""
+if ((nodes == 1)) && defer_wait "with-cassandra: Cassandra" "$(cat "$dir/pid")" "$cql_port" "$timeout" \
+	"$dir/node.log:$dir/logs/stdout.log" 'Starting listening for CQL clients' 'Startup complete'; then
+	deferred=1
+fi
+if ((nodes > 1)) && [[ -n "${EBB_TEST_SERVERS_PENDING:-}" ]]; then
+	# The cluster's nodes are awaited like a lone node, each by its log;
+	# the tests of a cluster wait for every node UP and one schema version
+	# themselves before each test (store/cql/cqlcluster).
+	for ((i = 1; i <= nodes; i++)); do
+		d="$(node_dir "$i")"
+		defer_wait "with-cassandra: Cassandra node $i" "$(cat "$d/pid")" "$cql_port" "$timeout" \
+			"$d/node.log:$d/logs/stdout.log" 'Starting listening for CQL clients' 'Startup complete'
+	done
+	deferred=1
+fi
+for ((i = 1; i <= nodes && !deferred; i++)); do
+	pid="$(cat "$(node_dir "$i")/pid")"
+	until node_ready "$i"; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			fail_node "$i" "exited before serving CQL on ${hosts[$((i - 1))]}"
+		fi
+		if ((SECONDS - start >= timeout)); then
+			fail_node "$i" "did not serve CQL on ${hosts[$((i - 1))]}, with every other node UP, within ${timeout}s"
+		fi
+		sleep 0.2
+	done
+done
+
+what="Cassandra"
+((nodes > 1)) && what="a Cassandra cluster of $nodes nodes"
+if [[ -n "$deferred" ]]; then
+	echo "with-cassandra: $what starting on $hostlist" >&2
 else
 	ms=$(($(date +%s%3N) - started_ms))
-	echo "with-cassandra: Cassandra on $hosts (started in $((ms / 1000)).$(printf %03d $((ms % 1000)))s)" >&2
+	echo "with-cassandra: $what on $hostlist (started in $((ms / 1000)).$(printf %03d $((ms % 1000)))s)" >&2
 fi
-export EBB_CQL_HOSTS="$hosts"
+if ((nodes == 1)); then
+	export EBB_CQL_HOSTS="$hostlist"
+else
+	export EBB_CQL_CLUSTER_HOSTS="$hostlist" EBB_CQL_CLUSTER_DIR="$dir"
+fi
 status=0
 "$@" || status=$?
 exit "$status"

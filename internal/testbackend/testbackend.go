@@ -81,7 +81,9 @@ func CQL(t testing.TB, now func() time.Time) store.Store {
 	return cqltest.New(t, now)
 }
 
-// All returns every backend, selected or not, in the order subtests run.
+// All returns every backend of the suites, selected or not, in the order
+// subtests run: every one a selection names but the three-node cluster
+// (testselect.CQLCluster), which has tests of its own.
 func All() []Named {
 	return []Named{
 		{Name: "pebble", Backend: testselect.Pebble, Open: Pebble},

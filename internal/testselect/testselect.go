@@ -21,16 +21,20 @@ import (
 const Env = "EBB_TEST_BACKENDS"
 
 // The backends a selection names. DynamoDBLocal also covers the idle
-// DynamoDB Local that serves the native TTL test.
+// DynamoDB Local that serves the native TTL test. CQLCluster is a
+// three-node Cassandra cluster (EBB_CQL_CLUSTER_HOSTS), on which the tests
+// of node failures and of schema changes through several coordinators
+// run; the backend-independent suites run on a lone node (CQL).
 const (
 	Pebble        = "pebble"
 	Dynalite      = "dynalite"
 	DynamoDBLocal = "dynamodb-local"
 	CQL           = "cql"
+	CQLCluster    = "cql-cluster"
 )
 
 // Backends lists every backend, in the order the tests run them.
-var Backends = []string{Pebble, Dynalite, DynamoDBLocal, CQL}
+var Backends = []string{Pebble, Dynalite, DynamoDBLocal, CQL, CQLCluster}
 
 // groups are the names that stand for more than one backend.
 var groups = map[string][]string{

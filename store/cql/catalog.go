@@ -57,15 +57,31 @@ func decodeEntry(spec, capacity, switches string) (entry, error) {
 
 func (s *Store) catalog() string { return quote(s.ks) + "." + quote(catalogTable) }
 
-// ddl runs one schema statement and waits until every node agrees on the
-// schema. Statements are IF [NOT] EXISTS, so a retry is harmless.
+// ddl runs one schema statement on one live node and waits until every
+// live node agrees on the schema (awaitSchema). Statements are IF [NOT]
+// EXISTS, so a retry is harmless.
 func (s *Store) ddl(ctx context.Context, q string) error {
 	s.log.Debug("cql ddl", "cql", q)
 	return s.retry.do(ctx, true, func(ctx context.Context) error {
-		if err := s.session.Query(q).ExecContext(ctx); err != nil {
+		// One node runs the change and is then asked whether the live
+		// nodes agree (see awaitSchema).
+		coordinator, err := s.liveCoordinator()
+		if err != nil {
 			return err
 		}
-		return s.session.AwaitSchemaAgreement(ctx)
+		err = s.session.Query(q).SetHostID(coordinator).ExecContext(ctx)
+		if errors.Is(err, gocql.ErrNoConnections) && s.hostUp(coordinator) {
+			// The driver cannot route to a node it sees up by its id when
+			// it never looked the ring up (DisableInitialHostLookup, a
+			// proxy in front): any node then runs the change and answers
+			// for the schema versions.
+			coordinator = ""
+			err = s.session.Query(q).ExecContext(ctx)
+		}
+		if err != nil {
+			return err
+		}
+		return s.awaitSchema(ctx, coordinator)
 	})
 }
 
@@ -233,9 +249,17 @@ func (s *Store) creationSwitches() any {
 func (s *Store) claimName(ctx context.Context, spec store.TableSpec) error {
 	doc := specJSON(spec)
 	for range 3 {
-		cur := map[string]any{}
-		applied, err := s.session.Query(`INSERT INTO `+s.catalog()+` ("name", "spec", "switches") VALUES (?, ?, ?) IF NOT EXISTS`, spec.Name, doc, s.creationSwitches()).
-			MapScanCASContext(ctx, cur)
+		var cur map[string]any
+		var applied bool
+		// Repeating the insert is harmless: a first attempt that landed
+		// unbeknown reads back as this same spec. So is the update below,
+		// which the loop then re-checks the same way.
+		err := s.retry.do(ctx, true, func(ctx context.Context) (err error) {
+			cur = map[string]any{}
+			applied, err = s.session.Query(`INSERT INTO `+s.catalog()+` ("name", "spec", "switches") VALUES (?, ?, ?) IF NOT EXISTS`, spec.Name, doc, s.creationSwitches()).
+				MapScanCASContext(ctx, cur)
+			return err
+		})
 		if err != nil {
 			return mapErr(ctx, "create "+spec.Name, err)
 		}
@@ -258,8 +282,11 @@ func (s *Store) claimName(ctx context.Context, spec store.TableSpec) error {
 			return store.Errorf(store.ErrTableExists, "%q", spec.Name)
 		}
 		// A stale row: replace it only if nobody changed it meanwhile.
-		applied, err = s.session.Query(`UPDATE `+s.catalog()+` SET "spec" = ?, "capacity" = null, "switches" = ? WHERE "name" = ? IF "spec" = ?`,
-			doc, s.creationSwitches(), spec.Name, old).MapScanCASContext(ctx, map[string]any{})
+		err = s.retry.do(ctx, true, func(ctx context.Context) (err error) {
+			applied, err = s.session.Query(`UPDATE `+s.catalog()+` SET "spec" = ?, "capacity" = null, "switches" = ? WHERE "name" = ? IF "spec" = ?`,
+				doc, s.creationSwitches(), spec.Name, old).MapScanCASContext(ctx, map[string]any{})
+			return err
+		})
 		if err != nil {
 			return mapErr(ctx, "create "+spec.Name, err)
 		}
@@ -288,8 +315,12 @@ func (s *Store) DropTable(ctx context.Context, name string) (err error) {
 	if err := s.waitTables(ctx, []string{name, indexTableName(name)}, true); err != nil {
 		return err
 	}
-	if _, err := s.session.Query(`DELETE FROM `+s.catalog()+` WHERE "name" = ? IF EXISTS`, name).
-		MapScanCASContext(ctx, map[string]any{}); err != nil {
+	// Repeated after an unknown outcome, the delete finds the row gone.
+	if err := s.retry.do(ctx, true, func(ctx context.Context) error {
+		_, err := s.session.Query(`DELETE FROM `+s.catalog()+` WHERE "name" = ? IF EXISTS`, name).
+			MapScanCASContext(ctx, map[string]any{})
+		return err
+	}); err != nil {
 		return mapErr(ctx, "drop "+name, err)
 	}
 	s.tables.Forget(name)

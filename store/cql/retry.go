@@ -33,7 +33,10 @@ func retryable(k errKind, idempotent bool) bool {
 	switch k {
 	case kindOverloaded, kindUnavailable, kindReadTimeout:
 		return true
-	case kindWriteTimeout:
+	case kindWriteTimeout, kindCASUnknown:
+		// A conditional write is idempotent where its caller re-checks the
+		// outcome (the catalog's IF NOT EXISTS and IF EXISTS, serial
+		// reads); a user's compare-and-swap is not.
 		return idempotent
 	}
 	return false

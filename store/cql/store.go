@@ -150,7 +150,11 @@ func clusterConfig(o Options) (*gocql.ClusterConfig, error) {
 	// The Store reads schema state itself; the driver's metadata cache
 	// would be refreshed on every one of the many table creations.
 	c.Metadata.CacheMode = gocql.Disabled
-	c.MaxWaitSchemaAgreement = o.TableTimeout
+	// The driver waits for schema agreement after every schema change,
+	// counting dead nodes too, for up to this long, and only logs when
+	// the wait fails: with one node down every CREATE TABLE would hang
+	// for it. The Store waits itself, on the live nodes (awaitSchema).
+	c.MaxWaitSchemaAgreement = 0
 	c.Logger = slogAdapter{o.Logger}
 	if o.SigV4 != nil {
 		c.Authenticator = sigv4Auth{o.SigV4}
@@ -335,8 +339,17 @@ func (a slogAdapter) Error(msg string, fields ...gocql.LogField) {
 }
 
 func (a slogAdapter) Warning(msg string, fields ...gocql.LogField) {
+	if msg == driverAgreementWarning {
+		// Always so with no wait (see clusterConfig); awaitSchema reports.
+		a.l.Debug("cql driver: "+msg, a.attrs(fields)...)
+		return
+	}
 	a.l.Warn("cql driver: "+msg, a.attrs(fields)...)
 }
+
+// driverAgreementWarning is what the driver logs when its own wait for
+// schema agreement after a schema change ends without agreement.
+const driverAgreementWarning = "Error while awaiting for schema agreement after a schema change event."
 
 func (a slogAdapter) Info(msg string, fields ...gocql.LogField) {
 	a.l.Info("cql driver: "+msg, a.attrs(fields)...)

@@ -31,6 +31,12 @@ import (
 // or more comma-separated host:port contact points.
 const EnvHosts = "EBB_CQL_HOSTS"
 
+// EnvReplication, when set, is the CQL replication map of the test
+// keyspaces, for example {'class': 'NetworkTopologyStrategy',
+// 'datacenter1': 3} on a three-node cluster (make test-cluster); unset,
+// the Store's default (replication factor 1) fits a lone node.
+const EnvReplication = "EBB_CQL_REPLICATION"
+
 // Hosts returns the contact points in EBB_CQL_HOSTS, or nil.
 func Hosts() []string {
 	v := strings.TrimSpace(os.Getenv(EnvHosts))
@@ -86,14 +92,15 @@ func Keyspace() string {
 }
 
 // Options returns options for EBB_CQL_HOSTS with a fresh keyspace (created
-// at Open), generous timeouts for a shared test machine, and the given
-// clock (nil: time.Now).
+// at Open with EBB_CQL_REPLICATION), generous timeouts for a shared test
+// machine, and the given clock (nil: time.Now).
 func Options(t testing.TB, now func() time.Time) cql.Options {
 	t.Helper()
 	o := cql.DefaultOptions()
 	o.Hosts = Require(t)
 	o.Keyspace = Keyspace()
 	o.CreateKeyspace = true
+	o.Replication = os.Getenv(EnvReplication)
 	o.Now = now
 	o.Timeout = 30 * time.Second
 	o.TableTimeout = 2 * time.Minute

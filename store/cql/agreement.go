@@ -1,0 +1,117 @@
+package cql
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/ebb-data/ebb/internal/backoff"
+	"github.com/ebb-data/ebb/store"
+)
+
+// agreementPoll is the interval between two looks at the nodes' schema
+// versions while they disagree.
+const agreementPoll = 200 * time.Millisecond
+
+// awaitSchema waits until every node the driver sees UP reports the same
+// schema version, as the node coordinator, which ran the schema change,
+// sees them: its own version from system.local, its peers' from
+// system.peers (gossip). Another node would not do: before the change
+// reaches it by gossip, it sees every node on the old version, which
+// looks like agreement. The driver's own AwaitSchemaAgreement counts every
+// row of system.peers, a dead node's too: with one replica of three down
+// (which LOCAL_QUORUM is chosen to survive) every CREATE and DROP TABLE
+// would wait the whole TableTimeout and fail. The DataStax drivers, too,
+// leave out nodes that are down. A node that is down gets the schema
+// from the others when it comes back (Cassandra and ScyllaDB pull a newer
+// schema over gossip before the node serves). The wait ends with
+// store.ErrUnavailable, naming the versions seen, at TableTimeout or when
+// ctx ends; the change stays applied where it reached, and the caller's
+// next attempt repeats it harmlessly (IF [NOT] EXISTS).
+func (s *Store) awaitSchema(ctx context.Context, coordinator string) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.TableTimeout)
+	defer cancel()
+	for {
+		versions, err := s.liveSchemaVersions(ctx, coordinator)
+		if err == nil && len(versions) == 1 {
+			return nil
+		}
+		if serr := backoff.Sleep(ctx, agreementPoll); serr != nil {
+			if err != nil {
+				return mapErr(ctx, "cql: schema agreement", err)
+			}
+			return store.Errorf(store.ErrUnavailable, "cql: the live nodes still disagree on the schema after %s (versions %s): "+
+				"the change is applied where it reached and is retried", s.opts.TableTimeout, strings.Join(versions, ", "))
+		}
+	}
+}
+
+// liveCoordinator returns the host id of a node the driver sees UP, to
+// run a schema change and then wait for agreement on: the first contact
+// point (Options.Hosts) that is up, else any node that is.
+func (s *Store) liveCoordinator() (string, error) {
+	var fallback string
+	hosts := s.session.GetHosts()
+	for _, want := range s.opts.Hosts {
+		addr, _, _ := splitHost(want)
+		for _, h := range hosts {
+			if h.IsUp() && h.ConnectAddress().String() == addr {
+				return h.HostID(), nil
+			}
+		}
+	}
+	for _, h := range hosts {
+		if h.IsUp() {
+			fallback = h.HostID()
+			break
+		}
+	}
+	if fallback == "" {
+		return "", store.Errorf(store.ErrUnavailable, "cql: no node is up")
+	}
+	return fallback, nil
+}
+
+// hostUp reports whether the driver sees the node with host id up.
+func (s *Store) hostUp(id string) bool {
+	for _, h := range s.session.GetHosts() {
+		if h.HostID() == id {
+			return h.IsUp()
+		}
+	}
+	return false
+}
+
+// liveSchemaVersions returns the distinct schema versions, sorted, of the
+// coordinator and of the peers it lists that the driver sees UP. An empty
+// coordinator means whichever node the driver picks for each query.
+func (s *Store) liveSchemaVersions(ctx context.Context, coordinator string) ([]string, error) {
+	up := map[string]bool{}
+	for _, h := range s.session.GetHosts() {
+		if h.IsUp() {
+			up[h.HostID()] = true
+		}
+	}
+	var local gocql.UUID
+	if err := s.session.Query(`SELECT schema_version FROM system.local WHERE key = 'local'`).
+		SetHostID(coordinator).Consistency(gocql.One).ScanContext(ctx, &local); err != nil {
+		return nil, err
+	}
+	versions := []string{local.String()}
+	iter := s.session.Query(`SELECT host_id, schema_version FROM system.peers`).
+		SetHostID(coordinator).Consistency(gocql.One).IterContext(ctx)
+	var id, v gocql.UUID
+	for iter.Scan(&id, &v) {
+		if up[id.String()] {
+			versions = append(versions, v.String())
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return nil, err
+	}
+	slices.Sort(versions)
+	return slices.Compact(versions), nil
+}

@@ -1,0 +1,370 @@
+package cqlcluster_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/ebb-data/ebb"
+	"github.com/ebb-data/ebb/internal/lease"
+	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/cql/cqlcluster"
+	"github.com/ebb-data/ebb/timeseries"
+)
+
+// The tests of this file each take the three nodes of
+// `EBB_CASSANDRA_NODES=3 scripts/with-cassandra.sh` (make test-cluster),
+// kill one and start it again: they run one after the other, never in
+// parallel, and each begins with three nodes agreeing on the schema.
+
+var kvSpec = store.TableSpec{
+	Name:         "kv",
+	PartitionKey: []store.Column{{Name: "k", Type: store.TypeText}},
+	Values:       []store.Column{{Name: "v", Type: store.TypeInt64}},
+}
+
+// TestKilledNodeLosesNoAcknowledgedWrite writes from several writers while
+// a node is SIGKILLed, then reads every acknowledged row at LOCAL_QUORUM
+// with that node still down, and again after it came back and another
+// node was killed: an acknowledged write is on two replicas at least, so
+// no single node's loss (with its unsynced commit log) loses it, and reads
+// keep answering with two of three nodes.
+func TestKilledNodeLosesNoAcknowledgedWrite(t *testing.T) {
+	c := cqlcluster.Require(t)
+	ctx := t.Context()
+	s := c.Open(t, c.Options(t))
+	if err := s.CreateTable(ctx, kvSpec); err != nil {
+		t.Fatal(err)
+	}
+
+	var (
+		mu     sync.Mutex
+		acked  []string
+		failed atomic.Int64
+		killed atomic.Bool
+		after  atomic.Int64 // writes acknowledged after the kill
+		stop   = make(chan struct{})
+		wg     sync.WaitGroup
+	)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := fmt.Sprintf("w%d-%06d", w, n)
+				err := s.Write(ctx, kvSpec.Name, []store.Mutation{{
+					Kind: store.Upsert, Partition: []any{k}, Cells: []store.Cell{{Column: "v", Value: int64(n)}},
+				}})
+				if err != nil {
+					// Not acknowledged: the write may or may not be stored,
+					// and the test asks nothing of it.
+					failed.Add(1)
+					continue
+				}
+				wasKilled := killed.Load()
+				mu.Lock()
+				acked = append(acked, k)
+				mu.Unlock()
+				if wasKilled {
+					after.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(1500 * time.Millisecond)
+	c.Kill(t, 2)
+	killed.Store(true)
+	time.Sleep(3 * time.Second)
+	close(stop)
+	wg.Wait()
+	t.Logf("%d writes acknowledged (%d after the kill), %d failed", len(acked), after.Load(), failed.Load())
+	if after.Load() == 0 {
+		t.Fatal("no write was acknowledged with a node down: LOCAL_QUORUM needs two of three replicas only")
+	}
+
+	readAll := func(when string) {
+		t.Helper()
+		for _, k := range acked {
+			if _, err := s.Get(ctx, kvSpec.Name, []any{k}, nil); err != nil {
+				t.Fatalf("%s: acknowledged row %s: %v", when, k, err)
+			}
+		}
+	}
+	readAll("node 2 down")
+	c.Start(t, 2)
+	c.Kill(t, 1)
+	readAll("node 2 back, node 1 down")
+	c.Start(t, 1)
+}
+
+// TestSchemaChangesWithANodeDown creates and drops tables, as the shard
+// manager does at every pass, while a node is down: each change succeeds
+// as soon as the live nodes agree on the schema, the two live nodes then
+// hold one schema version, and the node that was down takes the changes
+// when it comes back, so that the three agree again.
+func TestSchemaChangesWithANodeDown(t *testing.T) {
+	c := cqlcluster.Require(t)
+	ctx := t.Context()
+	o := c.Options(t)
+	s := c.Open(t, o)
+	spec := func(name string) store.TableSpec { sp := kvSpec; sp.Name = name; return sp }
+	if err := s.CreateTable(ctx, spec("shard_old")); err != nil {
+		t.Fatal(err)
+	}
+
+	c.Kill(t, 3)
+	begin := time.Now()
+	retried(t, "create a table with node 3 down", func() error { return s.CreateTable(ctx, spec("shard_new")) })
+	retried(t, "drop a table with node 3 down", func() error { return s.DropTable(ctx, "shard_old") })
+	took := time.Since(begin)
+	t.Logf("create and drop with node 3 down took %s", took.Round(time.Millisecond))
+	if took > 30*time.Second {
+		t.Errorf("create and drop with a node down took %s: the wait for schema agreement must leave a dead node out", took)
+	}
+	if ok, seen := c.Agreed(ctx, 1, 2); !ok {
+		t.Fatalf("the live nodes disagree on the schema after the changes: %s", seen)
+	}
+	if err := s.Write(ctx, "shard_new", []store.Mutation{{Kind: store.Upsert, Partition: []any{"a"}, Cells: []store.Cell{{Column: "v", Value: int64(1)}}}}); err != nil {
+		t.Fatalf("write to the new table with node 3 down: %v", err)
+	}
+
+	c.Start(t, 3) // waits for the three to agree
+	n3 := c.Node(t, 3)
+	tables := map[string]bool{}
+	iter := n3.Query(`SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?`, o.Keyspace).IterContext(ctx)
+	var name string
+	for iter.Scan(&name) {
+		tables[name] = true
+	}
+	if err := iter.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !tables["shard_new"] || tables["shard_old"] {
+		t.Fatalf("node 3 after its return holds tables %v: want shard_new and not shard_old", tables)
+	}
+}
+
+// retried runs a schema change as the shard manager's passes do: one that
+// fails must fail clearly, as unavailable (the manager then logs it and
+// tries again at its next pass), and a later pass must succeed.
+func retried(t *testing.T, what string, change func() error) {
+	t.Helper()
+	for pass := 1; ; pass++ {
+		err := change()
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, store.ErrUnavailable) || pass == 3 {
+			t.Fatalf("%s, pass %d: %v (want success, or ErrUnavailable and success at a later pass)", what, pass, err)
+		}
+		t.Logf("%s, pass %d: %v; retried", what, pass, err)
+	}
+}
+
+// TestLeaseHoldsWhenItsNodeIsKilled kills the node that owns the lease
+// row's token, with the lease's production duration: the holder keeps the
+// lease through the kill (a renewal may time out while the other nodes
+// have not yet convicted the dead one, and the lease recognises its own
+// write afterwards; Paxos at LOCAL_SERIAL then needs two of three
+// replicas), a rival never takes it while it is renewed, and once the
+// holder stops renewing, the rival takes it with the next epoch and the
+// old holder's fence fails.
+func TestLeaseHoldsWhenItsNodeIsKilled(t *testing.T) {
+	c := cqlcluster.Require(t)
+	ctx := t.Context()
+	o := c.Options(t)
+	sa := c.Open(t, o)
+	ob := o
+	ob.Hosts = []string{c.Hosts[2], c.Hosts[1]}
+	ob.CreateKeyspace = false
+	sb := c.Open(t, ob)
+
+	const role = "shard-manager"
+	const d = lease.DefaultDuration
+	a, err := lease.New(lease.Options{Store: sa, Role: role, Holder: "a", Duration: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := lease.New(lease.Options{Store: sb, Role: role, Holder: "b", Duration: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held, err := a.Acquire(ctx); err != nil || !held {
+		t.Fatalf("a acquires: %v, %v", held, err)
+	}
+	epoch := a.Status().Record.Epoch
+
+	var token int64
+	n1 := c.Node(t, 1)
+	if err := n1.Query(fmt.Sprintf(`SELECT token(kind) FROM "%s".%s WHERE kind = 'lease' LIMIT 1`, o.Keyspace, store.MetaTable)).
+		Consistency(gocql.One).ScanContext(ctx, &token); err != nil {
+		t.Fatalf("the lease row's token: %v", err)
+	}
+	owner := c.Owner(token)
+	t.Logf("lease row token %d, owned by node %d", token, owner)
+	c.Kill(t, owner)
+
+	// The holder renews (fences) every d/10 through the kill, for d and
+	// until a renewal succeeded; the rival finds the lease held each time.
+	begin := time.Now()
+	renewed, failed := 0, 0
+	for time.Since(begin) < d || renewed == 0 {
+		if time.Since(begin) > 2*d {
+			t.Fatalf("no renewal succeeded within %s of node %d's death (%d failed)", 2*d, owner, failed)
+		}
+		switch err := a.Fence(ctx); {
+		case err == nil:
+			renewed++
+		case errors.Is(err, store.ErrUnavailable):
+			failed++
+			t.Logf("a's renewal %s after the kill: %v", time.Since(begin).Round(time.Millisecond), err)
+		default:
+			t.Fatalf("a's fence with node %d down: %v", owner, err)
+		}
+		if held, err := b.Acquire(ctx); held {
+			t.Fatalf("b took the lease while a renewed it (a holds: %v)", a.Held())
+		} else if err != nil {
+			t.Logf("b's attempt: %v", err)
+		}
+		time.Sleep(d / 10)
+	}
+	t.Logf("with node %d down: %d renewals, %d failed", owner, renewed, failed)
+
+	// The holder stops renewing: the rival takes over with the next epoch
+	// once the lease has lapsed, and the old holder's fence fails.
+	deadline := time.Now().Add(3 * d)
+	for {
+		held, err := b.Acquire(ctx)
+		if held {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b did not take the lapsed lease within %s: %v", 3*d, err)
+		}
+		time.Sleep(d / 10)
+	}
+	if got := b.Status().Record.Epoch; got != epoch+1 {
+		t.Errorf("b's epoch %d, want %d", got, epoch+1)
+	}
+	if err := a.Fence(ctx); !errors.Is(err, lease.ErrNotHeld) {
+		t.Fatalf("a's fence after b took over: %v, want ErrNotHeld", err)
+	}
+
+	// The node's return (its restart outlasts the lease, which b did not
+	// renew meanwhile) changes nothing: b takes the lease again, a stays
+	// fenced off.
+	c.Start(t, owner)
+	if held, err := b.Acquire(ctx); err != nil || !held {
+		t.Fatalf("b acquires after node %d's return: %v, %v", owner, held, err)
+	}
+	doc, err := store.Meta{S: sa}.Get(ctx, "lease", role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec lease.Record
+	if err := json.Unmarshal(doc, &rec); err != nil || rec.Holder != "b" || rec.Epoch <= epoch {
+		t.Fatalf("lease after node %d's return: %s (%v), want b's with an epoch above %d", owner, doc, err, epoch)
+	}
+	if err := a.Fence(ctx); !errors.Is(err, lease.ErrNotHeld) {
+		t.Fatalf("a's fence after the node's return: %v, want ErrNotHeld", err)
+	}
+}
+
+// TestSameIndexCreatedThroughTwoNodes opens two DBs, as two `ebb serve`
+// replicas would be, each with node 1 or node 2 as its contact point (the
+// node their schema changes run on), and creates the same index in both
+// at the same moment: both succeed, one CQL table exists per name with
+// one table id on every node, and the nodes agree on the schema.
+func TestSameIndexCreatedThroughTwoNodes(t *testing.T) {
+	c := cqlcluster.Require(t)
+	ctx := t.Context()
+	o1 := c.Options(t, c.Hosts[0])
+	s1 := c.Open(t, o1)
+	o2 := o1
+	o2.Hosts = []string{c.Hosts[1]}
+	o2.CreateKeyspace = false
+	s2 := c.Open(t, o2)
+	var dbs []*ebb.DB
+	for _, s := range []store.Store{s1, s2} {
+		db, err := ebb.Open(ctx, ebb.Options{Store: s, NoBackground: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		dbs = append(dbs, db)
+	}
+
+	cfg := timeseries.Config{Name: "ev", TableBucket: time.Hour, PartitionBucket: time.Hour, Retention: 2 * time.Hour}
+	start := make(chan struct{})
+	errs := make([]error, len(dbs))
+	created := make([]bool, len(dbs))
+	var wg sync.WaitGroup
+	for i, db := range dbs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, created[i], errs[i] = db.Indexes().Create(ctx, cfg)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("create through node %d: %v", i+1, err)
+		}
+	}
+	if created[0] == created[1] {
+		t.Errorf("created = %v: want exactly one creation, the other finding the same index", created)
+	}
+
+	c.WaitAgreed(t, time.Minute)
+	// Each node's tables of the keyspace, with their ids: the same on
+	// every node, else two creations raced into two tables of one name.
+	var want map[string]string
+	for i := 1; i <= 3; i++ {
+		got := map[string]string{}
+		iter := c.Node(t, i).Query(`SELECT table_name, id FROM system_schema.tables WHERE keyspace_name = ?`, o1.Keyspace).IterContext(ctx)
+		var name string
+		var id gocql.UUID
+		for iter.Scan(&name, &id) {
+			got[name] = id.String()
+		}
+		if err := iter.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			want = got
+			continue
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("node %d's tables %v differ from node 1's %v", i, got, want)
+		}
+	}
+	shards := 0
+	for name := range want {
+		if strings.HasPrefix(name, "ev_") {
+			shards++
+		}
+	}
+	idx, err := dbs[1].Indexes().Get(ctx, "ev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shards == 0 || shards != len(idx.Shards) {
+		t.Fatalf("%d shard tables on the nodes (%v), index lists %d shards", shards, want, len(idx.Shards))
+	}
+	t.Logf("%d tables, one id each on the three nodes; %d shards", len(want), shards)
+}
