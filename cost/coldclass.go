@@ -5,15 +5,9 @@ import "time"
 // ClassPrice is what a provider charges in its infrequent-access table
 // class (DynamoDB Standard-IA): storage for less, requests for more.
 type ClassPrice struct {
-	OnDemand struct {
-		WritePerMillion float64 `json:"write_per_million" yaml:"write_per_million"`
-		ReadPerMillion  float64 `json:"read_per_million" yaml:"read_per_million"`
-	} `json:"on_demand" yaml:"on_demand"`
-	Provisioned struct {
-		WritePerHour float64 `json:"write_per_hour" yaml:"write_per_hour"`
-		ReadPerHour  float64 `json:"read_per_hour" yaml:"read_per_hour"`
-	} `json:"provisioned" yaml:"provisioned"`
-	StorageGBMonth float64 `json:"storage_gb_month" yaml:"storage_gb_month"`
+	OnDemand       OnDemandPrice    `json:"on_demand" yaml:"on_demand"`
+	Provisioned    ProvisionedPrice `json:"provisioned" yaml:"provisioned"`
+	StorageGBMonth float64          `json:"storage_gb_month" yaml:"storage_gb_month"`
 }
 
 // ColdClass is what moving an index's shards to the infrequent-access

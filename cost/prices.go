@@ -23,23 +23,27 @@ type Prices struct {
 	Keyspaces ProviderPrice `json:"keyspaces" yaml:"keyspaces"`
 }
 
+// OnDemandPrice prices on-demand requests.
+type OnDemandPrice struct {
+	// WritePerMillion and ReadPerMillion price a million request units.
+	WritePerMillion float64 `json:"write_per_million" yaml:"write_per_million"`
+	ReadPerMillion  float64 `json:"read_per_million" yaml:"read_per_million"`
+}
+
+// ProvisionedPrice prices provisioned capacity.
+type ProvisionedPrice struct {
+	// WritePerHour and ReadPerHour price one capacity unit for an hour.
+	WritePerHour float64 `json:"write_per_hour" yaml:"write_per_hour"`
+	ReadPerHour  float64 `json:"read_per_hour" yaml:"read_per_hour"`
+}
+
 // ProviderPrice is one provider's prices.
 type ProviderPrice struct {
-	OnDemand struct {
-		// WritePerMillion and ReadPerMillion price a million request
-		// units.
-		WritePerMillion float64 `json:"write_per_million" yaml:"write_per_million"`
-		ReadPerMillion  float64 `json:"read_per_million" yaml:"read_per_million"`
-	} `json:"on_demand" yaml:"on_demand"`
-	Provisioned struct {
-		// WritePerHour and ReadPerHour price one capacity unit for an
-		// hour.
-		WritePerHour float64 `json:"write_per_hour" yaml:"write_per_hour"`
-		ReadPerHour  float64 `json:"read_per_hour" yaml:"read_per_hour"`
-	} `json:"provisioned" yaml:"provisioned"`
-	StorageGBMonth      float64 `json:"storage_gb_month" yaml:"storage_gb_month"`
-	PITRGBMonth         float64 `json:"pitr_gb_month" yaml:"pitr_gb_month"`
-	TTLDeletePerMillion float64 `json:"ttl_delete_per_million" yaml:"ttl_delete_per_million"`
+	OnDemand            OnDemandPrice    `json:"on_demand" yaml:"on_demand"`
+	Provisioned         ProvisionedPrice `json:"provisioned" yaml:"provisioned"`
+	StorageGBMonth      float64          `json:"storage_gb_month" yaml:"storage_gb_month"`
+	PITRGBMonth         float64          `json:"pitr_gb_month" yaml:"pitr_gb_month"`
+	TTLDeletePerMillion float64          `json:"ttl_delete_per_million" yaml:"ttl_delete_per_million"`
 	// InfrequentAccess prices the infrequent-access table class where the
 	// provider has one (DynamoDB Standard-IA); the zero value where it has
 	// none.
