@@ -360,11 +360,12 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 		}
 		after = string(b[1:])
 	}
-	var last []byte
-	var size int // value bytes handed out, for rd.MaxBytes
-	var full bool
+	// What the row callback updates lives in one allocation rather than
+	// one per variable it captures: a read is served thousands of times a
+	// second.
+	st := &scanState{}
 	err = s.withFeature(ctx, id, func(f Feature) error {
-		if n > 0 {
+		if st.n > 0 {
 			// The table went away after items were handed out: the
 			// feature version was deleted during the read.
 			return store.Errorf(ErrFeatureNotFound, "%s (deleted during the read)", id)
@@ -379,9 +380,11 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 		if low.After(maxTimestamp) {
 			return nil
 		}
-		q := store.Query{Partition: []any{entityID}, Limit: limit}
+		st.part[0] = entityID
+		q := store.Query{Partition: st.part[:], Limit: limit}
 		if low.After(time.Unix(0, 0)) {
-			q.Low = store.Bound{Values: []any{string(appendTS(nil, low.UnixNano()))}, Inclusive: true}
+			st.low[0] = string(appendTS(st.buf[:0], low.UnixNano()))
+			q.Low = store.Bound{Values: st.low[:], Inclusive: true}
 		}
 		if after != "" {
 			// Newest first: the next page holds the smaller keys.
@@ -389,7 +392,7 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 		}
 		// Scan rather than Query: the timestamp is read from the encoded
 		// key and the value handed out in place, no allocation per item.
-		buf := make([]byte, 0, itemKeyLen)
+		buf := st.buf[:0]
 		_, err := s.st.Scan(ctx, f.Table, q, func(r *store.RawRow) error {
 			v := r.Values[0]
 			if v == nil {
@@ -400,14 +403,14 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 			if err != nil {
 				return err
 			}
-			n++
-			last = b
+			st.n++
+			st.last = b
 			if err := fn(Item{Value: v, Timestamp: ts}); err != nil {
 				return err
 			}
 			if rd.MaxBytes > 0 {
-				if size += len(v); size >= rd.MaxBytes {
-					full = true
+				if st.size += len(v); st.size >= rd.MaxBytes {
+					st.full = true
 					return errPageFull
 				}
 			}
@@ -415,14 +418,28 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 		})
 		return err
 	})
-	if err != nil && !(full && errors.Is(err, errPageFull)) {
+	if err != nil && !(st.full && errors.Is(err, errPageFull)) {
 		return 0, "", err
 	}
+	n = st.n
 	s.m.read.Add(float64(n))
-	if (n == limit || full) && last != nil {
-		next = base64.RawURLEncoding.EncodeToString(append([]byte{pageTokenVersion}, last...))
+	if (n == limit || st.full) && st.last != nil {
+		tok := append(st.tok[:0], pageTokenVersion)
+		next = base64.RawURLEncoding.EncodeToString(append(tok, st.last...))
 	}
 	return n, next, nil
+}
+
+// scanState is what one Scan's row callback updates, and the buffers it
+// reuses: the decoded item key, the query's partition and low bound, and
+// the page token's bytes.
+type scanState struct {
+	n, size   int  // items handed out, and their value bytes (for Read.MaxBytes)
+	full      bool // stopped at Read.MaxBytes
+	last      []byte
+	buf       [itemKeyLen]byte
+	tok       [1 + itemKeyLen]byte
+	part, low [1]any
 }
 
 // RemoveByValue deletes every item of the list of entityID whose value is
