@@ -74,33 +74,10 @@ func BenchmarkListGet(b *testing.B) {
 		reportListItems(b)
 	})
 	b.Run("handler", func(b *testing.B) {
-		req := httptest.NewRequest("GET", e.path, nil)
-		w := &discardWriter{h: http.Header{}}
-		b.ReportAllocs()
-		for b.Loop() {
-			clear(w.h)
-			w.status, w.n = 0, 0
-			e.handler.ServeHTTP(w, req)
-			if w.status != http.StatusOK || w.n < 50*listBenchGet {
-				b.Fatalf("status %d, %d bytes", w.status, w.n)
-			}
-		}
-		reportListItems(b)
+		e.handlerGet(b, "", 50*listBenchGet)
 	})
 	b.Run("handler-msgpack", func(b *testing.B) {
-		req := httptest.NewRequest("GET", e.path, nil)
-		req.Header.Set("Accept", "application/msgpack")
-		w := &discardWriter{h: http.Header{}}
-		b.ReportAllocs()
-		for b.Loop() {
-			clear(w.h)
-			w.status, w.n = 0, 0
-			e.handler.ServeHTTP(w, req)
-			if w.status != http.StatusOK || w.n < 20*listBenchGet {
-				b.Fatalf("status %d, %d bytes", w.status, w.n)
-			}
-		}
-		reportListItems(b)
+		e.handlerGet(b, "application/msgpack", 20*listBenchGet)
 	})
 	b.Run("hot-1-msgpack", func(b *testing.B) {
 		e.hotGet(b, "application/msgpack")
@@ -216,6 +193,26 @@ func (e *listBench) get(b *testing.B, client *http.Client) {
 	}
 }
 
+// handlerGet reads the list through the handler alone, with accept as its
+// Accept header ("" for none), each answer at least minBytes long.
+func (e *listBench) handlerGet(b *testing.B, accept string, minBytes int) {
+	req := httptest.NewRequest("GET", e.path, nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(w.h)
+		w.status, w.n = 0, 0
+		e.handler.ServeHTTP(w, req)
+		if w.status != http.StatusOK || w.n < minBytes {
+			b.Fatalf("status %d, %d bytes", w.status, w.n)
+		}
+	}
+	reportListItems(b)
+}
+
 // hotGet reads the list on a hot listener of its own over one kept-alive
 // connection, as wrk does: the request's bytes written, the answer read
 // and its body drained.
@@ -230,17 +227,8 @@ func (e *listBench) hotGet(b *testing.B, accept string) {
 	br := bufio.NewReader(conn)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := io.WriteString(conn, req); err != nil {
-			b.Fatal(err)
-		}
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n, err := io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK || n < 20*listBenchGet {
-			b.Fatalf("status %d, %d bytes, %v", resp.StatusCode, n, err)
+		if status, n := server.RoundTrip(b, conn, br, req); status != http.StatusOK || n < 20*listBenchGet {
+			b.Fatalf("status %d, %d bytes", status, n)
 		}
 	}
 	reportListItems(b)
