@@ -1,8 +1,11 @@
 package server
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"testing"
 	"time"
 )
@@ -41,4 +44,23 @@ func HoldResponseBudget(t testing.TB, s *Server, n int64) (release func()) {
 		t.Fatalf("hold %d bytes of the response budget: took %d, %v", n, got, err)
 	}
 	return func() { s.admit.budget.release(n) }
+}
+
+// RoundTrip writes the raw request req on conn and reads its answer from
+// br, the body drained, as a load generator does; it returns the status
+// and the body's length.
+func RoundTrip(tb testing.TB, conn io.Writer, br *bufio.Reader, req string) (status int, n int64) {
+	if _, err := io.WriteString(conn, req); err != nil {
+		tb.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return resp.StatusCode, n
 }

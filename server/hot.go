@@ -170,7 +170,7 @@ func hotRequest(ctx *fasthttp.RequestCtx, base context.Context) (*http.Request, 
 		ProtoMinor: 1,
 		Header:     make(http.Header, ctx.Request.Header.Len()),
 		Host:       hotHost(ctx),
-		RemoteAddr: ctx.RemoteAddr().String(),
+		RemoteAddr: hotRemoteAddr(ctx),
 		RequestURI: uri,
 	}).WithContext(base)
 	if !ctx.Request.Header.IsHTTP11() {
@@ -202,12 +202,34 @@ func hotRequest(ctx *fasthttp.RequestCtx, base context.Context) (*http.Request, 
 }
 
 // hotHost returns the request's Host, "" for the gate's stand-in for an
-// empty one.
+// empty one. A connection's requests name the same host, so the string of
+// the last one is reused rather than allocated again.
 func hotHost(ctx *fasthttp.RequestCtx) string {
-	if h := ctx.Host(); string(h) != emptyHost {
+	h := ctx.Host()
+	if string(h) == emptyHost {
+		return ""
+	}
+	c, ok := hotHangupConn(ctx.Conn())
+	if !ok {
 		return string(h)
 	}
-	return ""
+	if c.host != string(h) {
+		c.host = string(h)
+	}
+	return c.host
+}
+
+// hotRemoteAddr returns the client's address as net/http gives it, formed
+// once per connection rather than once per request.
+func hotRemoteAddr(ctx *fasthttp.RequestCtx) string {
+	c, ok := hotHangupConn(ctx.Conn())
+	if !ok {
+		return ctx.RemoteAddr().String()
+	}
+	if c.remote == "" {
+		c.remote = ctx.RemoteAddr().String()
+	}
+	return c.remote
 }
 
 // errHotMalformed is a request line the router cannot take.

@@ -3,9 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
-	"io"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 )
@@ -39,15 +37,7 @@ func BenchmarkHotRequest(b *testing.B) {
 	br := bufio.NewReader(conn)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := io.WriteString(conn, req); err != nil {
-			b.Fatal(err)
-		}
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		RoundTrip(b, conn, br, req)
 	}
 }
 

@@ -56,6 +56,8 @@ type hangupConn struct {
 	deadline time.Time // the read deadline fasthttp set last
 	pending  []byte    // read by a watch, for fasthttp's next read
 	one      [1]byte
+	host     string // the Host of the connection's last request (hot.go)
+	remote   string // the client's address, formed at the first request
 
 	w hangupWatch
 }

@@ -1,13 +1,16 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,18 +74,16 @@ func BenchmarkListGet(b *testing.B) {
 		reportListItems(b)
 	})
 	b.Run("handler", func(b *testing.B) {
-		req := httptest.NewRequest("GET", e.path, nil)
-		w := &discardWriter{h: http.Header{}}
-		b.ReportAllocs()
-		for b.Loop() {
-			clear(w.h)
-			w.status, w.n = 0, 0
-			e.handler.ServeHTTP(w, req)
-			if w.status != http.StatusOK || w.n < 50*listBenchGet {
-				b.Fatalf("status %d, %d bytes", w.status, w.n)
-			}
-		}
-		reportListItems(b)
+		e.handlerGet(b, "", 50*listBenchGet)
+	})
+	b.Run("handler-msgpack", func(b *testing.B) {
+		e.handlerGet(b, "application/msgpack", 20*listBenchGet)
+	})
+	b.Run("hot-1-msgpack", func(b *testing.B) {
+		e.hotGet(b, "application/msgpack")
+	})
+	b.Run("hot-1-json", func(b *testing.B) {
+		e.hotGet(b, "application/json")
 	})
 	b.Run("http-1", func(b *testing.B) {
 		client := e.client(1)
@@ -116,6 +117,7 @@ var listBenchFeature = lists.FeatureID{EntityType: "user", Feature: "stories", V
 type listBench struct {
 	db      *ebb.DB
 	raw     *ebbpebble.Store
+	server  *server.Server
 	handler http.Handler
 	srv     *httptest.Server
 	path    string
@@ -149,7 +151,7 @@ func newListBench(b *testing.B) *listBench {
 	if _, err := db.Lists().Add(ctx, listBenchFeature, listBenchEntity, items); err != nil {
 		b.Fatal(err)
 	}
-	e := &listBench{db: db, raw: raw, handler: srv.Handler(),
+	e := &listBench{db: db, raw: raw, server: srv, handler: srv.Handler(),
 		path: "/v1/lists/user/stories/_/" + listBenchEntity + "/items?limit=100"}
 	e.srv = httptest.NewServer(e.handler)
 	b.Cleanup(e.srv.Close)
@@ -189,6 +191,47 @@ func (e *listBench) get(b *testing.B, client *http.Client) {
 	if err != nil || resp.StatusCode != http.StatusOK || n < 50*listBenchGet {
 		b.Fatalf("status %d, %d bytes, %v", resp.StatusCode, n, err)
 	}
+}
+
+// handlerGet reads the list through the handler alone, with accept as its
+// Accept header ("" for none), each answer at least minBytes long.
+func (e *listBench) handlerGet(b *testing.B, accept string, minBytes int) {
+	req := httptest.NewRequest("GET", e.path, nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(w.h)
+		w.status, w.n = 0, 0
+		e.handler.ServeHTTP(w, req)
+		if w.status != http.StatusOK || w.n < minBytes {
+			b.Fatalf("status %d, %d bytes", w.status, w.n)
+		}
+	}
+	reportListItems(b)
+}
+
+// hotGet reads the list on a hot listener of its own over one kept-alive
+// connection, as wrk does: the request's bytes written, the answer read
+// and its body drained.
+func (e *listBench) hotGet(b *testing.B, accept string) {
+	base := server.ServeHot(b, e.server)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	req := "GET " + e.path + " HTTP/1.1\r\nHost: " + strings.TrimPrefix(base, "http://") + "\r\nAccept: " + accept + "\r\n\r\n"
+	br := bufio.NewReader(conn)
+	b.ReportAllocs()
+	for b.Loop() {
+		if status, n := server.RoundTrip(b, conn, br, req); status != http.StatusOK || n < 20*listBenchGet {
+			b.Fatalf("status %d, %d bytes", status, n)
+		}
+	}
+	reportListItems(b)
 }
 
 func reportListItems(b *testing.B) {

@@ -12,9 +12,10 @@
 # ROUNDS (default 3), DURATION (seconds per wrk run, default 10) and
 # REQUESTS (per redis-benchmark run, default 200000) tune it; the table
 # holds the medians over the rounds, the ratio being the median of the
-# rounds' ratios. Where /proc is, it also prints the CPU time ebb spent per
-# request (user and system, from /proc/PID/stat), which drifts much less
-# than requests/s on a shared machine. The environment reaches ebb serve,
+# rounds' ratios. Where /proc is, it also prints the CPU time ebb and
+# redis-server each spent per request (user and system, from
+# /proc/PID/stat), and their ratio, which drift much less than requests/s
+# on a shared machine. The environment reaches ebb serve,
 # so GOMAXPROCS=1 bench/peers/listget.sh runs it on one P. It needs wrk, redis-server,
 # redis-benchmark, redis-cli, curl and base64; Debian packages wrk,
 # redis-server and redis-tools have them.
@@ -70,6 +71,7 @@ done
 rport=$(freeport)
 redis-server --port "$rport" --save '' --appendonly no --daemonize no --dir "$work" >"$work/redis.log" 2>&1 &
 pids+=($!)
+rpid=$!
 for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
 {
 	for i in $(seq 0 999); do printf 'ZADD list %d story-%010d\n' $((now - i)) "$i"; done
@@ -79,6 +81,7 @@ for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sle
 # ebbcpu prints the CPU ticks (user and system) ebb has used, or nothing
 # without /proc.
 ebbcpu() { [ -r "/proc/$epid/stat" ] && awk '{print $14 + $15}' "/proc/$epid/stat"; return 0; }
+rediscpu() { [ -r "/proc/$rpid/stat" ] && awk '{print $14 + $15}' "/proc/$rpid/stat"; return 0; }
 tick=$(getconf CLK_TCK 2>/dev/null || echo 100)
 
 wrkrps() { # url connections [extra wrk arguments]; prints req/s and ebb's CPU µs per request ("-" without /proc)
@@ -95,8 +98,13 @@ wrkrps() { # url connections [extra wrk arguments]; prints req/s and ebb's CPU �
 		END { if (bad > 0) { printf "listget.sh: %d of %d answers were not 2xx; counting the 2xx only\n", bad, n > "/dev/stderr"; rps = rps * (n - bad) / n }
 		      if (c0 == "" || n == 0) printf "%.2f -\n", rps; else printf "%.2f %.1f\n", rps, (c1 - c0) * 1e6 / tick / n }' <<<"$out"
 }
-redisrps() { # connections
-	redis-benchmark -p "$rport" -c "$1" -n "$REQUESTS" -q ZREVRANGE list 0 99 | tr '\r' '\n' | awk -F'[: ]+' '/requests per second/ {for (i=1;i<=NF;i++) if ($i=="requests") {print $(i-1); exit}}'
+redisrps() { # connections; prints req/s and Redis's CPU µs per request ("-" without /proc)
+	local c0 c1 rps
+	c0=$(rediscpu)
+	rps=$(redis-benchmark -p "$rport" -c "$1" -n "$REQUESTS" -q ZREVRANGE list 0 99 | tr '\r' '\n' | awk -F'[: ]+' '/requests per second/ {for (i=1;i<=NF;i++) if ($i=="requests") {print $(i-1); exit}}')
+	c1=$(rediscpu)
+	awk -v rps="$rps" -v c0="$c0" -v c1="$c1" -v tick="$tick" -v n="$REQUESTS" \
+		'BEGIN { if (c0 == "") printf "%s -\n", rps; else printf "%s %.1f\n", rps, (c1 - c0) * 1e6 / tick / n }'
 }
 
 # Rounds alternate ebb (main listener in JSON and MessagePack, then the hot
@@ -111,26 +119,27 @@ for round in $(seq "$ROUNDS"); do
 		read -r m mcpu < <(wrkrps "$url" "$c" "${msgpack[@]}")
 		read -r he hecpu < <(wrkrps "$hoturl" "$c")
 		read -r hm hmcpu < <(wrkrps "$hoturl" "$c" "${msgpack[@]}")
-		r=$(redisrps "$c")
-		rows+=("$c $e $m $he $hm $r $ecpu $mcpu $hecpu $hmcpu")
-		echo "round $round, $c connections: Redis $r req/s; ebb main JSON $e ($ecpu µs CPU/req), MessagePack $m ($mcpu);" \
+		read -r r rcpu < <(redisrps "$c")
+		rows+=("$c $e $m $he $hm $r $ecpu $mcpu $hecpu $hmcpu $rcpu")
+		echo "round $round, $c connections: Redis $r req/s ($rcpu µs CPU/req); ebb main JSON $e ($ecpu µs CPU/req), MessagePack $m ($mcpu);" \
 			"hot JSON $he ($hecpu), MessagePack $hm ($hmcpu); ratios to Redis:" \
 			"$(awk -v r="$r" -v a="$e" -v b="$m" -v d="$he" -v f="$hm" 'BEGIN {printf "%.2f %.2f %.2f %.2f", a / r, b / r, d / r, f / r}')" >&2
 	done
 done
-printf '| connections | Redis req/s | listener | JSON req/s | MessagePack req/s | JSON/Redis | MessagePack/Redis | CPU µs/req, JSON | CPU µs/req, MessagePack |\n'
-printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
+printf '| connections | Redis req/s | listener | JSON req/s | MessagePack req/s | JSON/Redis | MessagePack/Redis | CPU µs/req, JSON | CPU µs/req, MessagePack | CPU µs/req, Redis | MessagePack CPU/Redis CPU |\n'
+printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
 for c in 1 64; do
 	for l in main hot; do
 		printf '%s\n' "${rows[@]}" | awk -v c="$c" -v l="$l" '
-			$1 == c { n++; o = (l == "hot") ? 2 : 0; e[n] = $(2 + o); m[n] = $(3 + o); r[n] = $6; qe[n] = e[n] / $6; qm[n] = m[n] / $6; ue[n] = $(7 + o); um[n] = $(8 + o) }
+			$1 == c { n++; o = (l == "hot") ? 2 : 0; e[n] = $(2 + o); m[n] = $(3 + o); r[n] = $6; qe[n] = e[n] / $6; qm[n] = m[n] / $6; ue[n] = $(7 + o); um[n] = $(8 + o); ur[n] = $11; qc[n] = ($11 == "-" || um[n] == "-" || $11 == 0) ? "-" : um[n] / $11 }
 			function median(a, n,   i, j, t) {
 				for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 				return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 			}
 			function cpu(a, n) { return a[1] == "-" ? "-" : sprintf("%.1f", median(a, n)) }
+			function ratio(a, n) { return a[1] == "-" ? "-" : sprintf("%.2f", median(a, n)) }
 			END {
-				printf "| %d | %.0f | %s | %.0f | %.0f | %.2f | %.2f | %s | %s |\n", c, median(r, n), l, median(e, n), median(m, n), median(qe, n), median(qm, n), cpu(ue, n), cpu(um, n)
+				printf "| %d | %.0f | %s | %.0f | %.0f | %.2f | %.2f | %s | %s | %s | %s |\n", c, median(r, n), l, median(e, n), median(m, n), median(qe, n), median(qm, n), cpu(ue, n), cpu(um, n), cpu(ur, n), ratio(qc, n)
 			}'
 	done
 done

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -86,6 +87,26 @@ func (s *Store) Scan(ctx context.Context, name string, q store.Query, fn func(*s
 	})
 }
 
+// scanScratch is the memory one scan reuses from the last: the row key
+// prefix, the iterator's bounds and options, and the decoded fragment. A
+// served list read would otherwise allocate each of them; none is used once
+// scan returns (fn's arguments are valid only until it returns).
+type scanScratch struct {
+	base, lower, upper []byte
+	opts               pebble.IterOptions
+	f                  fragment
+}
+
+var scanScratchPool = sync.Pool{New: func() any { return new(scanScratch) }}
+
+// release returns sc to the pool, its cells cleared so that the pool holds
+// no reference to a value the iterator read.
+func (sc *scanScratch) release() {
+	clear(sc.f.cells[:cap(sc.f.cells)])
+	sc.f.cells = sc.f.cells[:0]
+	scanScratchPool.Put(sc)
+}
+
 // scan visits the live rows of a query in order and returns the page token:
 // the encoded clustering key of the last row visited when a live row
 // follows it. fn sees the row's encoded clustering key and decoded fragment,
@@ -112,21 +133,24 @@ func (s *Store) scan(ctx context.Context, name string, q store.Query,
 	if kr.Empty {
 		return nil, nil
 	}
-	base := rowKey(nil, t.prefix, pk, nil)
-	opts := &pebble.IterOptions{
-		LowerBound: append(append([]byte(nil), base...), kr.Start...),
-		UpperBound: prefixEnd(base),
-	}
+	sc := scanScratchPool.Get().(*scanScratch)
+	defer sc.release()
+	base := rowKey(sc.base[:0], t.prefix, pk, nil)
+	sc.base = base
+	sc.lower = append(append(sc.lower[:0], base...), kr.Start...)
 	if kr.End != nil {
-		opts.UpperBound = append(append([]byte(nil), base...), kr.End...)
+		sc.upper = append(append(sc.upper[:0], base...), kr.End...)
+	} else {
+		sc.upper = appendPrefixEnd(sc.upper[:0], base)
 	}
-	it, err := s.db.NewIterWithContext(ctx, opts)
+	sc.opts = pebble.IterOptions{LowerBound: sc.lower, UpperBound: sc.upper}
+	it, err := s.db.NewIterWithContext(ctx, &sc.opts)
 	if err != nil {
 		return nil, s.readFault("query", name, err)
 	}
 	defer it.Close()
 	now := s.now().UnixMilli()
-	var f fragment
+	f := &sc.f
 	var last []byte
 	n := 0
 	valid, step := it.First, it.Next
@@ -142,10 +166,10 @@ func (s *Store) scan(ctx context.Context, name string, q store.Query,
 		if err != nil {
 			return nil, s.readFault("query", name, err)
 		}
-		if err := decodeFragment(v, &f); err != nil {
+		if err := decodeFragment(v, f); err != nil {
 			return nil, fmt.Errorf("query %s: %w", name, err)
 		}
-		if !fragmentLive(&f, now) {
+		if !fragmentLive(f, now) {
 			continue
 		}
 		if n == q.Limit {
@@ -156,7 +180,7 @@ func (s *Store) scan(ctx context.Context, name string, q store.Query,
 			return last, nil
 		}
 		ck := it.Key()[len(base):]
-		if err := fn(&t.Spec, p, ck, &f, now); err != nil {
+		if err := fn(&t.Spec, p, ck, f, now); err != nil {
 			return nil, err
 		}
 		n++

@@ -258,7 +258,13 @@ func (s *Store) Capabilities() store.Capabilities {
 func tablePrefix(id uint64) []byte { return binary.BigEndian.AppendUint64(nil, id) }
 
 func prefixEnd(p []byte) []byte {
-	end := append([]byte(nil), p...)
+	return appendPrefixEnd(nil, p)
+}
+
+// appendPrefixEnd appends prefixEnd(p) to dst[:0]'s memory and returns it
+// (nil for a prefix of 0xFF bytes only, as prefixEnd).
+func appendPrefixEnd(dst, p []byte) []byte {
+	end := append(dst[:0], p...)
 	for i := len(end) - 1; i >= 0; i-- {
 		if end[i] != 0xFF {
 			end[i]++
