@@ -310,6 +310,9 @@ func exerciseAll(t *testing.T, p *proc) {
 			{"index_id": "acct/1", "event_id": "e0", "timestamp": ts(-48 * time.Hour), "payload": "AAE="},
 		}}, 422},
 		{"GET", "/v1/indexes/ev/events?index_id=acct%2F1&from=" + ts(-time.Hour) + "&to=" + ts(time.Minute), nil, 200},
+		{"POST", "/v1/indexes/ev/events", map[string]any{"events": []map[string]any{
+			{"index_id": "acct/9", "event_id": "e9", "timestamp": ts(-time.Minute), "payload": "AAE="}}}, 200},
+		{"DELETE", "/v1/indexes/ev/events?index_id=acct%2F9", nil, 200},
 		{"POST", "/v1/indexes/ev/reconcile", nil, 200},
 		{"POST", "/v1/indexes/ev/reconcile?dry_run=false", nil, 200},
 		{"PUT", "/v1/list-features/user/seen/v1", map[string]any{"ttl": "720h"}, 201},
