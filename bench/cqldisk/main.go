@@ -1,4 +1,4 @@
-// Command cqldisk measures what leaves a Cassandra node's disk, and when,
+// Package main is the cqldisk command, which measures what leaves a Cassandra node's disk, and when,
 // for each table role of ebb's CQL backend (see store/cql's Role): the
 // bytes of each table's data directory over time, with the table options
 // a stock table gets (none) beside those ebb chooses, written and expired
