@@ -1,5 +1,5 @@
-// Package main is the cqldisk command, which measures what leaves a Cassandra node's disk, and when,
-// for each table role of ebb's CQL backend (see store/cql's Role): the
+// Package main is the cqldisk command, which measures what leaves a
+// Cassandra node's disk, and when, for each table role of ebb's CQL backend (see store/cql's Role): the
 // bytes of each table's data directory over time, with the table options
 // a stock table gets (none) beside those ebb chooses, written and expired
 // or deleted the way ebb does. It must run on the node's machine, since it
