@@ -1,6 +1,7 @@
 package cqlcluster_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -178,9 +179,11 @@ func retried(t *testing.T, what string, change func() error) {
 // lease through the kill (a renewal may time out while the other nodes
 // have not yet convicted the dead one, and the lease recognises its own
 // write afterwards; Paxos at LOCAL_SERIAL then needs two of three
-// replicas), a rival never takes it while it is renewed, and once the
-// holder stops renewing, the rival takes it with the next epoch and the
-// old holder's fence fails.
+// replicas). The holder renews on its own schedule, as ebb's renewer
+// does, so that the rival's attempts, slow while the node is down, never
+// delay a renewal past the lease's margin. A rival never takes the lease
+// while it is renewed, and once the holder stops renewing, the rival
+// takes it with the next epoch and the old holder's fence fails.
 func TestLeaseHoldsWhenItsNodeIsKilled(t *testing.T) {
 	c := cqlcluster.Require(t)
 	ctx := t.Context()
@@ -216,31 +219,68 @@ func TestLeaseHoldsWhenItsNodeIsKilled(t *testing.T) {
 	t.Logf("lease row token %d, owned by node %d", token, owner)
 	c.Kill(t, owner)
 
-	// The holder renews (fences) every d/10 through the kill, for d and
-	// until a renewal succeeded; the rival finds the lease held each time.
+	// The holder renews as ebb's renewer does (roles.go): each attempt
+	// bounded by d/6, a failed one retried d/10 later; here every d/10
+	// throughout, in its own goroutine, so that the rival's attempts
+	// (slow themselves while a node is down) never delay it. The rival
+	// finds the lease held each time, for d and until a renewal succeeded
+	// after the kill.
 	begin := time.Now()
-	renewed, failed := 0, 0
-	for time.Since(begin) < d || renewed == 0 {
-		if time.Since(begin) > 2*d {
-			t.Fatalf("no renewal succeeded within %s of node %d's death (%d failed)", 2*d, owner, failed)
+	var renewed, failed atomic.Int32
+	stop := make(chan struct{})
+	renewer := make(chan error, 1)
+	go func() {
+		for {
+			actx, cancel := context.WithTimeout(ctx, d/6)
+			held, err := a.Acquire(actx)
+			cancel()
+			switch {
+			case err == nil && held:
+				renewed.Add(1)
+			case err == nil:
+				renewer <- fmt.Errorf("a lost the lease %s after the kill (holder %q, epoch %d)",
+					time.Since(begin).Round(time.Millisecond), a.Status().Record.Holder, a.Status().Record.Epoch)
+				return
+			case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+				failed.Add(1)
+				t.Logf("a's renewal %s after the kill: %v", time.Since(begin).Round(time.Millisecond), err)
+			default:
+				renewer <- fmt.Errorf("a's renewal with node %d down: %w", owner, err)
+				return
+			}
+			select {
+			case <-stop:
+				renewer <- nil
+				return
+			case <-time.After(d / 10):
+			}
 		}
-		switch err := a.Fence(ctx); {
-		case err == nil:
-			renewed++
-		case errors.Is(err, store.ErrUnavailable):
-			failed++
-			t.Logf("a's renewal %s after the kill: %v", time.Since(begin).Round(time.Millisecond), err)
-		default:
-			t.Fatalf("a's fence with node %d down: %v", owner, err)
+	}()
+	for time.Since(begin) < d || renewed.Load() == 0 {
+		if time.Since(begin) > 2*d {
+			close(stop)
+			t.Fatalf("no renewal succeeded within %s of node %d's death (%d failed); renewer: %v", 2*d, owner, failed.Load(), <-renewer)
 		}
 		if held, err := b.Acquire(ctx); held {
-			t.Fatalf("b took the lease while a renewed it (a holds: %v)", a.Held())
+			close(stop)
+			t.Fatalf("b took the lease while a renewed it (a holds: %v); renewer: %v", a.Held(), <-renewer)
 		} else if err != nil {
 			t.Logf("b's attempt: %v", err)
 		}
-		time.Sleep(d / 10)
+		select {
+		case err := <-renewer:
+			t.Fatal(err)
+		case <-time.After(d / 10):
+		}
 	}
-	t.Logf("with node %d down: %d renewals, %d failed", owner, renewed, failed)
+	close(stop)
+	if err := <-renewer; err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Fence(ctx); err != nil {
+		t.Fatalf("a's fence after its renewals with node %d down: %v", owner, err)
+	}
+	t.Logf("with node %d down: %d renewals, %d failed", owner, renewed.Load(), failed.Load())
 
 	// The holder stops renewing: the rival takes over with the next epoch
 	// once the lease has lapsed, and the old holder's fence fails.
