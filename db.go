@@ -39,8 +39,10 @@ type DB struct {
 	// Options.NoExpirations.
 	expirations *expirationLog
 	// roles are the background roles by name (RoleShardManager,
-	// RoleSweeper).
+	// RoleSweeper, RoleRewriter).
 	roles map[string]*role
+	// rewriter runs the TTL rewrites, as RoleRewriter's pass.
+	rewriter *rewriter
 	// metrics keeps what Open registered on Options.Registerer, for
 	// Close to unregister; nil without a Registerer.
 	metrics *promreg.Tracker
@@ -149,13 +151,18 @@ func Open(ctx context.Context, opts Options) (db *DB, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: migrations: %w", err)
 	}
+	if db.rewriter, err = newRewriter(db); err != nil {
+		return nil, err
+	}
 	if db.tables, err = multitable.New(ctx, db.st, multitable.Options{
 		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, CacheTTL: o.CacheTTL,
+		RewriteStarted: db.rewriter.started,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: shared tables: %w", err)
 	}
 	if db.lists, err = lists.New(ctx, db.st, lists.Options{
 		Now: o.Now, Logger: o.Logger, Registerer: o.Registerer, CacheTTL: o.CacheTTL,
+		RewriteStarted: db.rewriter.started,
 	}); err != nil {
 		return nil, fmt.Errorf("ebb: lists: %w", err)
 	}

@@ -99,6 +99,11 @@ type FeatureConfig struct {
 	// existing version applies from the next Add to each list: a list
 	// longer than a lowered cap is trimmed then, not at once.
 	MaxItems *int
+	// Rewrite asks that the items an existing version already holds get
+	// its TTL too: each the expiry timestamp + TTL, by a background job
+	// (see Service.Rewrite). Without it they keep the expiry they were
+	// added with. A new version has nothing to rewrite.
+	Rewrite bool
 }
 
 // featureDoc is the meta document of a feature.
@@ -128,6 +133,9 @@ type Service struct {
 	log      *slog.Logger
 	cacheTTL time.Duration
 	m        *metrics
+	// rewriteStarted, if set, is told of each rewrite job recorded here.
+	rewriteStarted func()
+	rewriteBatch   int
 
 	mu    sync.RWMutex
 	cache map[FeatureID]cachedFeature
@@ -159,6 +167,9 @@ func New(ctx context.Context, st store.Store, opts Options) (*Service, error) {
 		cacheTTL: opts.CacheTTL,
 		m:        m,
 		cache:    map[FeatureID]cachedFeature{},
+
+		rewriteStarted: opts.RewriteStarted,
+		rewriteBatch:   opts.RewriteBatch,
 	}
 	if err := s.meta.Ensure(ctx); err != nil {
 		return nil, fmt.Errorf("lists: create meta table: %w", err)
@@ -250,7 +261,29 @@ func (s *Service) CreateFeature(ctx context.Context, id FeatureID, ttl time.Dura
 // honour is refused with store.ErrNativeTTLUnsupported. A change races
 // safely with another process's: it is a compare-and-swap of the version's
 // record, and a lost race is ErrFeatureConflict.
-func (s *Service) CreateFeatureWith(ctx context.Context, id FeatureID, cfg FeatureConfig) (f Feature, created bool, err error) {
+//
+// With cfg.Rewrite, the items an existing version already holds get the
+// expiry the version's TTL gives new items too, by a background job
+// (RewriteJob, see Rewrite) that starts once the change is recorded; a
+// backend that cannot run it refuses the request with
+// ErrRewriteUnsupported before anything is written.
+func (s *Service) CreateFeatureWith(ctx context.Context, id FeatureID, cfg FeatureConfig) (Feature, bool, error) {
+	if cfg.Rewrite {
+		if err := s.checkRewrite(); err != nil {
+			return Feature{}, false, fmt.Errorf("%s: %w", id, err)
+		}
+	}
+	f, created, err := s.createFeature(ctx, id, cfg)
+	if err != nil || created || !cfg.Rewrite {
+		return f, created, err
+	}
+	if _, err := s.startRewrite(ctx, f); err != nil {
+		return Feature{}, false, err
+	}
+	return f, false, nil
+}
+
+func (s *Service) createFeature(ctx context.Context, id FeatureID, cfg FeatureConfig) (f Feature, created bool, err error) {
 	ttl := cfg.TTL
 	key, err := metaKey(id)
 	if err != nil {
@@ -464,6 +497,11 @@ func (s *Service) DeleteFeatureVersion(ctx context.Context, id FeatureID) error 
 		if err := s.meta.Delete(ctx, kindFeature, key); err != nil {
 			return fmt.Errorf("delete %s: %w", id, err)
 		}
+	}
+	// A rewrite job of the version ends with it (its runner would find
+	// the version gone and stop).
+	if err := s.jobs().Delete(ctx, key); err != nil {
+		return fmt.Errorf("delete %s: %w", id, err)
 	}
 	if err := s.meta.Delete(ctx, kindTable, f.Table); err != nil {
 		return fmt.Errorf("delete %s: %w", id, err)

@@ -55,6 +55,13 @@ type Options struct {
 	// and re-created with another TTL is noticed. A table found gone is
 	// noticed at once regardless. Zero means DefaultCacheTTL.
 	CacheTTL time.Duration
+	// RewriteStarted, if set, is called after a TTL rewrite job is
+	// recorded (FeatureConfig.Rewrite), so that the process running the
+	// jobs starts it at once instead of at its next pass.
+	RewriteStarted func()
+	// RewriteBatch is how many lists one batch of a TTL rewrite visits
+	// before its cursor is saved. Zero means RewritePartitions.
+	RewriteBatch int
 }
 
 // DefaultCacheTTL is the default Options.CacheTTL: store.DefaultCacheTTL,
@@ -69,6 +76,9 @@ func DefaultOptions() Options {
 
 // Validate checks the options; errors wrap store.ErrInvalid.
 func (o Options) Validate() error {
+	if o.RewriteBatch < 0 || o.RewriteBatch > store.MaxLimit {
+		return store.Errorf(store.ErrInvalid, "lists: RewriteBatch %d outside 0..%d", o.RewriteBatch, store.MaxLimit)
+	}
 	if o.CacheTTL < 0 {
 		return store.Errorf(store.ErrInvalid, "lists: negative CacheTTL")
 	}
@@ -84,6 +94,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CacheTTL == 0 {
 		o.CacheTTL = DefaultCacheTTL
+	}
+	if o.RewriteBatch == 0 {
+		o.RewriteBatch = RewritePartitions
 	}
 	return o
 }

@@ -29,6 +29,7 @@ func runSuite(t *testing.T, f testbackend.Factory) {
 		{"Paging", testPaging},
 		{"Expiry", testExpiry},
 		{"TTLChange", testTTLChange},
+		{"Rewrite", testRewrite},
 		{"BadInput", testBadInput},
 		{"UnknownFeature", testUnknownFeature},
 		{"RemoveByValue", testRemoveByValue},

@@ -77,12 +77,14 @@ func (g *Registry) Patch(ctx context.Context, table string, in PatchItem) (Item,
 		if err != nil {
 			return itemWrite{}, err
 		}
-		w := itemWrite{ts: cur.item.Timestamp, attrs: attrs, expMs: expMsOf(cur.item.ExpiresAt)}
+		// A patch that keeps the expiry keeps its source; one with a ttl
+		// gives the item its own.
+		w := itemWrite{ts: cur.item.Timestamp, attrs: attrs, expMs: expMsOf(cur.item.ExpiresAt), src: sourceOf(cur.ver)}
 		if in.Timestamp != nil {
 			w.ts = time.UnixMilli(in.Timestamp.UnixMilli()).UTC()
 		}
 		if in.TTL != nil {
-			w.expMs = 0
+			w.expMs, w.src = 0, srcOwn
 			if *in.TTL > 0 {
 				w.expMs = g.now().Add(*in.TTL).UnixMilli()
 			}

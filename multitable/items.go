@@ -92,7 +92,7 @@ func (g *Registry) Put(ctx context.Context, table string, in PutItem) (Item, err
 		if err := cur.holds(table, in.Key, in.IfAbsent, in.IfVersion); err != nil {
 			return itemWrite{}, err
 		}
-		return itemWrite{ts: ts, attrs: attrs, expMs: expMs}, nil
+		return itemWrite{ts: ts, attrs: attrs, expMs: expMs, src: sourceOfPut(in.TTL)}, nil
 	})
 }
 
@@ -102,6 +102,11 @@ type itemWrite struct {
 	ts    time.Time
 	attrs []byte
 	expMs int64
+	// src says where expMs came from, recorded in the item's version.
+	src ttlSource
+	// written, when set, is the write time its listing entry records in
+	// place of now: a rewrite keeps the time the expiry counts from.
+	written time.Time
 }
 
 // writeItem writes an item over whatever the key holds: it reads the
@@ -121,7 +126,10 @@ func (g *Registry) writeItem(ctx context.Context, t tableRef, key, op string, ne
 			return Item{}, err
 		}
 		e := entry{ts: w.ts, key: key, expMs: w.expMs, size: itemSize(key, w.attrs)}
-		e.ver, e.written = newVersion(), g.now()
+		e.ver, e.written = newVersion(w.src), g.now()
+		if !w.written.IsZero() {
+			e.written = w.written
+		}
 		item := withExpiry(store.Mutation{
 			Partition:  t.itemPartition(key),
 			Clustering: itemClustering(key),
@@ -304,9 +312,52 @@ func (r itemRow) guard() *store.Condition {
 	}
 }
 
+// ttlSource is where an item's expiry came from: the item's own ttl or
+// the table's default_ttl, so that a rewrite of the table's items to a new
+// default (see RunRewrites) changes only the items that followed the
+// default. Items written before versions recorded it are srcUnknown.
+type ttlSource uint8
+
+const (
+	srcUnknown ttlSource = iota
+	srcOwn
+	srcDefault
+)
+
+// sourceOfPut is the source of a put's expiry: its own ttl when it gives
+// one, else the table's default.
+func sourceOfPut(ttl *time.Duration) ttlSource {
+	if ttl != nil {
+		return srcOwn
+	}
+	return srcDefault
+}
+
 // newVersion returns a fresh item version: random, so that writers on
-// different replicas need no coordination, and never 0.
-func newVersion() int64 { return rand.Int64N(math.MaxInt64) + 1 }
+// different replicas need no coordination, and never 0. It also records
+// src, at no cost in bytes: versions written before sources were
+// recorded are positive, so a recorded source makes the version negative,
+// odd for srcDefault and even for srcOwn; srcUnknown keeps it positive.
+func newVersion(src ttlSource) int64 {
+	switch src {
+	case srcOwn:
+		return -2 * (rand.Int64N(math.MaxInt64/2) + 1)
+	case srcDefault:
+		return -2*rand.Int64N(math.MaxInt64/2) - 1
+	}
+	return rand.Int64N(math.MaxInt64) + 1
+}
+
+// sourceOf returns the source a version records.
+func sourceOf(ver int64) ttlSource {
+	switch {
+	case ver >= 0:
+		return srcUnknown
+	case ver%2 == 0:
+		return srcOwn
+	}
+	return srcDefault
+}
 
 // readItem reads an item row.
 func (g *Registry) readItem(ctx context.Context, t tableRef, key string) (itemRow, error) {

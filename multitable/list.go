@@ -323,7 +323,7 @@ func (l *lister) retire(ctx context.Context, entryRow store.Row, r itemRow) {
 	fence := store.Mutation{
 		Partition:  l.t.itemPartition(key),
 		Clustering: itemClustering(key),
-		Cells:      []store.Cell{{Column: colVer, Value: newVersion()}},
+		Cells:      []store.Cell{{Column: colVer, Value: newVersion(sourceOf(r.ver))}},
 		If:         r.guard(),
 		Expiry:     l.t.expiry,
 	}

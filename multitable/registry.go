@@ -47,12 +47,20 @@ type Options struct {
 	// reads measured slower there), 8 on remote backends, whose reads are
 	// round trips.
 	ReadParallelism int
+	// RewriteStarted, if set, is called after a default-TTL rewrite job
+	// is recorded (Config.Rewrite), so that the process running the jobs
+	// starts it at once instead of at its next pass.
+	RewriteStarted func()
+	// RewriteBatch is how many items one batch of a default-TTL rewrite
+	// visits before its cursor is saved: 1..store.MaxLimit. Default
+	// RewriteItems.
+	RewriteBatch int
 }
 
 // DefaultOptions returns the defaults Open applies to zero fields, for a
 // remote backend (see ReadParallelism).
 func DefaultOptions() Options {
-	return Options{BucketWidth: time.Hour, ReadParallelism: 8, CacheTTL: store.DefaultCacheTTL}
+	return Options{BucketWidth: time.Hour, ReadParallelism: 8, CacheTTL: store.DefaultCacheTTL, RewriteBatch: RewriteItems}
 }
 
 // Validate checks the options after defaults are applied; errors wrap
@@ -61,6 +69,9 @@ func (o Options) Validate() error {
 	o = o.withDefaults()
 	if o.BucketWidth < time.Second || o.BucketWidth > 8760*time.Hour || o.BucketWidth%time.Second != 0 {
 		return invalid("bucket width %s: want whole seconds in 1s..8760h", o.BucketWidth)
+	}
+	if o.RewriteBatch < 1 || o.RewriteBatch > store.MaxLimit {
+		return invalid("rewrite batch %d: want 1..%d", o.RewriteBatch, store.MaxLimit)
 	}
 	if o.ReadParallelism < 1 || o.ReadParallelism > 256 {
 		return invalid("read parallelism %d: want 1..256", o.ReadParallelism)
@@ -84,6 +95,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CacheTTL == 0 {
 		o.CacheTTL = d.CacheTTL
+	}
+	if o.RewriteBatch == 0 {
+		o.RewriteBatch = d.RewriteBatch
 	}
 	return o
 }
@@ -158,6 +172,12 @@ type Config struct {
 	// default TTL as it is, whatever DefaultTTL says; a new table gets
 	// DefaultTTL. A Table read back never has it set.
 	KeepDefaultTTL bool
+	// Rewrite, for CreateTable of an existing table, asks that the items
+	// already put without a ttl of their own get the table's default TTL
+	// too, by a background job (see Registry.Rewrite). Without it they
+	// keep the expiry they were put with. A new table has nothing to
+	// rewrite. A Table read back never has it set.
+	Rewrite bool
 }
 
 // Table describes a logical table.
@@ -321,9 +341,25 @@ func (g *Registry) CreateTable(ctx context.Context, name string, cfg Config) (t 
 	for attempt := 0; ; attempt++ {
 		t, created, err := g.createOnce(ctx, name, cfg)
 		if !errors.Is(err, errRaceLost) || attempt == 2 {
+			if err == nil && !created && cfg.Rewrite {
+				err = g.rewriteTable(ctx, name)
+			}
 			return t, created, err
 		}
 	}
+}
+
+// rewriteTable starts the rewrite of an existing table's items to its
+// default TTL as now recorded.
+func (g *Registry) rewriteTable(ctx context.Context, name string) error {
+	r, ok, err := loadRecord(ctx, g.meta, name)
+	if err != nil {
+		return err
+	}
+	if !ok || !r.live() {
+		return store.Errorf(ErrNoTable, "%q", name)
+	}
+	return g.startRewrite(ctx, name, r)
 }
 
 func (g *Registry) createOnce(ctx context.Context, name string, cfg Config) (t Table, created bool, err error) {
