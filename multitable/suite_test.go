@@ -25,6 +25,7 @@ var suite = []struct {
 	{"PutGetDelete", testPutGetDelete},
 	{"TTL", testTTL},
 	{"DefaultTTLChange", testDefaultTTLChange},
+	{"Rewrite", testRewrite},
 	{"Refusals", testRefusals},
 	{"MissingTable", testMissingTable},
 	{"ListOrderAndPaging", testListOrderAndPaging},
