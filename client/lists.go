@@ -43,6 +43,9 @@ type ListFeature struct {
 	// MaxItems is the most live items a list of the version holds (an add
 	// beyond it trims the oldest); zero for no cap.
 	MaxItems int `json:"max_items,omitempty"`
+	// Rewrite is the version's last TTL rewrite, when one was asked for;
+	// set only by ListFeature and CreateListFeatureWith.
+	Rewrite *TTLRewrite `json:"rewrite,omitempty"`
 }
 
 // ListFeatureConfig is the body of PUT
@@ -57,6 +60,11 @@ type ListFeatureConfig struct {
 	// 0..10000, zero for none; nil gives a new version no cap and keeps
 	// an existing version's.
 	MaxItems *int
+	// Rewrite asks that the items an existing version already holds get
+	// the TTL too (each its timestamp + TTL), by a background job whose
+	// progress ListFeature's Rewrite shows. A server whose backend cannot
+	// run it refuses with ErrInvalid and changes nothing.
+	Rewrite bool
 }
 
 // MarshalJSON writes a ListFeature as the API does, durations as Go duration strings.
@@ -164,7 +172,8 @@ func (c *Client) CreateListFeatureWith(ctx context.Context, id ListFeatureID, cf
 		TTL      duration   `json:"ttl"`
 		Expiry   ExpiryMode `json:"expiry,omitempty"`
 		MaxItems *int       `json:"max_items,omitempty"`
-	}{duration(cfg.TTL), cfg.Expiry, cfg.MaxItems}
+		Rewrite  bool       `json:"rewrite,omitempty"`
+	}{duration(cfg.TTL), cfg.Expiry, cfg.MaxItems, cfg.Rewrite}
 	status, err := c.do(ctx, http.MethodPut, p, nil, body, &f)
 	return f, status == http.StatusCreated, err
 }

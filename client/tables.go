@@ -26,6 +26,11 @@ type TableConfig struct {
 	// table keeps its default TTL, and a new one gets none (its items
 	// never expire). Never set on a Table read back.
 	KeepDefaultTTL bool `json:"-"`
+	// Rewrite, for CreateTable of an existing table, asks that the items
+	// already put without a ttl of their own get the default TTL too, by
+	// a background job whose progress Table's Rewrite shows. Never set on
+	// a Table read back.
+	Rewrite bool `json:"-"`
 }
 
 // MarshalJSON writes a TableConfig as the API does, durations as Go duration strings.
@@ -33,7 +38,8 @@ func (c TableConfig) MarshalJSON() ([]byte, error) {
 	w := struct {
 		DefaultTTL *duration  `json:"default_ttl,omitempty"`
 		Expiry     ExpiryMode `json:"expiry,omitempty"`
-	}{Expiry: c.Expiry}
+		Rewrite    bool       `json:"rewrite,omitempty"`
+	}{Expiry: c.Expiry, Rewrite: c.Rewrite}
 	if !c.KeepDefaultTTL {
 		d := duration(c.DefaultTTL)
 		w.DefaultTTL = &d
@@ -62,6 +68,9 @@ type Table struct {
 	CreatedAt  time.Time     `json:"created_at"`
 	// Expiry is the table's expiry mode.
 	Expiry ExpiryMode `json:"expiry"`
+	// Rewrite is the table's last default-TTL rewrite, when one was asked
+	// for; set only by Table and CreateTable.
+	Rewrite *TTLRewrite `json:"rewrite,omitempty"`
 }
 
 // MarshalJSON writes a Table as the API does, durations as Go duration strings.

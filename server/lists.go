@@ -74,6 +74,9 @@ type listFeatureJSON struct {
 	// MaxItems is the cap on a list's live items; absent for none, so
 	// that a feature without a cap reads as it did before caps existed.
 	MaxItems int `json:"max_items,omitempty"`
+	// Rewrite is the version's last TTL rewrite, in answers about one
+	// version only; absent when none was asked for.
+	Rewrite *rewriteJSON `json:"rewrite,omitempty"`
 }
 
 func listFeatureView(f lists.Feature) listFeatureJSON {
@@ -90,6 +93,8 @@ func (h listHandlers) putFeature(w http.ResponseWriter, r *http.Request) error {
 		Expiry string  `json:"expiry"`
 		// MaxItems absent keeps an existing version's cap.
 		MaxItems *int `json:"max_items"`
+		// Rewrite gives the items already added the TTL too.
+		Rewrite bool `json:"rewrite"`
 	}
 	if err := DecodeJSON(r, &req); err != nil {
 		return err
@@ -105,11 +110,21 @@ func (h listHandlers) putFeature(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "ttl: %v", err)
 	}
-	f, created, err := h.svc.CreateFeatureWith(r.Context(), listFeatureID(r), lists.FeatureConfig{TTL: ttl, Expiry: mode, MaxItems: req.MaxItems})
+	id := listFeatureID(r)
+	f, created, err := h.svc.CreateFeatureWith(r.Context(), id, lists.FeatureConfig{TTL: ttl, Expiry: mode, MaxItems: req.MaxItems, Rewrite: req.Rewrite})
 	if err != nil {
 		return err
 	}
-	return writeCreated(w, created, listFeatureView(f))
+	return writeCreated(w, created, h.withRewrite(r, id, listFeatureView(f)))
+}
+
+// withRewrite adds the version's TTL rewrite to its view. A failed read
+// of it leaves it out: the version itself was read or written.
+func (h listHandlers) withRewrite(r *http.Request, id lists.FeatureID, v listFeatureJSON) listFeatureJSON {
+	if j, ok, err := h.svc.Rewrite(r.Context(), id); err == nil {
+		v.Rewrite = rewriteView(j, ok)
+	}
+	return v
 }
 
 // listFeatures answers every feature version, or those of the entity type
@@ -129,11 +144,12 @@ func (h listHandlers) listFeatures(w http.ResponseWriter, r *http.Request) error
 }
 
 func (h listHandlers) getFeature(w http.ResponseWriter, r *http.Request) error {
-	f, err := h.svc.Feature(r.Context(), listFeatureID(r))
+	id := listFeatureID(r)
+	f, err := h.svc.Feature(r.Context(), id)
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, listFeatureView(f))
+	return WriteJSON(w, http.StatusOK, h.withRewrite(r, id, listFeatureView(f)))
 }
 
 // deleteFeature deletes a feature version. Deleting a missing one

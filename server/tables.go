@@ -47,6 +47,9 @@ type sharedTableJSON struct {
 	CreatedAt  string `json:"created_at"`
 	// Expiry is the table's expiry mode: sweep, native or drop.
 	Expiry string `json:"expiry"`
+	// Rewrite is the table's last default-TTL rewrite, in answers about
+	// one table only; absent when none was asked for.
+	Rewrite *rewriteJSON `json:"rewrite,omitempty"`
 }
 
 func sharedTable(t multitable.Table) sharedTableJSON {
@@ -90,6 +93,9 @@ func (h tablesHandler) putTable(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		DefaultTTL *string `json:"default_ttl"`
 		Expiry     string  `json:"expiry"`
+		// Rewrite gives the items already put without a ttl of their
+		// own the default TTL too.
+		Rewrite bool `json:"rewrite"`
 	}
 	// Every field is optional, so an empty body is the default table.
 	if r.ContentLength != 0 {
@@ -111,12 +117,21 @@ func (h tablesHandler) putTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	cfg.Expiry = mode
+	cfg.Expiry, cfg.Rewrite = mode, body.Rewrite
 	t, created, err := h.reg.CreateTable(r.Context(), r.PathValue("table"), cfg)
 	if err != nil {
 		return err
 	}
-	return writeCreated(w, created, sharedTable(t))
+	return writeCreated(w, created, h.withRewrite(r, sharedTable(t)))
+}
+
+// withRewrite adds the table's default-TTL rewrite to its view. A failed
+// read of it leaves it out: the table itself was read or written.
+func (h tablesHandler) withRewrite(r *http.Request, v sharedTableJSON) sharedTableJSON {
+	if j, ok, err := h.reg.Rewrite(r.Context(), v.Name); err == nil {
+		v.Rewrite = rewriteView(j, ok)
+	}
+	return v
 }
 
 func (h tablesHandler) getTable(w http.ResponseWriter, r *http.Request) error {
@@ -124,7 +139,7 @@ func (h tablesHandler) getTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, sharedTable(t))
+	return WriteJSON(w, http.StatusOK, h.withRewrite(r, sharedTable(t)))
 }
 
 func (h tablesHandler) deleteTable(w http.ResponseWriter, r *http.Request) error {
