@@ -224,21 +224,28 @@ func featureLine(id ebbclient.ListFeatureID, f ebbclient.ListFeature) string {
 	if f.MaxItems > 0 {
 		line += fmt.Sprintf(", max items %d", f.MaxItems)
 	}
-	return line + ", created " + formatTime(f.CreatedAt)
+	line += ", created " + formatTime(f.CreatedAt)
+	if f.Rewrite != nil {
+		line += "\n" + rewriteLine(f.Rewrite)
+	}
+	return line
 }
 
 func listsCreateFeatureCmd(c *client) *cobra.Command {
 	var ttl time.Duration
 	var expiry string
 	var maxItems int
+	var rewrite bool
 	var out *output
 	cmd := &cobra.Command{
-		Use:   "create-feature ENTITY_TYPE FEATURE VERSION --ttl DURATION [--expiry sweep|native|drop] [--max-items N]",
+		Use:   "create-feature ENTITY_TYPE FEATURE VERSION --ttl DURATION [--expiry sweep|native|drop] [--max-items N] [--rewrite]",
 		Short: "Create a list feature version",
 		Long: `Create a list feature version whose items expire --ttl after their own
 timestamp, or change one. An identical version is left as it is; another
 --ttl changes an existing version's TTL for the items added from then on
-(items already added keep their expiry). --expiry chooses how expired items leave the disk: sweep (deleted
+(items already added keep their expiry; with --rewrite a background job
+gives them the new TTL too, each its timestamp + TTL, and show-feature
+shows its progress). --expiry chooses how expired items leave the disk: sweep (deleted
 within seconds), native (the backend's own TTL), drop (only with the
 version); without it a new version gets the backend's default and an
 existing one keeps its mode. Another mode for an existing version changes
@@ -250,7 +257,8 @@ next add.`,
 		Example: `  ebb lists create-feature user stories_presented _ --ttl 720h
   ebb lists create-feature user stories_presented v2 --ttl 720h --expiry drop
   ebb lists create-feature user stories_presented _ --ttl 720h --max-items 500
-  ebb lists create-feature user stories_presented _ --ttl 168h   # change an existing version's TTL`,
+  ebb lists create-feature user stories_presented _ --ttl 168h   # change an existing version's TTL
+  ebb lists create-feature user stories_presented _ --ttl 168h --rewrite   # and the items already added`,
 		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ttl <= 0 {
@@ -261,7 +269,7 @@ next add.`,
 				return err
 			}
 			id := listFeatureID(args)
-			cfg := ebbclient.ListFeatureConfig{TTL: ttl, Expiry: ebbclient.ExpiryMode(expiry)}
+			cfg := ebbclient.ListFeatureConfig{TTL: ttl, Expiry: ebbclient.ExpiryMode(expiry), Rewrite: rewrite}
 			if cmd.Flags().Changed("max-items") {
 				cfg.MaxItems = &maxItems
 			}
@@ -279,6 +287,7 @@ next add.`,
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "how long an item lives after its timestamp (e.g. 720h)")
 	cmd.Flags().StringVar(&expiry, "expiry", "", "how expired items leave the disk: sweep, native or drop (default: the backend's)")
 	cmd.Flags().IntVar(&maxItems, "max-items", 0, "the most items a list keeps, 0..10000 (0: no cap; default: none for a new version, unchanged for an existing one)")
+	cmd.Flags().BoolVar(&rewrite, "rewrite", false, "give the items an existing version already holds the TTL too, by a background job")
 	out = addOutput(cmd)
 	return cmd
 }

@@ -57,6 +57,9 @@ func printTable(w io.Writer, t ebbclient.Table) error {
 		ttl = ebbclient.FormatDuration(t.DefaultTTL)
 	}
 	_, err := fmt.Fprintf(w, "table:       %s\ndefault ttl: %s\ncreated:     %s\n", t.Name, ttl, formatTime(t.CreatedAt))
+	if err == nil && t.Rewrite != nil {
+		_, err = fmt.Fprintf(w, "rewrite:     %s\n", rewriteLine(t.Rewrite))
+	}
 	return err
 }
 
@@ -64,20 +67,23 @@ func tablesCreateCmd(c *client) *cobra.Command {
 	var cfg ebbclient.TableConfig
 	var out *output
 	cmd := &cobra.Command{
-		Use:   "create TABLE [--default-ttl DURATION] [--expiry sweep|native]",
+		Use:   "create TABLE [--default-ttl DURATION] [--expiry sweep|native] [--rewrite]",
 		Short: "Create a shared table",
 		Long: `Create a shared table, or change one. Items put without a TTL of their
 own expire --default-ttl after they are written (0, the default for a new
 table: never). An existing table is left as it is without --default-ttl;
 with another --default-ttl, it changes for the items put from then on
-(items already put keep their expiry).
+(items already put keep their expiry; with --rewrite a background job
+gives those put without a TTL of their own the new default too, counted
+from their last write, and 'ebb tables get TABLE' shows its progress).
 --expiry chooses how expired items leave the disk: sweep (deleted within
 seconds) or native (the backend's own TTL); without it a new table gets the
 backend's default and an existing one keeps its mode. Another mode for an
 existing table changes it for the items written from then on.`,
 		Example: `  ebb tables create orders --default-ttl 720h
   ebb tables create sessions --default-ttl 24h --expiry native
-  ebb tables create orders --default-ttl 2160h   # change an existing table's`,
+  ebb tables create orders --default-ttl 2160h   # change an existing table's
+  ebb tables create orders --default-ttl 2160h --rewrite   # and the items already put`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := c.api()
@@ -97,11 +103,15 @@ existing table changes it for the items written from then on.`,
 				what = "exists"
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "table %s %s\n", t.Name, what)
+			if err == nil && t.Rewrite != nil {
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", rewriteLine(t.Rewrite))
+			}
 			return err
 		},
 	}
 	cmd.Flags().DurationVar(&cfg.DefaultTTL, "default-ttl", 0, "TTL of items put without their own (0: never expire)")
 	cmd.Flags().StringVar((*string)(&cfg.Expiry), "expiry", "", "how expired items leave the disk: sweep or native (default: the backend's)")
+	cmd.Flags().BoolVar(&cfg.Rewrite, "rewrite", false, "give the items an existing table holds without a TTL of their own the default TTL too, by a background job")
 	out = addOutput(cmd)
 	return cmd
 }
