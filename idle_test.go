@@ -35,9 +35,10 @@ func usageDiff(before, after meter.Usage) map[[2]string]int64 {
 // per second (the sweeper reads its due markers once per idle interval),
 // no create_table, no catalog write but the lease renewals, at most two
 // per lease period per role, and no catalog read but the shard manager's
-// listing of indexes. Then a row due soon is written: the
-// sweeper, asleep until its next re-check, is woken by the write and
-// deletes the row within two sweep intervals of its expiry.
+// listing of indexes and the TTL rewriter's listings of its jobs. Then a
+// row due soon is written: the sweeper, asleep until its next re-check, is
+// woken by the write and deletes the row within two sweep intervals of
+// its expiry.
 func TestIdleFloor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
@@ -73,8 +74,9 @@ func TestIdleFloor(t *testing.T) {
 			case k[0] == meter.ClassCatalog.String() && k[1] == "conditional":
 				catalogWrites += n
 			case k[0] == meter.ClassCatalog.String() && k[1] == "query":
-				// The shard manager's pass lists the (no) indexes. A lease
-				// renewal reads nothing.
+				// The shard manager's pass lists the (no) indexes, the
+				// TTL rewriter the (no) jobs. A lease renewal reads
+				// nothing.
 			default:
 				t.Errorf("%d %s %s requests at idle, want none", n, k[0], k[1])
 			}

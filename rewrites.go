@@ -4,17 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ebb-data/ebb/internal/lease"
+	"github.com/ebb-data/ebb/internal/loop"
 	"github.com/ebb-data/ebb/internal/promreg"
 	"github.com/ebb-data/ebb/internal/rewrite"
 )
 
+// rewriteInterval is how often the rewriter looks for jobs it was not
+// woken for: those recorded through another replica, and those a lease
+// change or a failed pass left unfinished. A look is one read per feature.
+const rewriteInterval = time.Minute
+
 // rewriter runs the TTL rewrites of list features and shared tables (see
-// lists.FeatureConfig.Rewrite, multitable.Config.Rewrite) as the pass of
-// RoleRewriter: every job left unfinished, batch after batch, each batch
-// fenced by the role's lease.
+// lists.FeatureConfig.Rewrite, multitable.Config.Rewrite): every job left
+// unfinished, batch after batch, each batch fenced. It runs on the replica
+// that holds the shard manager's lease, sharing it rather than keeping a
+// lease of its own, so that an idle replica renews no more leases than
+// before; its passes run in a loop of their own, so that a long rewrite
+// never delays the manager's.
 type rewriter struct {
 	db *DB
 	// wake receives when this process records a job, so that the role
@@ -49,6 +60,27 @@ func (w *rewriter) started() {
 	case w.wake <- struct{}{}:
 	default:
 	}
+}
+
+// run runs passes while the shard manager's lease l is held here: every
+// rewriteInterval, and at once when this process records a job. It
+// returns when ctx is done. While the lease is held elsewhere it looks at
+// it (in memory) every half lease, so that jobs left by a replica that
+// stopped resume soon after this one takes the lease over.
+func (w *rewriter) run(ctx context.Context, l *lease.Lease) {
+	next := func() time.Duration {
+		if !l.Held() {
+			return l.Duration() / 2
+		}
+		return rewriteInterval
+	}
+	_ = loop.Run(ctx, loop.Options{Interval: rewriteInterval, Next: next, Trigger: w.wake, Logger: w.db.o.Logger.With("role", "ttl-rewriter")},
+		func(ctx context.Context) error {
+			if !l.Held() {
+				return nil // another replica runs the jobs
+			}
+			return w.pass(ctx, l.Fence)
+		})
 }
 
 // pass runs every pending rewrite, lists first, under fence.

@@ -20,13 +20,10 @@ import (
 const (
 	RoleShardManager = "shard-manager"
 	RoleSweeper      = "sweeper"
-	// RoleRewriter runs the TTL rewrites of list features and shared
-	// tables asked for with a TTL change.
-	RoleRewriter = "ttl-rewriter"
 )
 
 // roleNames is every role, in the order the cluster view lists them.
-var roleNames = []string{RoleShardManager, RoleSweeper, RoleRewriter}
+var roleNames = []string{RoleShardManager, RoleSweeper}
 
 // role is one background job that exactly one replica runs at a time: it
 // keeps a lease and, while holding it, runs pass every interval.
@@ -92,7 +89,7 @@ func (db *DB) newLeases() (map[string]*lease.Lease, error) {
 	return leases, nil
 }
 
-// startRoles creates the shard-manager, sweeper and rewriter roles on their leases
+// startRoles creates the shard-manager and sweeper roles on their leases
 // and, unless NoBackground, starts them.
 func (db *DB) startRoles(leases map[string]*lease.Lease) error {
 	o := db.o
@@ -123,12 +120,6 @@ func (db *DB) startRoles(leases map[string]*lease.Lease) error {
 	sw := exp.Sweeper()
 	mk(RoleSweeper, o.SweepInterval, sw.Next, sw.Pass)
 	db.roles[RoleSweeper].wake = sw.Wake()
-	// The rewriter runs what jobs are pending every reconcile interval (a
-	// job recorded by another replica waits that long), and at once when
-	// this process records one; each batch is fenced by its lease.
-	fence := leases[RoleRewriter].Fence
-	mk(RoleRewriter, o.ReconcileInterval, nil, func(ctx context.Context) error { return db.rewriter.pass(ctx, fence) })
-	db.roles[RoleRewriter].wake = db.rewriter.wake
 	if o.NoBackground {
 		return nil
 	}
@@ -138,6 +129,7 @@ func (db *DB) startRoles(leases map[string]*lease.Lease) error {
 		r := db.roles[name]
 		db.wg.Go(func() { r.run(ctx) })
 	}
+	db.wg.Go(func() { db.rewriter.run(ctx, leases[RoleShardManager]) })
 	return nil
 }
 
