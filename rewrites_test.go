@@ -75,3 +75,51 @@ func TestRewriteRole(t *testing.T) {
 		t.Fatalf("ebb_ttl_rewrite_jobs_total = %v, want 2", got)
 	}
 }
+
+// TestRewriteResumesAfterRestart records a rewrite in a DB that runs no
+// background roles, closes it, and opens the directory again: the job
+// recorded before the restart runs to its end.
+func TestRewriteResumesAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := t.Context()
+	id := lists.FeatureID{EntityType: "user", Feature: "seen"}
+	db, err := ebb.Open(ctx, ebb.Options{Dir: dir, NoBackground: true, CacheTTL: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.Lists().CreateFeature(ctx, id, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Lists().Add(ctx, id, "alice", []lists.Item{{Value: []byte("a"), Timestamp: db.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.Lists().CreateFeatureWith(ctx, id, lists.FeatureConfig{TTL: 10 * time.Minute, Rewrite: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = ebb.Open(ctx, ebb.Options{Dir: dir, CacheTTL: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		j, ok, err := db.Lists().Rewrite(ctx, id)
+		if err != nil || !ok {
+			t.Fatalf("job after the restart: %v %v", ok, err)
+		}
+		if !j.Active() {
+			if j.Rewritten != 1 {
+				t.Fatalf("job at its end: %+v", j)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job not done 10s after the restart: %+v", j)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -37,7 +37,11 @@ type role struct {
 	pass func(ctx context.Context) error
 	// wake, if set, runs a pass at once when it receives (the sweeper's
 	// wake-up by a write due sooner than it sleeps).
-	wake    <-chan struct{}
+	wake <-chan struct{}
+	// gained, if set, is called when this replica gains the lease (the
+	// TTL rewriter, which shares the shard manager's, then resumes the
+	// jobs left unfinished).
+	gained  func()
 	log     *slog.Logger
 	held    prometheus.Gauge
 	epoch   prometheus.Gauge
@@ -114,6 +118,7 @@ func (db *DB) startRoles(leases map[string]*lease.Lease) error {
 		}
 	}
 	mk(RoleShardManager, o.ReconcileInterval, mgr.NextRun, managerPass)
+	db.roles[RoleShardManager].gained = db.rewriter.started
 	exp, _ := store.As[*expiry.Store](db.st)
 	// The sweeper sleeps until the earliest due time it knows of, and a
 	// write due sooner wakes it.
@@ -205,6 +210,9 @@ func (r *role) run(ctx context.Context) {
 				select {
 				case r.trigger <- struct{}{}:
 				default:
+				}
+				if r.gained != nil {
+					r.gained()
 				}
 			case !held && was:
 				r.held.Set(0)
