@@ -77,7 +77,8 @@ type Feature struct {
 	// MaxTTL is the longest TTL the version has had: an item added under
 	// an earlier, longer TTL keeps it, so reads look back this far (and
 	// the store hides each item at its own expiry). It equals TTL unless
-	// the TTL was shortened.
+	// the TTL was shortened and no rewrite (FeatureConfig.Rewrite) has
+	// ended since.
 	MaxTTL time.Duration
 }
 

@@ -143,6 +143,40 @@ func (s *Service) runBatch(ctx context.Context, key string, j *rewrite.Job) erro
 	j.Cursor = next
 	if next == nil {
 		j.State = rewrite.StateDone
+		return s.settleMaxTTL(ctx, f, key)
+	}
+	return nil
+}
+
+// settleMaxTTL records, once a rewrite has visited every list, that no
+// item lives longer than the TTL any more, so that reads stop looking back
+// further (Feature.MaxTTL). It is a compare-and-swap against the record
+// the batch read: a change since leaves MaxTTL as it is, which only costs
+// reads.
+func (s *Service) settleMaxTTL(ctx context.Context, f Feature, key string) error {
+	if f.MaxTTL == f.TTL {
+		return nil
+	}
+	old, err := s.meta.Get(ctx, kindFeature, key)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.FeatureID, err)
+	}
+	cur, err := parseFeature(f.FeatureID, old)
+	if err != nil {
+		return err
+	}
+	if cur.TTL != f.TTL || cur.Table != f.Table {
+		return nil
+	}
+	cur.MaxTTL = cur.TTL
+	doc, err := json.Marshal(docOf(cur))
+	if err != nil {
+		return err
+	}
+	s.forget(f.FeatureID)
+	defer s.forget(f.FeatureID)
+	if err := s.meta.CompareAndSwap(ctx, kindFeature, key, old, doc); err != nil && !errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("%s: %w", f.FeatureID, err)
 	}
 	return nil
 }

@@ -86,6 +86,10 @@ func testRewrite(t *testing.T, e *env) {
 	if len(saves) != 2 || saves[0].Scanned != 4 {
 		t.Fatalf("progress saved %d times (%+v), want once per remaining list", len(saves), saves)
 	}
+	// No item lives longer than the TTL now: reads stop looking back further.
+	if f, err := other.Feature(ctx, feat); err != nil || f.MaxTTL != 20*time.Minute {
+		t.Fatalf("feature after its rewrite: %+v %v, want MaxTTL 20m", f, err)
+	}
 	// Nothing left to do: a run changes nothing.
 	if err := other.RunRewrites(ctx, nil, nil); err != nil {
 		t.Fatal(err)
