@@ -112,3 +112,24 @@ def test_capped_list_count_and_whole_feature(client, name):
     client.delete_whole_list_feature(entity, "seen")
     assert client.list_list_features(entity) == []
     client.delete_whole_list_feature(entity, "seen")
+
+
+def test_ttl_rewrite(client, name):
+    import time
+
+    entity = f"user:{name}"
+    client.create_list_feature(entity, "seen", ttl=timedelta(hours=1))
+    now = datetime.now(timezone.utc)
+    client.add_list_items(entity, "seen", "u1", [(b"new", now), (b"old", now - timedelta(minutes=30))])
+    f = client.create_list_feature(entity, "seen", ttl=timedelta(minutes=10), rewrite=True)
+    assert f.ttl == timedelta(minutes=10)
+    assert f.rewrite is not None and f.rewrite.ttl == timedelta(minutes=10)
+    deadline = time.monotonic() + 20
+    while f.rewrite.state == "running":
+        assert time.monotonic() < deadline, f.rewrite
+        time.sleep(0.1)
+        f = client.get_list_feature(entity, "seen")
+    assert (f.rewrite.state, f.rewrite.rewritten, f.rewrite.removed) == ("done", 1, 1)
+    assert f.rewrite.finished_at is not None
+    assert [i.value for i in client.get_list_items(entity, "seen", "u1").items] == [b"new"]
+    assert client.list_list_features(entity)[0].rewrite is None

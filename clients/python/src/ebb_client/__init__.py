@@ -77,6 +77,7 @@ from .models import (
     TableItem,
     TableItemsBatch,
     TableItemsPage,
+    TTLRewrite,
     Transition,
     Usage,
 )

@@ -452,18 +452,23 @@ class AsyncClient:
         ttl: timedelta,
         version: str = "",
         max_items: Optional[int] = None,
+        rewrite: bool = False,
         extra: Optional[Mapping[str, Any]] = None,
     ) -> ListFeature:
         """PUT /v1/list-features/...: declares a feature version whose items live for ttl.
 
         version "" is the default version. max_items caps each list (an
         add beyond it trims the oldest items; 0 lifts the cap, None keeps
-        an existing version's). extra holds fields this client does not
-        know yet, sent as they are.
+        an existing version's). rewrite gives the items an existing
+        version already holds the ttl too, by a background job whose
+        progress the answer's rewrite shows. extra holds fields this
+        client does not know yet, sent as they are.
         """
         body: dict[str, Any] = {"ttl": _wire.format_duration(ttl)}
         if max_items is not None:
             body["max_items"] = max_items
+        if rewrite:
+            body["rewrite"] = True
         body.update(extra or {})
         path = _core.feature_path(entity_type, feature, version)
         return ListFeature.from_wire(await self._json("PUT", path, json=body))
@@ -583,15 +588,21 @@ class AsyncClient:
         table: str,
         *,
         default_ttl: Optional[timedelta] = None,
+        rewrite: bool = False,
         extra: Optional[Mapping[str, Any]] = None,
     ) -> Table:
         """PUT /v1/tables/{table}: creates a shared table, or changes one's default_ttl (None keeps it).
 
-        extra holds fields this client does not know yet, sent as they are.
+        rewrite gives the items an existing table holds without a ttl of
+        their own the default_ttl too, by a background job whose progress
+        the answer's rewrite shows. extra holds fields this client does
+        not know yet, sent as they are.
         """
         body: dict[str, Any] = {}
         if default_ttl is not None:
             body["default_ttl"] = _wire.format_duration(default_ttl)
+        if rewrite:
+            body["rewrite"] = True
         body.update(extra or {})
         return Table.from_wire(await self._json("PUT", _core.table_path(table), json=body))
 

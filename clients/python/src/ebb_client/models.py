@@ -550,6 +550,28 @@ class Migration(Model):
     legacy_newest_expiry: Optional[datetime] = None
 
 
+# TTL rewrites.
+
+
+@dataclass(kw_only=True)
+class TTLRewrite(Model):
+    """A TTL rewrite: the background job a TTL change with rewrite=True starts.
+
+    state is "running", "done" or "superseded" (the TTL changed again, or
+    the feature or table was deleted, before it finished).
+    """
+
+    state: str
+    ttl: timedelta
+    scanned: int
+    rewritten: int
+    removed: int
+    skipped: int
+    started_at: datetime
+    updated_at: datetime
+    finished_at: Optional[datetime] = None
+
+
 # Lists.
 
 
@@ -565,6 +587,9 @@ class ListFeature(Model):
     table: str
     # max_items is the cap on a list's live items; None when there is none.
     max_items: Optional[int] = None
+    # rewrite is the version's last TTL rewrite, when one was asked for
+    # (set by get_list_feature and create_list_feature only).
+    rewrite: Optional[TTLRewrite] = None
 
 
 @dataclass(kw_only=True)
@@ -600,6 +625,9 @@ class Table(Model):
     name: str
     default_ttl: timedelta
     created_at: datetime
+    # rewrite is the table's last default-TTL rewrite, when one was asked
+    # for (set by get_table and create_table only).
+    rewrite: Optional[TTLRewrite] = None
 
 
 @dataclass(kw_only=True)
