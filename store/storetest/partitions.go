@@ -59,14 +59,40 @@ func testPartitionsListEachOnce(e *env) {
 	e.write(other.Name, store.Mutation{Partition: []any{"zz", int64(1), base}, Clustering: []any{int64(0)}, Cells: []store.Cell{cell("v", "x")}})
 
 	l := e.lister()
+	// At a limit of 1 every partition, the one of many rows too, ends a
+	// page, so each next page must start past all of its rows.
+	var got [][]any
+	for _, limit := range []int{4, 1} {
+		got = e.listPartitions(l, spec.Name, limit, len(want))
+		// The order is the backend's own; compare as sets, each once.
+		slices.SortFunc(got, compareNatural)
+		if len(got) != len(want) {
+			e.t.Fatalf("%d partitions listed at limit %d, want %d", len(got), limit, len(want))
+		}
+		for i := range want {
+			if !tupleEqual(want[i], got[i]) {
+				e.t.Fatalf("partition %d listed as %s at limit %d, want %s", i, fmtTuple(got[i]), limit, fmtTuple(want[i]))
+			}
+		}
+	}
+	page, err := kit.Query(e.ctx, e.s, spec.Name, store.Query{Partition: got[4], Limit: 100})
+	if err != nil || len(page.Rows) != 25 {
+		e.t.Fatalf("the listed key %s reads %d rows (%v), want 25", fmtTuple(got[4]), len(page.Rows), err)
+	}
+}
+
+// listPartitions lists table's partitions page after page, checking that
+// no page holds more than limit of them and that the listing ends.
+func (e *env) listPartitions(l store.PartitionLister, table string, limit, want int) [][]any {
+	e.t.Helper()
 	var got [][]any
 	var after []byte
 	for pages := 0; ; pages++ {
-		if pages > 2*len(want) {
-			e.t.Fatalf("more than %d pages", pages)
+		if pages > 2*want+1 {
+			e.t.Fatalf("more than %d pages at limit %d", pages, limit)
 		}
 		n := 0
-		next, err := l.Partitions(e.ctx, spec.Name, after, 4, func(p []any) error {
+		next, err := l.Partitions(e.ctx, table, after, limit, func(p []any) error {
 			got = append(got, p)
 			n++
 			return nil
@@ -74,27 +100,13 @@ func testPartitionsListEachOnce(e *env) {
 		if err != nil {
 			e.t.Fatalf("Partitions: %v", err)
 		}
-		if n > 4 {
-			e.t.Fatalf("a page of %d partitions, limit 4", n)
+		if n > limit {
+			e.t.Fatalf("a page of %d partitions, limit %d", n, limit)
 		}
 		if next == nil {
-			break
+			return got
 		}
 		after = next
-	}
-	// The order is the backend's own; compare as sets, each once.
-	slices.SortFunc(got, compareNatural)
-	if len(got) != len(want) {
-		e.t.Fatalf("%d partitions listed, want %d", len(got), len(want))
-	}
-	for i := range want {
-		if !tupleEqual(want[i], got[i]) {
-			e.t.Fatalf("partition %d listed as %s, want %s", i, fmtTuple(got[i]), fmtTuple(want[i]))
-		}
-	}
-	page, err := kit.Query(e.ctx, e.s, spec.Name, store.Query{Partition: got[4], Limit: 100})
-	if err != nil || len(page.Rows) != 25 {
-		e.t.Fatalf("the listed key %s reads %d rows (%v), want 25", fmtTuple(got[4]), len(page.Rows), err)
 	}
 }
 
