@@ -265,32 +265,56 @@ func crashChild(t *testing.T, dir string) {
 	select {}
 }
 
+// dropping is a DB on the embedded backend whose clock a test moves,
+// without background work: the test reconciles its indexes itself.
+type dropping struct {
+	db *ebb.DB
+	mu sync.Mutex
+	at time.Time
+}
+
+func openDropping(t *testing.T) *dropping {
+	t.Helper()
+	d := &dropping{at: time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)}
+	db, err := ebb.Open(t.Context(), ebb.Options{Store: testbackend.Pebble(t, d.now), Now: d.now, NoBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	d.db = db
+	return d
+}
+
+func (d *dropping) now() time.Time { d.mu.Lock(); defer d.mu.Unlock(); return d.at }
+
+// reconcileFor moves the clock on by span, half an hour at a time,
+// reconciling the indexes after each step. Reconcile runs unfenced, as
+// `ebb index reconcile` does; the background pass needs the lease.
+func (d *dropping) reconcileFor(t *testing.T, span time.Duration, ro shardmgr.RunOptions, indexes ...string) {
+	t.Helper()
+	for step := time.Duration(0); step < span; step += 30 * time.Minute {
+		d.mu.Lock()
+		d.at = d.at.Add(30 * time.Minute)
+		d.mu.Unlock()
+		for _, name := range indexes {
+			if _, _, err := d.db.Indexes().Reconcile(t.Context(), name, ro); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 // TestExpirationsRecordShardDrops checks that each shard the manager drops
 // is logged once, with its index and time range, and that a token
 // scoped to another index would not see it.
 func TestExpirationsRecordShardDrops(t *testing.T) {
 	ctx := t.Context()
-	var mu sync.Mutex
-	now := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	db, err := ebb.Open(ctx, ebb.Options{Store: testbackend.Pebble(t, clock), Now: clock, NoBackground: true})
-	if err != nil {
+	d := openDropping(t)
+	if _, _, err := d.db.Indexes().Create(ctx, timeseries.Config{Name: "ev", TableBucket: time.Hour, PartitionBucket: time.Hour, Retention: 2 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = db.Close() })
-	if _, _, err := db.Indexes().Create(ctx, timeseries.Config{Name: "ev", TableBucket: time.Hour, PartitionBucket: time.Hour, Retention: 2 * time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	for range 8 {
-		mu.Lock()
-		now = now.Add(30 * time.Minute)
-		mu.Unlock()
-		// Reconcile runs unfenced, as `ebb index reconcile` does; the
-		// background pass needs the lease.
-		if _, _, err := db.Indexes().Reconcile(ctx, "ev", shardmgr.RunOptions{DropStats: true}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	d.reconcileFor(t, 4*time.Hour, shardmgr.RunOptions{DropStats: true}, "ev")
+	db := d.db
 	p, err := db.Expirations(ctx, ebb.ExpirationsQuery{})
 	if err != nil {
 		t.Fatal(err)
@@ -321,14 +345,8 @@ func TestExpirationsRecordShardDrops(t *testing.T) {
 // a shard of an index without an archive names none.
 func TestExpirationsNameTheArchive(t *testing.T) {
 	ctx := t.Context()
-	var mu sync.Mutex
-	now := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	db, err := ebb.Open(ctx, ebb.Options{Store: testbackend.Pebble(t, clock), Now: clock, NoBackground: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	d := openDropping(t)
+	db := d.db
 	dir := t.TempDir()
 	loc := (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String()
 	for _, cfg := range []timeseries.Config{
@@ -338,20 +356,11 @@ func TestExpirationsNameTheArchive(t *testing.T) {
 		if _, _, err := db.Indexes().Create(ctx, cfg); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.Indexes().WriteEvents(ctx, cfg.Name, []timeseries.Event{{IndexID: "a", EventID: "e1", Timestamp: now.Add(-time.Minute)}}); err != nil {
+		if _, err := db.Indexes().WriteEvents(ctx, cfg.Name, []timeseries.Event{{IndexID: "a", EventID: "e1", Timestamp: d.now().Add(-time.Minute)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for range 8 {
-		mu.Lock()
-		now = now.Add(30 * time.Minute)
-		mu.Unlock()
-		for _, name := range []string{"arch", "plain"} {
-			if _, _, err := db.Indexes().Reconcile(ctx, name, shardmgr.RunOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	d.reconcileFor(t, 4*time.Hour, shardmgr.RunOptions{}, "arch", "plain")
 	p, err := db.Expirations(ctx, ebb.ExpirationsQuery{})
 	if err != nil {
 		t.Fatal(err)
