@@ -16,22 +16,21 @@ import (
 // whatever is left of partition pk.
 var afterPartition = []byte{0xFF}
 
-// maxScanBatch caps the items one Scan request asks for; the service's
-// 1 MB page caps it as well.
-const maxScanBatch = 10_000
-
 // Partitions lists a table's partitions (store.PartitionLister) with
 // strongly consistent Scan requests projecting the partition key alone.
-// A Scan reads every item of the table, and DynamoDB charges its read
-// units by the bytes read, not those returned, so listing a table costs
-// about what reading it whole does (the archive reads it whole anyway).
 // DynamoDB returns the items of one partition together, in sort key
 // order, so a partition is handed out when its first item comes and the
-// items after it with the same key are skipped. The page token is the
-// encoded key of the last partition handed out: the next page's Scan
-// starts after the largest sort key that partition could hold, so it is
-// never listed twice. The SDK retries throttling inside each request, as
-// for every other call, and Options.Timeout bounds one page.
+// items after it with the same key are skipped. Each request asks for one
+// item more than the page still needs, and the next request (and the
+// next page, whose token is the encoded key of the last partition handed
+// out) starts after the largest sort key that partition could hold, so
+// the rest of a partition is never scanned and no partition is listed
+// twice. A Scan's read units are charged on the items it reads, not on
+// what it returns: a request costs what reading its items whole would,
+// so listing a table of one-row partitions costs one read of the table,
+// and one of large partitions a request's worth per partition or so. The
+// SDK retries throttling inside each request, as for every other call,
+// and Options.Timeout bounds one page.
 func (s *Store) Partitions(ctx context.Context, name string, after []byte, limit int, fn func(partition []any) error) ([]byte, error) {
 	if err := store.CheckLimit(limit); err != nil {
 		return nil, err
@@ -47,29 +46,28 @@ func (s *Store) Partitions(ctx context.Context, name string, after []byte, limit
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 		ConsistentRead:           aws.Bool(true),
 	}
-	if after != nil {
-		in.ExclusiveStartKey = map[string]types.AttributeValue{attrPK: bytesAttr(after), attrSK: bytesAttr(afterPartition)}
+	past := func(pk []byte) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{attrPK: bytesAttr(pk), attrSK: bytesAttr(afterPartition)}
 	}
-	// Ask for what is still needed plus one item, which tells whether a
-	// next page exists; after requests full of the rows of partitions
-	// already listed, ask for more at a time.
-	batch := int32(min(limit+1, maxScanBatch))
+	if after != nil {
+		in.ExclusiveStartKey = past(after)
+	}
 	n := 0
 	var last []byte
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, s.tableErr(ctx, t, "list partitions of", err)
 		}
-		in.Limit = aws.Int32(batch)
+		// What the page still needs plus one item, which tells whether
+		// a next page exists.
+		in.Limit = aws.Int32(int32(limit - n + 1))
 		out, err := s.client.Scan(ctx, in)
 		if err != nil {
 			return nil, s.tableErr(ctx, t, "list partitions of", err)
 		}
-		repeats := 0
 		for _, item := range out.Items {
 			pk := bytesOf(item, attrPK)
 			if last != nil && bytes.Equal(pk, last) {
-				repeats++
 				continue
 			}
 			if n == limit {
@@ -88,10 +86,11 @@ func (s *Store) Partitions(ctx context.Context, name string, after []byte, limit
 		if out.LastEvaluatedKey == nil {
 			return nil, nil
 		}
+		// Every item read was of a partition handed out, the last one's
+		// too: go on past it rather than through the rest of its rows.
 		in.ExclusiveStartKey = out.LastEvaluatedKey
-		batch = int32(min(limit-n+1, maxScanBatch))
-		if repeats > 0 {
-			batch = int32(min(int(batch)*4+repeats, maxScanBatch))
+		if last != nil {
+			in.ExclusiveStartKey = past(last)
 		}
 	}
 }
