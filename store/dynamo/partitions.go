@@ -27,8 +27,8 @@ var afterPartition = []byte{0xFF}
 // the rest of a partition is never scanned and no partition is listed
 // twice. A Scan's read units are charged on the items it reads, not on
 // what it returns: a request costs what reading its items whole would,
-// so listing a table of one-row partitions costs one read of the table,
-// and one of large partitions a request's worth per partition or so. The
+// so a listing reads at most about limit items of each partition, at
+// most the whole table once, and less when partitions are larger. The
 // SDK retries throttling inside each request, as for every other call,
 // and Options.Timeout bounds one page.
 func (s *Store) Partitions(ctx context.Context, name string, after []byte, limit int, fn func(partition []any) error) ([]byte, error) {
