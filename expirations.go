@@ -260,15 +260,16 @@ func keyStrings(parts ...[]any) []string {
 
 // shardDropping is the shard manager's hook (shardmgr.Options.BeforeDrop):
 // it records the drop before it happens, so that a crash in between
-// repeats the record rather than losing it.
-func (db *DB) shardDropping() func(context.Context, string, shardmgr.Action) error {
+// repeats the record rather than losing it, with the archive the
+// manager's PrepareDrop made of the shard, if any.
+func (db *DB) shardDropping() func(context.Context, string, shardmgr.Action, shardmgr.Prepared) error {
 	if db.expirations == nil {
 		return nil
 	}
-	return func(ctx context.Context, index string, a shardmgr.Action) error {
+	return func(ctx context.Context, index string, a shardmgr.Action, p shardmgr.Prepared) error {
 		ev := explog.Event{
 			Type: explog.TypeShard, Kind: explog.KindIndex, Name: index, Shard: a.Table,
-			From: a.Start.UTC(), To: a.End.UTC(), RemovedAt: db.o.Now().UTC(),
+			From: a.Start.UTC(), To: a.End.UTC(), RemovedAt: db.o.Now().UTC(), Archive: p.Archive,
 		}
 		if a.Destroys != nil {
 			rows := a.Destroys.Rows

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -264,32 +265,56 @@ func crashChild(t *testing.T, dir string) {
 	select {}
 }
 
+// dropping is a DB on the embedded backend whose clock a test moves,
+// without background work: the test reconciles its indexes itself.
+type dropping struct {
+	db *ebb.DB
+	mu sync.Mutex
+	at time.Time
+}
+
+func openDropping(t *testing.T) *dropping {
+	t.Helper()
+	d := &dropping{at: time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)}
+	db, err := ebb.Open(t.Context(), ebb.Options{Store: testbackend.Pebble(t, d.now), Now: d.now, NoBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	d.db = db
+	return d
+}
+
+func (d *dropping) now() time.Time { d.mu.Lock(); defer d.mu.Unlock(); return d.at }
+
+// reconcileFor moves the clock on by span, half an hour at a time,
+// reconciling the indexes after each step. Reconcile runs unfenced, as
+// `ebb index reconcile` does; the background pass needs the lease.
+func (d *dropping) reconcileFor(t *testing.T, span time.Duration, ro shardmgr.RunOptions, indexes ...string) {
+	t.Helper()
+	for step := time.Duration(0); step < span; step += 30 * time.Minute {
+		d.mu.Lock()
+		d.at = d.at.Add(30 * time.Minute)
+		d.mu.Unlock()
+		for _, name := range indexes {
+			if _, _, err := d.db.Indexes().Reconcile(t.Context(), name, ro); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 // TestExpirationsRecordShardDrops checks that each shard the manager drops
 // is logged once, with its index and time range, and that a token
 // scoped to another index would not see it.
 func TestExpirationsRecordShardDrops(t *testing.T) {
 	ctx := t.Context()
-	var mu sync.Mutex
-	now := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	db, err := ebb.Open(ctx, ebb.Options{Store: testbackend.Pebble(t, clock), Now: clock, NoBackground: true})
-	if err != nil {
+	d := openDropping(t)
+	if _, _, err := d.db.Indexes().Create(ctx, timeseries.Config{Name: "ev", TableBucket: time.Hour, PartitionBucket: time.Hour, Retention: 2 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = db.Close() })
-	if _, _, err := db.Indexes().Create(ctx, timeseries.Config{Name: "ev", TableBucket: time.Hour, PartitionBucket: time.Hour, Retention: 2 * time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	for range 8 {
-		mu.Lock()
-		now = now.Add(30 * time.Minute)
-		mu.Unlock()
-		// Reconcile runs unfenced, as `ebb index reconcile` does; the
-		// background pass needs the lease.
-		if _, _, err := db.Indexes().Reconcile(ctx, "ev", shardmgr.RunOptions{DropStats: true}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	d.reconcileFor(t, 4*time.Hour, shardmgr.RunOptions{DropStats: true}, "ev")
+	db := d.db
 	p, err := db.Expirations(ctx, ebb.ExpirationsQuery{})
 	if err != nil {
 		t.Fatal(err)
@@ -312,5 +337,56 @@ func TestExpirationsRecordShardDrops(t *testing.T) {
 	other, err := db.Expirations(ctx, ebb.ExpirationsQuery{Visible: func(ev *ebb.Expiration) bool { return ev.Name == "other" }})
 	if err != nil || len(other.Expirations) != 0 {
 		t.Fatalf("a reader of another index sees %d events, %v", len(other.Expirations), err)
+	}
+}
+
+// TestExpirationsNameTheArchive checks that the drop of a shard archived
+// first names its archive's object, which is there, and that the drop of
+// a shard of an index without an archive names none.
+func TestExpirationsNameTheArchive(t *testing.T) {
+	ctx := t.Context()
+	d := openDropping(t)
+	db := d.db
+	dir := t.TempDir()
+	loc := (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String()
+	for _, cfg := range []timeseries.Config{
+		{Name: "arch", TableBucket: time.Hour, PartitionBucket: time.Hour, Retention: 2 * time.Hour, Archive: &timeseries.ArchiveConfig{To: loc}},
+		{Name: "plain", TableBucket: time.Hour, PartitionBucket: time.Hour, Retention: 2 * time.Hour},
+	} {
+		if _, _, err := db.Indexes().Create(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Indexes().WriteEvents(ctx, cfg.Name, []timeseries.Event{{IndexID: "a", EventID: "e1", Timestamp: d.now().Add(-time.Minute)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.reconcileFor(t, 4*time.Hour, shardmgr.RunOptions{}, "arch", "plain")
+	p, err := db.Expirations(ctx, ebb.ExpirationsQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drops := map[string]int{}
+	for _, ev := range p.Expirations {
+		if ev.Type != ebb.ExpirationShard {
+			continue
+		}
+		drops[ev.Name]++
+		switch ev.Name {
+		case "arch":
+			want := loc + "/arch/" + ev.Shard + ".parquet"
+			if ev.Archive != want {
+				t.Errorf("drop of %s names archive %q, want %q", ev.Shard, ev.Archive, want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "arch", ev.Shard+".parquet")); err != nil {
+				t.Errorf("the archive the drop of %s names: %v", ev.Shard, err)
+			}
+		case "plain":
+			if ev.Archive != "" {
+				t.Errorf("drop of %s of an index without an archive names archive %q", ev.Shard, ev.Archive)
+			}
+		}
+	}
+	if drops["arch"] < 2 || drops["plain"] < 2 {
+		t.Fatalf("drops logged per index %v, want at least 2 of each", drops)
 	}
 }

@@ -131,26 +131,32 @@ type Shard struct {
 	Start, End   time.Time
 }
 
+// ObjectURL is the URL of the archive's Parquet object: its location and
+// its name there. The manifest sits beside it (SHARD.manifest.json).
+func (m Manifest) ObjectURL() string {
+	return strings.TrimSuffix(m.Location, "/") + "/" + m.Object
+}
+
 // ArchiveShard makes sure the shard has a verified archive at location,
 // exporting and verifying it unless a verified manifest and its object are
-// already there. A nil error means the shard may be dropped; any error
-// says why it may not (the shard manager holds the drop and reports it).
-// It is idempotent: an object without a verified manifest, left by an
-// archive killed half-way, is written again.
-func (a *Archiver) ArchiveShard(ctx context.Context, location string, sh Shard) error {
+// already there, and returns that manifest. A nil error means the shard
+// may be dropped; any error says why it may not (the shard manager holds
+// the drop and reports it). It is idempotent: an object without a
+// verified manifest, left by an archive killed half-way, is written again.
+func (a *Archiver) ArchiveShard(ctx context.Context, location string, sh Shard) (Manifest, error) {
 	if err := a.CheckNotRestored(ctx, sh.Table); err != nil {
-		return err
+		return Manifest{}, err
 	}
 	t, err := a.open(ctx, location)
 	if err != nil {
-		return a.fail(sh, err)
+		return Manifest{}, a.fail(sh, err)
 	}
 	if m, err := readManifest(ctx, t, sh.Index, sh.Table); err == nil && !m.Verified.IsZero() {
 		if o, err := t.Open(ctx, m.Object); err == nil {
 			size := o.Size()
 			o.Close()
 			if size == m.Bytes {
-				return nil
+				return m, nil
 			}
 		}
 		a.log.Warn("archive manifest names an object that is missing or of another size; archiving again", "index", sh.Index, "table", sh.Table, "location", location)
@@ -158,25 +164,25 @@ func (a *Archiver) ArchiveShard(ctx context.Context, location string, sh Shard) 
 	start := a.now()
 	m, err := a.export(ctx, t, sh)
 	if err != nil {
-		return a.fail(sh, err)
+		return Manifest{}, a.fail(sh, err)
 	}
 	if err := a.verify(ctx, t, m); err != nil {
-		return a.fail(sh, err)
+		return Manifest{}, a.fail(sh, err)
 	}
 	m.Verified = a.now()
 	doc, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return a.fail(sh, fmt.Errorf("archive: encode manifest: %w", err))
+		return Manifest{}, a.fail(sh, fmt.Errorf("archive: encode manifest: %w", err))
 	}
 	if err := t.PutBytes(ctx, manifestName(sh.Index, sh.Table), doc); err != nil {
-		return a.fail(sh, err)
+		return Manifest{}, a.fail(sh, err)
 	}
 	took := a.now().Sub(start)
 	a.metrics.archived.Inc()
 	a.metrics.bytes.Add(float64(m.Bytes))
 	a.log.Info("shard archived and verified", "index", sh.Index, "table", sh.Table, "location", m.Location, "object", m.Object,
 		"rows", m.Rows, "bytes", m.Bytes, "took", took)
-	return nil
+	return m, nil
 }
 
 func (a *Archiver) fail(sh Shard, err error) error {

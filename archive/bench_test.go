@@ -74,7 +74,7 @@ func BenchmarkArchiveShard(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		dir := filepath.Join(b.TempDir(), fmt.Sprint(i))
 		loc := (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String()
-		if err := a.ArchiveShard(ctx, loc, archive.Shard{Index: "ev", Table: spec.Name, Start: base, End: base.Add(24 * time.Hour)}); err != nil {
+		if _, err := a.ArchiveShard(ctx, loc, archive.Shard{Index: "ev", Table: spec.Name, Start: base, End: base.Add(24 * time.Hour)}); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()

@@ -70,12 +70,14 @@ type Result struct {
 // fence is called before each action, and an action whose fence fails is
 // refused with an error wrapping ErrFenced.
 func Apply(ctx context.Context, st store.Store, plan Plan, fence func(context.Context) error) []Result {
-	return apply(ctx, st, plan, fence, nil)
+	return apply(ctx, st, plan, fence, nil, nil)
 }
 
-// apply is Apply with a hook called before each drop (Options.BeforeDrop);
-// its error holds the drop.
-func apply(ctx context.Context, st store.Store, plan Plan, fence func(context.Context) error, beforeDrop func(context.Context, string, Action) error) []Result {
+// apply is Apply with a hook called before each drop (Options.BeforeDrop),
+// after the drop's fence, with what Options.PrepareDrop made ready for it
+// (prepared, by table); the hook's error holds the drop.
+func apply(ctx context.Context, st store.Store, plan Plan, fence func(context.Context) error,
+	prepared map[string]Prepared, beforeDrop func(context.Context, string, Action, Prepared) error) []Result {
 	var out []Result
 	for _, a := range plan.Actions {
 		if a.Deferred {
@@ -95,7 +97,7 @@ func apply(ctx context.Context, st store.Store, plan Plan, fence func(context.Co
 			err = st.CreateTable(ctx, spec)
 		case OpDrop:
 			if beforeDrop != nil {
-				err = beforeDrop(ctx, plan.Index, a)
+				err = beforeDrop(ctx, plan.Index, a, prepared[a.Table])
 			}
 			if err == nil {
 				err = st.DropTable(ctx, a.Table)

@@ -24,9 +24,9 @@ func TestBeforeDropHoldsTheDrop(t *testing.T) {
 	m, err := New(Options{
 		Store: st, Configs: func(context.Context) ([]Config, error) { return []Config{cfg}, nil },
 		Now: clock.Now,
-		BeforeDrop: func(_ context.Context, index string, a Action) error {
-			if index != "ev" || a.Op != OpDrop {
-				t.Errorf("BeforeDrop(%s, %+v)", index, a)
+		BeforeDrop: func(_ context.Context, index string, a Action, p Prepared) error {
+			if index != "ev" || a.Op != OpDrop || p != (Prepared{}) {
+				t.Errorf("BeforeDrop(%s, %+v, %+v): want a drop with nothing prepared, there being no PrepareDrop", index, a, p)
 			}
 			calls = append(calls, a)
 			return hookErr

@@ -89,7 +89,7 @@ type Config struct {
 	// of TableBucket from the epoch.
 	Layouts []Layout
 	// Archive, when set, is where each shard is archived before its drop
-	// (a URL, file:///DIR or s3://bucket/prefix): Options.BeforeDrop
+	// (a URL, file:///DIR or s3://bucket/prefix): Options.PrepareDrop
 	// archives it, and a drop it refuses is held.
 	Archive string
 }

@@ -29,4 +29,11 @@
 // lease's fence) is checked before each action, so a manager that lost its
 // lease applies nothing more. Each action is idempotent and independent:
 // one failure does not stop the rest.
+//
+// A drop passes two hooks, in this order: Options.PrepareDrop, before the
+// run applies anything and after a fence check (the archive of the shard
+// is made there), then Options.BeforeDrop, inside apply after the drop's
+// own fence and just before DropTable, handed the Prepared the first
+// returned (the log of expirations records the drop there, naming the
+// archive). An error from either holds the drop until a later run.
 package shardmgr

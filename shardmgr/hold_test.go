@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,7 +19,8 @@ import (
 // TestPrepareDropHoldsDrops: a drop the PrepareDrop hook refuses is held:
 // deferred with the hook's reason, in the run's plan and in the next dry
 // run's, counted in ebb_shard_drops_held, and applied once the hook lets
-// it go. The hook is not called by a dry run.
+// it go, and what it prepared for a drop reaches BeforeDrop with that
+// drop alone. The hook is not called by a dry run.
 func TestPrepareDropHoldsDrops(t *testing.T) {
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
@@ -27,17 +29,22 @@ func TestPrepareDropHoldsDrops(t *testing.T) {
 		cfg := Config{Index: "ev", TableBucket: 24 * time.Hour, Retention: 48 * time.Hour, Runway: 2, Schema: testSchema, Archive: "file:///archive"}
 		var refuse atomic.Bool
 		var calls atomic.Int32
+		var dropped sync.Map // table -> the Prepared BeforeDrop was handed
 		reg := prometheus.NewRegistry()
 		m, err := New(Options{
 			Store: st, Configs: func(context.Context) ([]Config, error) { return []Config{cfg}, nil }, Now: clock.Now, Registerer: reg,
-			PrepareDrop: func(_ context.Context, c Config, a Action) error {
+			PrepareDrop: func(_ context.Context, c Config, a Action) (Prepared, error) {
 				calls.Add(1)
 				if c.Archive != cfg.Archive || a.Op != OpDrop {
 					t.Errorf("hook called with %q, %s", c.Archive, a.Op)
 				}
 				if refuse.Load() {
-					return errors.New("archive not verified")
+					return Prepared{}, errors.New("archive not verified")
 				}
+				return Prepared{Archive: c.Archive + "/ev/" + a.Table + ".parquet"}, nil
+			},
+			BeforeDrop: func(_ context.Context, _ string, a Action, p Prepared) error {
+				dropped.Store(a.Table, p)
 				return nil
 			},
 		})
@@ -66,6 +73,10 @@ func TestPrepareDropHoldsDrops(t *testing.T) {
 		if held == 0 || len(tableNames(t, st, "ev_")) != first+1 {
 			t.Fatalf("%d drops held, %d tables (had %d)", held, len(tableNames(t, st, "ev_")), first)
 		}
+		dropped.Range(func(k, _ any) bool {
+			t.Errorf("BeforeDrop called for the held drop of %s", k)
+			return true
+		})
 		if got := testutil.ToFloat64(m.metrics.held); got != float64(held) {
 			t.Errorf("ebb_shard_drops_held %v, want %d", got, held)
 		}
@@ -88,6 +99,17 @@ func TestPrepareDropHoldsDrops(t *testing.T) {
 		}
 		if got := len(tableNames(t, st, "ev_")); got != first+1-held {
 			t.Errorf("%d tables once the hook let the drops go, want %d", got, first+1-held)
+		}
+		n := 0
+		dropped.Range(func(k, v any) bool {
+			n++
+			if want := cfg.Archive + "/ev/" + k.(string) + ".parquet"; v.(Prepared).Archive != want {
+				t.Errorf("BeforeDrop of %s handed archive %q, want %q", k, v.(Prepared).Archive, want)
+			}
+			return true
+		})
+		if n != held {
+			t.Errorf("BeforeDrop called for %d drops, want %d", n, held)
 		}
 		if got := testutil.ToFloat64(m.metrics.held); got != 0 {
 			t.Errorf("ebb_shard_drops_held %v after the drops", got)

@@ -50,16 +50,35 @@ type Options struct {
 	// processes sharing a backend set it to their lease's fence so that a
 	// paused old leader never drops or resizes anything.
 	Fence func(context.Context) error
-	// BeforeDrop, if set, is called before each shard is dropped, after
-	// the fence; an error holds the drop (it is retried next run). The
-	// log of expirations records the drop there.
-	BeforeDrop func(ctx context.Context, index string, a Action) error
+	// A drop has two hooks, one for each depth of a run, and what the
+	// first made ready reaches the second:
+	//
+	//	PrepareDrop  before the run applies anything, after a fence
+	//	             check: may hold the drop; returns a Prepared
+	//	BeforeDrop   inside apply, after the drop's own fence, just
+	//	             before DropTable: handed that Prepared
+	//
 	// PrepareDrop, if set, is called for each pending drop before the
-	// run applies its actions (and not for a dry run); an error holds the drop: it is deferred with the
-	// error as its reason, logged, counted in ebb_shard_drops_held, and
-	// tried again at the next run. The archive of a shard (Config.Archive)
-	// is made here, so that no shard is dropped before its copy is kept.
-	PrepareDrop func(ctx context.Context, cfg Config, a Action) error
+	// run applies its actions (and not for a dry run); an error holds the
+	// drop: it is deferred with the error as its reason, logged, counted
+	// in ebb_shard_drops_held, and tried again at the next run. The
+	// archive of a shard (Config.Archive) is made here, so that no shard
+	// is dropped before its copy is kept, and its Prepared names it.
+	PrepareDrop func(ctx context.Context, cfg Config, a Action) (Prepared, error)
+	// BeforeDrop, if set, is called before each shard is dropped, after
+	// the fence, with what PrepareDrop returned for that drop (the zero
+	// Prepared without PrepareDrop); an error holds the drop (it is
+	// retried next run). The log of expirations records the drop there,
+	// with the archive's location.
+	BeforeDrop func(ctx context.Context, index string, a Action, p Prepared) error
+}
+
+// Prepared is what Options.PrepareDrop made ready for one drop, which the
+// run hands to Options.BeforeDrop when it applies the drop.
+type Prepared struct {
+	// Archive is the URL of the shard's verified archive (its Parquet
+	// object); "" when the index keeps no archive.
+	Archive string
 }
 
 // RunOptions changes one Reconcile.
@@ -353,11 +372,11 @@ func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro R
 		}
 		return plan, nil, nil
 	}
-	m.holdDrops(ctx, cfg, &plan, ro.Fence)
+	prepared := m.holdDrops(ctx, cfg, &plan, ro.Fence)
 	if plan.ClockJump {
 		m.log.Warn("clock moved forward beyond the guard; drops deferred", "index", cfg.Index, "now", now)
 	}
-	results := apply(ctx, m.opts.Store, plan, ro.Fence, m.opts.BeforeDrop)
+	results := apply(ctx, m.opts.Store, plan, ro.Fence, prepared, m.opts.BeforeDrop)
 	changed := false
 	for _, r := range results {
 		if errors.Is(r.Err, ErrFenced) {
@@ -401,11 +420,13 @@ func (m *Manager) reconcile(ctx context.Context, cfg Config, now time.Time, ro R
 }
 
 // holdDrops calls Options.PrepareDrop before each pending drop and holds
-// (defers) those it refuses, saying why.
-func (m *Manager) holdDrops(ctx context.Context, cfg Config, plan *Plan, fence func(context.Context) error) {
+// (defers) those it refuses, saying why; it returns, by table, what it
+// prepared for the others.
+func (m *Manager) holdDrops(ctx context.Context, cfg Config, plan *Plan, fence func(context.Context) error) map[string]Prepared {
 	if m.opts.PrepareDrop == nil {
-		return
+		return nil
 	}
+	prepared := map[string]Prepared{}
 	held := map[string]string{}
 	for i := range plan.Actions {
 		a := &plan.Actions[i]
@@ -415,8 +436,9 @@ func (m *Manager) holdDrops(ctx context.Context, cfg Config, plan *Plan, fence f
 		if fence != nil && fence(ctx) != nil {
 			continue // Apply refuses it
 		}
-		err := m.opts.PrepareDrop(ctx, cfg, *a)
+		p, err := m.opts.PrepareDrop(ctx, cfg, *a)
 		if err == nil {
+			prepared[a.Table] = p
 			continue
 		}
 		why := err.Error()
@@ -437,6 +459,7 @@ func (m *Manager) holdDrops(ctx context.Context, cfg Config, plan *Plan, fence f
 		m.held[cfg.Index] = held
 	}
 	m.setHeld()
+	return prepared
 }
 
 // setHeld exports how many drops are held over every index; the caller

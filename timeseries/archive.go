@@ -13,15 +13,20 @@ import (
 // ErrNoArchive: the index names no archive location.
 var ErrNoArchive = store.Mark(store.ErrInvalid, "timeseries", "the index has no archive")
 
-// beforeDrop is the shard manager's hook before a drop: a shard of an
-// index with an archive is archived and verified first, and a shard
+// prepareDrop is the shard manager's hook before a drop
+// (shardmgr.Options.PrepareDrop): a shard of an index with an archive is
+// archived and verified first, and the drop names its archive; a shard
 // restored from its archive is kept until it is released. An error holds
 // the drop.
-func (s *Service) beforeDrop(ctx context.Context, cfg shardmgr.Config, a shardmgr.Action) error {
+func (s *Service) prepareDrop(ctx context.Context, cfg shardmgr.Config, a shardmgr.Action) (shardmgr.Prepared, error) {
 	if cfg.Archive == "" {
-		return s.arch.CheckNotRestored(ctx, a.Table)
+		return shardmgr.Prepared{}, s.arch.CheckNotRestored(ctx, a.Table)
 	}
-	return s.arch.ArchiveShard(ctx, cfg.Archive, archive.Shard{Index: cfg.Index, Table: a.Table, Start: a.Start, End: a.End})
+	m, err := s.arch.ArchiveShard(ctx, cfg.Archive, archive.Shard{Index: cfg.Index, Table: a.Table, Start: a.Start, End: a.End})
+	if err != nil {
+		return shardmgr.Prepared{}, err
+	}
+	return shardmgr.Prepared{Archive: m.ObjectURL()}, nil
 }
 
 // Archives lists the archived shards of an index, from the manifests at

@@ -61,7 +61,6 @@ type archiveFixture struct {
 	dir, loc      string
 	corrupt       atomic.Bool
 	failManifests atomic.Int32
-	lists         bool // the backend lists partitions, so it can archive
 }
 
 func newArchiveFixture(t *testing.T, open testbackend.Factory) *archiveFixture {
@@ -69,7 +68,10 @@ func newArchiveFixture(t *testing.T, open testbackend.Factory) *archiveFixture {
 	f := &archiveFixture{clk: storetest.NewClock(t0), dir: t.TempDir(), reg: prometheus.NewRegistry()}
 	f.loc = (&url.URL{Scheme: "file", Path: filepath.ToSlash(f.dir)}).String()
 	f.st = open(t, f.clk.Now)
-	_, f.lists = store.As[store.PartitionLister](f.st)
+	// Every backend lists a table's partitions, so every one archives.
+	if _, ok := store.As[store.PartitionLister](f.st); !ok {
+		t.Fatalf("the %s backend lists no partitions, so it cannot archive", f.st.Capabilities().Backend)
+	}
 	svc, err := New(context.Background(), f.st, Options{Now: f.clk.Now, Registerer: f.reg,
 		ArchiveOpen: func(ctx context.Context, loc string) (archive.Target, error) {
 			t, err := archive.OpenFile(ctx, loc)
@@ -110,28 +112,6 @@ func (f *archiveFixture) fill(t *testing.T, n int) []Event {
 		}
 	}
 	return evs
-}
-
-// heldWithoutLister reports whether the backend cannot list a table's
-// partitions, having checked that it then holds the drop of an expired
-// shard and says why: such a backend cannot archive, and must not drop.
-func (f *archiveFixture) heldWithoutLister(t *testing.T) bool {
-	t.Helper()
-	if f.lists {
-		return false
-	}
-	f.fill(t, 20)
-	f.clk.Set(t0.Add(2 * time.Hour))
-	if err := f.svc.Manager().RunOnce(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if !f.exists(t, oldShard) {
-		t.Fatal("dropped without an archive")
-	}
-	if r := f.heldReason(t, oldShard); !strings.Contains(r, "cannot list") {
-		t.Fatalf("held drop's reason %q", r)
-	}
-	return true
 }
 
 func (f *archiveFixture) exists(t *testing.T, table string) bool {
@@ -211,15 +191,11 @@ func sameSorted(t *testing.T, got, want []Event) {
 
 // TestArchiveBeforeDrop: an expired shard of an index with an archive is
 // written as Parquet, verified, listed, and only then dropped; the rows
-// read back from the object are the shard's. A backend that cannot list
-// a table's partitions holds the drop and says why.
+// read back from the object are the shard's, on every backend.
 func TestArchiveBeforeDrop(t *testing.T) {
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)
-		if f.heldWithoutLister(t) {
-			return
-		}
 		evs := f.fill(t, 2500)
 		f.clk.Set(t0.Add(2 * time.Hour))
 		if err := f.svc.Manager().RunOnce(ctx); err != nil {
@@ -252,9 +228,6 @@ func TestArchiveCorruptObjectHoldsDrop(t *testing.T) {
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)
-		if f.heldWithoutLister(t) {
-			return
-		}
 		f.fill(t, 500)
 		f.corrupt.Store(true)
 		f.clk.Set(t0.Add(2 * time.Hour))
@@ -293,9 +266,6 @@ func TestArchiveResumesAfterKill(t *testing.T) {
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)
-		if f.heldWithoutLister(t) {
-			return
-		}
 		evs := f.fill(t, 800)
 		f.failManifests.Store(2) // both expired shards
 		f.clk.Set(t0.Add(2 * time.Hour))
@@ -335,9 +305,6 @@ func TestRestoreArchive(t *testing.T) {
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)
-		if f.heldWithoutLister(t) {
-			return
-		}
 		evs := f.fill(t, 300)
 		f.clk.Set(t0.Add(2 * time.Hour))
 		if err := f.svc.Manager().RunOnce(ctx); err != nil {

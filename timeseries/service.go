@@ -68,8 +68,9 @@ type Options struct {
 	// paused former holder acts on nothing. Nil fences nothing.
 	Fence func(context.Context) error
 	// BeforeDrop is called before the manager drops a shard
-	// (shardmgr.Options.BeforeDrop).
-	BeforeDrop func(ctx context.Context, index string, a shardmgr.Action) error
+	// (shardmgr.Options.BeforeDrop), with the shard's archive when its
+	// index keeps one.
+	BeforeDrop func(ctx context.Context, index string, a shardmgr.Action, p shardmgr.Prepared) error
 	// MaxPartitions bounds the partitions one Query visits (the read
 	// budget): past it, Query answers with the events found so far, maybe
 	// none, and a page token that resumes at the next partition. Zero
@@ -220,7 +221,7 @@ func New(ctx context.Context, st store.Store, opts Options) (*Service, error) {
 		Changed:     s.invalidateShards,
 		Fence:       opts.Fence,
 		BeforeDrop:  opts.BeforeDrop,
-		PrepareDrop: s.beforeDrop,
+		PrepareDrop: s.prepareDrop,
 	})
 	if err != nil {
 		return nil, err

@@ -95,8 +95,12 @@ func TestRoundTrip(t *testing.T) {
 	}
 	loc := "s3://" + bucket + "/archives/ebb"
 	sh := archive.Shard{Index: "ev", Table: spec.Name, Start: time.Unix(1772582400, 0), End: time.Unix(1772582400+3600, 0)}
-	if err := a.ArchiveShard(ctx, loc, sh); err != nil {
+	archived, err := a.ArchiveShard(ctx, loc, sh)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if want := loc + "/ev/" + spec.Name + ".parquet"; archived.ObjectURL() != want {
+		t.Errorf("archived to %s, want %s", archived.ObjectURL(), want)
 	}
 	ms, err := a.List(ctx, loc, "ev")
 	if err != nil || len(ms) != 1 {
@@ -127,8 +131,12 @@ func TestRoundTrip(t *testing.T) {
 		return aws.ToTime(out.LastModified)
 	}
 	before := head()
-	if err := a.ArchiveShard(ctx, loc, sh); err != nil {
+	again, err := a.ArchiveShard(ctx, loc, sh)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if again.ObjectURL() != archived.ObjectURL() || !again.Verified.Equal(archived.Verified) {
+		t.Errorf("archiving again answers %s verified at %s, want the first archive's manifest", again.ObjectURL(), again.Verified)
 	}
 	if !head().Equal(before) {
 		t.Error("a verified archive was written again")
@@ -145,7 +153,7 @@ func TestRoundTrip(t *testing.T) {
 	if got, err := st.Stats(ctx, spec.Name); err != nil || got.Rows != 1500 {
 		t.Fatalf("restored table: %+v, %v", got, err)
 	}
-	if err := a.ArchiveShard(ctx, loc, sh); !errors.Is(err, archive.ErrRestored) {
+	if _, err := a.ArchiveShard(ctx, loc, sh); !errors.Is(err, archive.ErrRestored) {
 		t.Errorf("archive of a restored shard: %v, want it held", err)
 	}
 	if err := a.Release(ctx, "ev", spec.Name); err != nil {
@@ -177,7 +185,7 @@ func TestCorruptObjectIsNotVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	loc := "s3://" + bucket
-	if err := a.ArchiveShard(ctx, loc, archive.Shard{Index: "ix", Table: spec.Name}); err != nil {
+	if _, err := a.ArchiveShard(ctx, loc, archive.Shard{Index: "ix", Table: spec.Name}); err != nil {
 		t.Fatal(err)
 	}
 	key := aws.String("ix/" + spec.Name + ".parquet")

@@ -74,6 +74,7 @@ func Run(t *testing.T, f Factory) {
 		{"Expiry", expiryCases},
 		{"Query", queryCases},
 		{"Index", indexCases},
+		{"Partitions", partitionCases},
 		{"Invalid", invalidCases},
 		{"Concurrency", concurrencyCases},
 		{"Property", propertyCases},
