@@ -1,7 +1,6 @@
 package lists_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -47,15 +46,7 @@ func testRewrite(t *testing.T, e *env) {
 	e.clock.Advance(lists.DefaultCacheTTL)
 
 	// Stopped after its first batch: the lease is lost before the second.
-	fences := 0
-	lost := errors.New("lease lost")
-	err = svc.RunRewrites(ctx, func(context.Context) error {
-		if fences++; fences > 1 {
-			return lost
-		}
-		return nil
-	}, nil)
-	if !errors.Is(err, lost) {
+	if err := svc.RunRewrites(ctx, rewrite.FenceAfter(1), nil); !errors.Is(err, rewrite.ErrFenceLost) {
 		t.Fatalf("run stopped by its fence: %v", err)
 	}
 	j, _, _ = svc.Rewrite(ctx, feat)

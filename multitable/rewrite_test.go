@@ -1,7 +1,6 @@
 package multitable
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -58,15 +57,7 @@ func testRewrite(t *testing.T, b backend) {
 		t.Fatalf("job after the request: %+v %v %v", j, ok, err)
 	}
 	e.clock.Advance(reg.opts.CacheTTL)
-	fences := 0
-	lost := errors.New("lease lost")
-	err = reg.RunRewrites(e.ctx, func(context.Context) error {
-		if fences++; fences > 1 {
-			return lost
-		}
-		return nil
-	}, nil)
-	if !errors.Is(err, lost) {
+	if err := reg.RunRewrites(e.ctx, rewrite.FenceAfter(1), nil); !errors.Is(err, rewrite.ErrFenceLost) {
 		t.Fatalf("run stopped by its fence: %v", err)
 	}
 	// The listing's order is (timestamp, key): def and def2 first.

@@ -24,6 +24,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/backoff"
 	"github.com/ebb-data/ebb/store"
 )
 
@@ -197,7 +198,7 @@ func (s Jobs) Run(ctx context.Context, o RunOptions) error {
 			}
 			if j.Cursor == nil && j.Scanned == 0 {
 				wait := min(o.Settle, j.Started.Add(o.Settle).Sub(o.Now()))
-				if err := sleep(ctx, wait); err != nil {
+				if err := backoff.Sleep(ctx, wait); err != nil {
 					return err
 				}
 			}
@@ -229,17 +230,17 @@ func (s Jobs) Run(ctx context.Context, o RunOptions) error {
 	return nil
 }
 
-// sleep waits d (nothing when d <= 0) or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
+// ErrFenceLost is what a fence made by FenceAfter fails with.
+var ErrFenceLost = errors.New("rewrite: lease lost")
+
+// FenceAfter returns a fence that holds n times and then fails with
+// ErrFenceLost, as a lease lost after n batches would: tests stop a job
+// between its batches with it. It is safe for one Run at a time.
+func FenceAfter(n int) func(context.Context) error {
+	return func(context.Context) error {
+		if n--; n < 0 {
+			return ErrFenceLost
+		}
 		return nil
 	}
 }
