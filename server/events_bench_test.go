@@ -13,8 +13,8 @@ import (
 
 	"github.com/ebb-data/ebb"
 	"github.com/ebb-data/ebb/server"
-	"github.com/ebb-data/ebb/timeseries"
 	ebbpebble "github.com/ebb-data/ebb/store/pebble"
+	"github.com/ebb-data/ebb/timeseries"
 )
 
 // BenchmarkWriteEvents posts 100 events of 100-byte payloads per request,
