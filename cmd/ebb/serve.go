@@ -151,9 +151,6 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	if err != nil {
 		return err
 	}
-	cfg.gcs.apply()
-	// A negative limit reads the one in force without changing it.
-	log.Info("go collector", "memory_limit_bytes", debug.SetMemoryLimit(-1), "gc_percent", cfg.gcs.gcPercentText(os.Getenv))
 	if cfg.db.ReconcileInterval <= 0 || cfg.db.SweepInterval <= 0 || cfg.shutdownTimeout <= 0 {
 		return errors.New("--reconcile-interval, --sweep-interval and --shutdown-timeout must be positive")
 	}
@@ -180,6 +177,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	if cfg.db.SweepMaxDeletesPerSecond < 0 {
 		return fmt.Errorf("--sweep-max-deletes-per-second %g is negative; 0 means unlimited", cfg.db.SweepMaxDeletesPerSecond)
 	}
+	cfg.gcs.apply()
 	// Auth is settled before anything is opened, so a refusal is instant
 	// and leaves the data directory alone.
 	var auth *server.Auth
@@ -278,7 +276,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	}
 	handedOver = true
 	return srv.Serve(ctx, ln, hotLn, cfg.shutdownTimeout, func(url string) {
-		log.Info("serving", "url", url, "backend", cfg.backend, "auth", auth != nil)
+		// A negative limit reads the one in force without changing it.
+		log.Info("serving", "url", url, "backend", cfg.backend, "auth", auth != nil,
+			"go_memory_limit_bytes", debug.SetMemoryLimit(-1), "go_gc_percent", cfg.gcs.gcPercentText(os.Getenv))
 		if hot := srv.HotURL(); hot != "" {
 			log.Info("serving on the hot listener", "url", hot)
 			where += "; hot listener " + hot
