@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -182,6 +183,9 @@ func (s *Store) WriteDeferred(ctx context.Context, table string, batch []store.M
 // countWrite compares pairwise.
 const pairwiseMax = 32
 
+// partitionSeed seeds the hashes countWrite groups partitions by.
+var partitionSeed = maphash.MakeSeed()
+
 // countWrite counts a batch as the providers would bill it: on DynamoDB a
 // single-partition batch of 2 to 100 mutations is one transaction, every
 // unit doubled; on Keyspaces two or more statements of one partition go out
@@ -206,7 +210,8 @@ func (s *Store) countWrite(ctx context.Context, table string, batch []store.Muta
 	// keys; a larger one counts encoded partitions in a map.
 	var small [pairwiseMax]bool
 	var shared []bool
-	var groups map[string]int
+	var groups map[uint64]int
+	var hashes []uint64
 	switch {
 	case single:
 	case len(batch) <= pairwiseMax:
@@ -222,11 +227,17 @@ func (s *Store) countWrite(ctx context.Context, table string, batch []store.Muta
 			}
 		}
 	default:
-		groups = make(map[string]int)
+		// Counted by a 64-bit hash of the encoded partition rather than
+		// the encoding itself, so that a batch of many partitions does not
+		// allocate a key string per mutation; two partitions of one batch
+		// sharing a hash (about 2^-64) would only bill one row as logged.
+		groups = make(map[uint64]int, len(batch))
+		hashes = make([]uint64, len(batch))
 		var buf []byte
 		for i := range batch {
 			buf = appendTuple(buf[:0], batch[i].Partition)
-			groups[string(buf)]++
+			hashes[i] = maphash.Bytes(partitionSeed, buf)
+			groups[hashes[i]]++
 		}
 	}
 	// A single-partition batch's partition is sized once.
@@ -237,7 +248,6 @@ func (s *Store) countWrite(ctx context.Context, table string, batch []store.Muta
 	// Units are summed per run of mutations of one kind and added once per
 	// run: most batches are of one kind, so a write costs a handful of
 	// atomic adds, not a handful per row.
-	var buf []byte
 	var run tally
 	run.op = opOf(&batch[0])
 	var total int64
@@ -256,8 +266,7 @@ func (s *Store) countWrite(ctx context.Context, table string, batch []store.Muta
 		case shared != nil:
 			logged = shared[i]
 		case groups != nil:
-			buf = appendTuple(buf[:0], m.Partition)
-			logged = groups[string(buf)] >= 2
+			logged = groups[hashes[i]] >= 2
 		}
 		wd, wk := WriteUnits(d), WriteUnits(k)
 		if txn {

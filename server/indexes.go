@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -279,54 +278,70 @@ type eventJSON struct {
 }
 
 func (h indexHandlers) putEvents(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		Events []eventJSON `json:"events"`
-	}
-	if err := DecodeJSON(r, &req); err != nil {
+	events, body, ok, err := decodeEvents(r)
+	if err != nil {
 		return err
 	}
-	if req.Events == nil {
-		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "events is required")
-	}
-	if len(req.Events) > timeseries.MaxBatch {
-		return Errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "%d events in one request, at most %d", len(req.Events), timeseries.MaxBatch)
-	}
-	events := make([]timeseries.Event, len(req.Events))
-	for i, e := range req.Events {
-		bad := func(format string, args ...any) error {
-			return Errorf(http.StatusBadRequest, CodeInvalidArgument, "event %d: %s", i, fmt.Sprintf(format, args...))
+	if !ok {
+		if events, err = decodeEventsJSON(body); err != nil {
+			return err
 		}
-		if e.IndexID == nil || e.EventID == nil || e.Timestamp == nil {
-			return bad("index_id, event_id and timestamp are required")
-		}
-		ts, err := ParseTime(*e.Timestamp)
-		if err != nil {
-			return bad("timestamp: %v", err)
-		}
-		var payload []byte
-		if e.Payload != nil {
-			if payload, err = base64.StdEncoding.DecodeString(*e.Payload); err != nil {
-				return bad("payload is not standard base64: %v", err)
-			}
-		}
-		var ttl time.Duration
-		if e.TTL != nil {
-			if ttl, err = ParseDuration(*e.TTL); err != nil {
-				return bad("ttl: %v", err)
-			}
-			if ttl <= 0 {
-				// The service reads a zero TTL as none: refused here,
-				// where an explicit one is told from an absent one.
-				return bad("ttl %s must be positive", *e.TTL)
-			}
-		}
-		events[i] = timeseries.Event{IndexID: *e.IndexID, EventID: *e.EventID, Timestamp: ts, Payload: payload, TTL: ttl}
 	}
 	n, err := h.svc.WriteEvents(r.Context(), r.PathValue("name"), events)
 	if err != nil {
 		return err
 	}
 	return WriteJSON(w, http.StatusOK, map[string]int{"written": n})
+}
+
+// decodeEventsJSON decodes an event write's body through encoding/json,
+// for the bodies decodeEvents leaves to it.
+func decodeEventsJSON(body []byte) ([]timeseries.Event, error) {
+	var req struct {
+		Events []eventJSON `json:"events"`
+	}
+	if err := decodeBody(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Events == nil {
+		return nil, Errorf(http.StatusBadRequest, CodeInvalidArgument, "events is required")
+	}
+	if err := checkEventCount(len(req.Events)); err != nil {
+		return nil, err
+	}
+	events := make([]timeseries.Event, len(req.Events))
+	var payloads []byte
+	for i, e := range req.Events {
+		var wf wireFields
+		wf.indexID, wf.hasIndexID = deref(e.IndexID)
+		wf.eventID, wf.hasEventID = deref(e.EventID)
+		wf.timestamp, wf.hasTimestamp = deref(e.Timestamp)
+		wf.ttl, wf.hasTTL = deref(e.TTL)
+		if e.Payload != nil {
+			wf.payload, wf.hasPayload = []byte(*e.Payload), true
+		}
+		var err error
+		if events[i], payloads, err = eventFromWire(i, wf, payloads); err != nil {
+			return nil, err
+		}
+	}
+	return events, nil
+}
+
+func deref(s *string) (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	return *s, true
+}
+
+// checkEventCount refuses a request of more events than one batch holds,
+// before any is validated.
+func checkEventCount(n int) error {
+	if n > timeseries.MaxBatch {
+		return Errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "%d events in one request, at most %d", n, timeseries.MaxBatch)
+	}
+	return nil
 }
 
 func (h indexHandlers) getEvents(w http.ResponseWriter, r *http.Request) error {

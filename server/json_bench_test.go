@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -127,19 +126,7 @@ type listBench struct {
 func newListBench(b *testing.B) *listBench {
 	b.Helper()
 	ctx := context.Background()
-	raw, err := ebbpebble.Open(b.TempDir(), ebbpebble.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	db, err := ebb.Open(ctx, ebb.Options{Store: raw})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = db.Close() })
-	srv, err := server.New(server.Options{DB: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
+	db, raw, srv := newBenchServer(b, ebbpebble.Options{})
 	if _, _, err := db.Lists().CreateFeature(ctx, listBenchFeature, 30*24*time.Hour); err != nil {
 		b.Fatal(err)
 	}

@@ -83,20 +83,49 @@ func DecodeJSON(r *http.Request, v any) error {
 	if r.Body == nil || r.Body == http.NoBody {
 		return Errorf(http.StatusBadRequest, CodeInvalidArgument, "request body is empty; a JSON object is required")
 	}
+	data, err := readBody(r, nil)
+	if err != nil {
+		return err
+	}
+	return decodeBody(data, v)
+}
+
+// readBody appends the request body, at most MaxBodyBytes, to buf, which
+// it grows once to the announced Content-Length rather than by doubling
+// as io.ReadAll does. The caller has refused an absent body.
+func readBody(r *http.Request, buf []byte) ([]byte, error) {
+	if n := r.ContentLength; n > 0 && n <= MaxBodyBytes {
+		// One byte more, so that the read seeing EOF needs no growth.
+		buf = slices.Grow(buf, int(n)+1)
+	}
 	// The limit wraps whatever reader the caller has, so a handler that
 	// reads the body twice still cannot read more than the limit.
-	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			// Read on past the bound, up to oversizeDrain, so that the
-			// 413 reaches a client still sending: a connection closed
-			// with unread data is reset, and the client sees the reset
-			// instead of the answer.
-			_, _ = io.CopyN(io.Discard, r.Body, oversizeDrain)
+	body := http.MaxBytesReader(nil, r.Body, MaxBodyBytes)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, max(512, cap(buf)))
 		}
-		return decodeError(err)
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				// Read on past the bound, up to oversizeDrain, so that the
+				// 413 reaches a client still sending: a connection closed
+				// with unread data is reset, and the client sees the reset
+				// instead of the answer.
+				_, _ = io.CopyN(io.Discard, r.Body, oversizeDrain)
+			}
+			return nil, decodeError(err)
+		}
 	}
+}
+
+// decodeBody is DecodeJSON on a body already read.
+func decodeBody(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

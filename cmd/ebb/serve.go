@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,6 +54,8 @@ type serveConfig struct {
 	limits            server.Limits
 	maxRunnable       int
 	maxConns          int
+	gc                gcConfig
+	gcs               gcSettings // resolved from gc and the environment
 }
 
 func newServeCmd(*client) *cobra.Command {
@@ -86,6 +90,11 @@ Flags given on the command line override the file; a relative path in it
 			if err := checkBackendFlags(cmd.Flags(), cfg.backend, configFile); err != nil {
 				return err
 			}
+			gcs, err := resolveGC(cfg.gc, cmd.Flags(), os.Getenv, memoryAvailable())
+			if err != nil {
+				return err
+			}
+			cfg.gcs = gcs
 			return serve(cmd.Context(), cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -130,6 +139,7 @@ Flags given on the command line override the file; a relative path in it
 	f.Int64Var(&cfg.limits.ResponseBytes, "max-response-bytes", server.DefaultLimits().ResponseBytes, "bytes of page responses (events, list items, shared-table items) built or being written at once, both listeners together; a read past it gets a shorter page, or, under 1 MiB left, waits up to 50 ms and is answered 503 with Retry-After")
 	f.IntVar(&cfg.maxRunnable, "max-runnable", server.DefaultLimits().Runnable, "goroutines per CPU ready to run but waiting for one, past which the CPU counts as overloaded and a growing share of new reads and writes (up to 15 in 16) is answered 503 with Retry-After until the backlog drains; 0 turns this off")
 	f.IntVar(&cfg.maxConns, "max-conns", 0, "connections each listener holds at once; past it a new connection waits until one closes. 0: three quarters of the open-file limit shared by the listeners, at most 4096 each (384 each at a limit of 1024 with --hot-addr)")
+	addGCFlags(f, &cfg.gc)
 	return cmd
 }
 
@@ -167,6 +177,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	if cfg.db.SweepMaxDeletesPerSecond < 0 {
 		return fmt.Errorf("--sweep-max-deletes-per-second %g is negative; 0 means unlimited", cfg.db.SweepMaxDeletesPerSecond)
 	}
+	cfg.gcs.apply()
 	// Auth is settled before anything is opened, so a refusal is instant
 	// and leaves the data directory alone.
 	var auth *server.Auth
@@ -265,7 +276,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	}
 	handedOver = true
 	return srv.Serve(ctx, ln, hotLn, cfg.shutdownTimeout, func(url string) {
-		log.Info("serving", "url", url, "backend", cfg.backend, "auth", auth != nil)
+		// A negative limit reads the one in force without changing it.
+		log.Info("serving", "url", url, "backend", cfg.backend, "auth", auth != nil,
+			"go_memory_limit_bytes", debug.SetMemoryLimit(-1), "go_gc_percent", cfg.gcs.gcPercentText(os.Getenv))
 		if hot := srv.HotURL(); hot != "" {
 			log.Info("serving on the hot listener", "url", hot)
 			where += "; hot listener " + hot

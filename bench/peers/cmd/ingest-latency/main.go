@@ -8,6 +8,17 @@
 // compactions, level 0 and compaction debt, and the Go collector's pauses.
 //
 //	make build && cd bench/peers && go run ./cmd/ingest-latency -ebb ../../bin/ebb
+//
+// With -variant (repeatable) it compares servers: each variant is a label,
+// a binary and environment variables (GOGC, GOMEMLIMIT, GODEBUG...), and
+// the rounds alternate between them, their order rotated each round, so
+// that the machine's load falls on all alike. A table of each variant's
+// median and range, and its throughput as a ratio of the first variant's
+// in the same round, follows the tables of every round.
+//
+//	go run ./cmd/ingest-latency -rounds 3 \
+//	  -variant 'default;../../bin/ebb;GOMEMLIMIT=off' \
+//	  -variant 'limit;../../bin/ebb;GOGC=400 GOMEMLIMIT=512MiB'
 package main
 
 import (
@@ -39,6 +50,7 @@ func main() {
 
 type config struct {
 	ebb      string
+	variants []variant
 	conns    int
 	batch    int
 	payload  int
@@ -58,27 +70,61 @@ func run() error {
 	flag.DurationVar(&c.warmup, "warmup", 5*time.Second, "writing before latencies are recorded")
 	flag.DurationVar(&c.duration, "duration", 30*time.Second, "writing while latencies are recorded")
 	flag.IntVar(&c.rounds, "rounds", 3, "rounds, each on a fresh server; the tables hold every round and the medians")
+	flag.Func("variant", "`label;binary;ENV=V ENV=V` a server to compare (repeatable; rounds alternate between variants)", func(v string) error {
+		parts := strings.SplitN(v, ";", 3)
+		if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
+			return errors.New("want label;binary[;ENV=V ...]")
+		}
+		va := variant{label: parts[0], bin: parts[1]}
+		if len(parts) == 3 {
+			va.env = strings.Fields(parts[2])
+		}
+		c.variants = append(c.variants, va)
+		return nil
+	})
 	flag.Parse()
-	if c.ebb == "" {
-		return errors.New("-ebb: the path of the ebb binary is required (make build: bin/ebb)")
+	if c.ebb == "" && len(c.variants) == 0 {
+		return errors.New("-ebb: the path of the ebb binary is required (make build: bin/ebb), or -variant")
+	}
+	if len(c.variants) == 0 {
+		c.variants = []variant{{label: "ebb", bin: c.ebb}}
 	}
 	if c.conns < 1 || c.batch < 1 || c.ids < 1 || c.payload < 0 || c.rounds < 1 || c.duration <= 0 || c.warmup < 0 {
 		return errors.New("-conns, -batch, -ids, -rounds and -duration must be positive, -payload and -warmup not negative")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	var rounds []roundResult
+	rounds := make([][]roundResult, len(c.variants))
 	for i := 1; i <= c.rounds; i++ {
-		r, err := round(ctx, c)
-		if err != nil {
-			return fmt.Errorf("round %d: %w", i, err)
+		for j := range c.variants {
+			k := (j + i - 1) % len(c.variants)
+			v := c.variants[k]
+			r, err := round(ctx, c, v)
+			if err != nil {
+				return fmt.Errorf("round %d, %s: %w", i, v.label, err)
+			}
+			fmt.Fprintf(os.Stderr, "round %d, %s: %.0f events/s, p50 %s, p99 %s, max %s; %.0f write stalls (%.2f s); %.0f GCs, max pause %.1f ms\n",
+				i, v.label, r.eventsPerSecond, ms(r.p50), ms(r.p99), ms(r.max), r.stallsMemtables+r.stallsL0, r.stallSeconds, r.gcs, r.maxGCPause*1000)
+			rounds[k] = append(rounds[k], r)
 		}
-		fmt.Fprintf(os.Stderr, "round %d: %.0f events/s, p50 %s, p99 %s, max %s; %.0f write stalls (%.2f s)\n",
-			i, r.eventsPerSecond, ms(r.p50), ms(r.p99), ms(r.max), r.stallsMemtables+r.stallsL0, r.stallSeconds)
-		rounds = append(rounds, r)
 	}
-	printTables(os.Stdout, c, rounds)
+	for k, v := range c.variants {
+		if len(c.variants) > 1 {
+			fmt.Fprintf(os.Stdout, "\n### %s: %s %s\n", v.label, v.bin, strings.Join(v.env, " "))
+		}
+		printTables(os.Stdout, c, rounds[k])
+	}
+	if len(c.variants) > 1 {
+		printComparison(os.Stdout, c, rounds)
+	}
 	return nil
+}
+
+// variant is a server to measure: a binary and its environment.
+type variant struct {
+	label string
+	bin   string
+	env   []string // KEY=VALUE, added to this process's environment
 }
 
 // roundResult is one round: the latencies and what the server's metrics
@@ -92,18 +138,19 @@ type roundResult struct {
 	flushes, compactions              float64
 	maxL0Files, maxSublevels, maxDebt float64
 	gcs, gcPauseSeconds, maxGCPause   float64
+	cpuSeconds, maxRSS                float64 // the server's CPU over the measured time; its peak resident memory
 }
 
 // round starts a server on a fresh directory, writes for the warm-up and
 // the measured time, and stops it.
-func round(ctx context.Context, c config) (roundResult, error) {
+func round(ctx context.Context, c config, v variant) (roundResult, error) {
 	var r roundResult
 	dir, err := os.MkdirTemp("", "ebb-ingest-latency-")
 	if err != nil {
 		return r, err
 	}
 	defer os.RemoveAll(dir)
-	base, stopServer, err := serve(ctx, c.ebb, dir)
+	base, stopServer, err := serve(ctx, v, dir)
 	if err != nil {
 		return r, err
 	}
@@ -160,6 +207,7 @@ func round(ctx context.Context, c config) (roundResult, error) {
 			r.maxSublevels = max(r.maxSublevels, m["ebb_pebble_l0_sublevels"])
 			r.maxDebt = max(r.maxDebt, m["ebb_pebble_compaction_debt_bytes"])
 			r.maxGCPause = max(r.maxGCPause, m[`go_gc_duration_seconds{quantile="1"}`])
+			r.maxRSS = max(r.maxRSS, m["process_resident_memory_bytes"])
 		}
 	}
 	wg.Wait()
@@ -180,6 +228,7 @@ func round(ctx context.Context, c config) (roundResult, error) {
 	r.compactions = delta("ebb_pebble_compactions_total")
 	r.gcs = delta("go_gc_duration_seconds_count")
 	r.gcPauseSeconds = delta("go_gc_duration_seconds_sum")
+	r.cpuSeconds = delta("process_cpu_seconds_total")
 
 	all := slices.Concat(lats...)
 	if len(all) == 0 {
@@ -196,8 +245,9 @@ func round(ctx context.Context, c config) (roundResult, error) {
 // serve starts `ebb serve` on a free loopback port with its data in dir
 // and returns its base URL once it is healthy, and a function that stops
 // it and waits for it.
-func serve(ctx context.Context, bin, dir string) (string, func(), error) {
-	cmd := exec.CommandContext(ctx, bin, "serve", "--addr", "127.0.0.1:0", "--data", dir, "--log-level", "error")
+func serve(ctx context.Context, v variant, dir string) (string, func(), error) {
+	cmd := exec.CommandContext(ctx, v.bin, "serve", "--addr", "127.0.0.1:0", "--data", dir, "--log-level", "error")
+	cmd.Env = append(os.Environ(), v.env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return "", nil, err
@@ -380,5 +430,41 @@ func printTables(w io.Writer, c config, rounds []roundResult) {
 		fmt.Fprintf(w, "| %d | %.0f | %.0f | %.3f | %.0f | %.0f | %.0f | %.0f | %.1f MB | %.0f | %.3f | %.1f ms |\n", i+1,
 			r.stallsMemtables, r.stallsL0, r.stallSeconds, r.flushes, r.compactions, r.maxL0Files, r.maxSublevels, r.maxDebt/1e6,
 			r.gcs, r.gcPauseSeconds, r.maxGCPause*1000)
+	}
+}
+
+// printComparison prints each variant's medians and ranges over its
+// rounds, and its throughput against the first variant's in the same
+// round, the ratio that the machine's load cancels out of.
+func printComparison(w io.Writer, c config, rounds [][]roundResult) {
+	fmt.Fprintf(w, "\n### Variants side by side: median (range) over %d alternating rounds\n\n", c.rounds)
+	fmt.Fprintln(w, "| variant | events/s | vs first, same round | p50 | p99 | p99.9 | p99 / p50 | GCs | max GC pause | server CPU per 1k events | peak RSS |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	for k, v := range c.variants {
+		rs := rounds[k]
+		stat := func(f func(i int, r roundResult) float64, format func(float64) string) string {
+			vals := make([]float64, len(rs))
+			for i, r := range rs {
+				vals[i] = f(i, r)
+			}
+			return fmt.Sprintf("%s (%s–%s)", format(median(vals)), format(slices.Min(vals)), format(slices.Max(vals)))
+		}
+		num := func(format string) func(float64) string {
+			return func(x float64) string { return fmt.Sprintf(format, x) }
+		}
+		msf := func(x float64) string { return ms(time.Duration(x)) }
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", v.label,
+			stat(func(_ int, r roundResult) float64 { return r.eventsPerSecond }, num("%.0f")),
+			stat(func(i int, r roundResult) float64 { return r.eventsPerSecond / rounds[0][i].eventsPerSecond }, num("%.2f")),
+			stat(func(_ int, r roundResult) float64 { return float64(r.p50) }, msf),
+			stat(func(_ int, r roundResult) float64 { return float64(r.p99) }, msf),
+			stat(func(_ int, r roundResult) float64 { return float64(r.p999) }, msf),
+			stat(func(_ int, r roundResult) float64 { return float64(r.p99) / float64(r.p50) }, num("%.1f")),
+			stat(func(_ int, r roundResult) float64 { return r.gcs }, num("%.0f")),
+			stat(func(_ int, r roundResult) float64 { return r.maxGCPause * 1000 }, num("%.1f ms")),
+			stat(func(_ int, r roundResult) float64 {
+				return r.cpuSeconds * 1e3 / (r.eventsPerSecond * c.duration.Seconds()) * 1e3
+			}, num("%.0f ms")),
+			stat(func(_ int, r roundResult) float64 { return r.maxRSS / (1 << 20) }, num("%.0f MiB")))
 	}
 }
