@@ -13,24 +13,11 @@
 # (per redis-benchmark run, default 100000) tune it. It needs /proc, wrk,
 # redis-server, redis-benchmark, redis-cli, curl and python3.
 set -euo pipefail
+# shellcheck source=bench/peers/lib.sh
+. "$(dirname "$0")/lib.sh"
+need turnaround.sh wrk redis-server redis-benchmark redis-cli curl python3
+EBB=${1:-bin/ebb} ROUNDS=${ROUNDS:-3} DURATION=${DURATION:-5} REQUESTS=${REQUESTS:-100000}
 
-EBB=${1:-bin/ebb}
-ROUNDS=${ROUNDS:-3}
-DURATION=${DURATION:-5}
-REQUESTS=${REQUESTS:-100000}
-for cmd in wrk redis-server redis-benchmark redis-cli curl python3; do
-	command -v "$cmd" >/dev/null || { echo "turnaround.sh: $cmd is missing (apt-get install -y wrk redis-server redis-tools)" >&2; exit 1; }
-done
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 eport=$(freeport)
 hport=$(freeport)
 rport=$(freeport)
