@@ -105,39 +105,74 @@ func parseDigits[K ~string | ~[]byte](key K) (time.Time, error) {
 
 // encodedItemTime reads an item's timestamp from its encoded clustering key
 // (a RawRow's, see store.Scanner), decoding the key into buf, which it
-// returns for reuse. It runs once per item read, so the digits are parsed
-// eight at a time.
+// returns for reuse.
 func encodedItemTime(buf, enc []byte) (time.Time, []byte, error) {
 	key, rest, err := keyenc.AppendDecodedBytes(buf[:0], enc, true)
-	if err != nil || len(rest) != 0 || len(key) != itemKeyLen || key[tsDigits] != '#' {
+	if err != nil || len(rest) != 0 {
 		return time.Time{}, buf, fmt.Errorf("lists: malformed item key %x", enc)
 	}
-	hi, ok1 := digits8(key[0:8])
-	mid, ok2 := digits8(key[8:16])
+	ns, err := keyNanos(key, 0)
+	if err != nil {
+		return time.Time{}, key, err
+	}
+	return time.Unix(0, ns).UTC(), key, nil
+}
+
+// encodedItemNanos reads an item's timestamp, in Unix nanoseconds, from its
+// encoded clustering key. It runs once per item read: a key whose encoding
+// holds no escape (every key of digits, '#' and base64 is one) is read in
+// place, its bytes inverted (the key sorts descending), without decoding;
+// any other goes through encodedItemTime.
+func encodedItemNanos(enc []byte) (int64, error) {
+	// A descending byte string is its bytes inverted, then the inverted
+	// escape and terminator; an inverted escape within would be an escaped
+	// NUL, which no item key holds.
+	if len(enc) == itemKeyLen+2 && enc[itemKeyLen] == ^byte(0x00) && enc[itemKeyLen+1] == ^byte(0x01) &&
+		bytes.IndexByte(enc[:itemKeyLen], ^byte(0x00)) < 0 {
+		return keyNanos(enc[:itemKeyLen], 0xFF)
+	}
+	ts, _, err := encodedItemTime(nil, enc)
+	if err != nil {
+		return 0, err
+	}
+	return ts.UnixNano(), nil
+}
+
+// keyNanos parses the timestamp of an item key whose every byte is XORed
+// with flip (0xFF: the key as a descending encoding holds it, 0: plain),
+// the digits eight at a time.
+func keyNanos(key []byte, flip byte) (int64, error) {
+	if len(key) != itemKeyLen || key[tsDigits]^flip != '#' {
+		return 0, fmt.Errorf("lists: malformed item key %x", key)
+	}
+	mask := uint64(flip) * 0x0101010101010101
+	hi, ok1 := digits8(binary.LittleEndian.Uint64(key[0:8]) ^ mask)
+	mid, ok2 := digits8(binary.LittleEndian.Uint64(key[8:16]) ^ mask)
 	var lo uint64
 	for _, c := range key[16:tsDigits] {
-		d := c - '0'
+		d := c ^ flip - '0'
 		if d > 9 {
 			ok1 = false
 		}
 		lo = lo*10 + uint64(d)
 	}
 	if !ok1 || !ok2 {
-		return time.Time{}, key, fmt.Errorf("lists: malformed item key %q", key)
+		return 0, fmt.Errorf("lists: malformed item key %x", key)
 	}
 	// 16 digits always fit; the last three may carry past math.MaxInt64,
 	// which no item key holds.
 	top := hi*100_000_000 + mid
 	if top > (math.MaxInt64-lo)/1000 {
-		return time.Time{}, key, fmt.Errorf("lists: malformed item key %q", key)
+		return 0, fmt.Errorf("lists: malformed item key %x", key)
 	}
-	return time.Unix(0, int64(top*1000+lo)).UTC(), key, nil
+	return int64(top*1000 + lo), nil
 }
 
-// digits8 parses 8 decimal digits in a few word operations (a SWAR parse:
-// pairs, then quads, then the eight).
-func digits8(b []byte) (uint64, bool) {
-	v := binary.LittleEndian.Uint64(b) - 0x3030303030303030
+// digits8 parses 8 decimal digits, the bytes of w in little-endian order,
+// in a few word operations (a SWAR parse: pairs, then quads, then the
+// eight).
+func digits8(w uint64) (uint64, bool) {
+	v := w - 0x3030303030303030
 	// Every byte must now be 0..9: a byte below '0' wrapped and set its top
 	// bit, one above '9' sets it when 0x76 is added.
 	if (v|(v+0x7676767676767676))&0x8080808080808080 != 0 {
@@ -395,30 +430,31 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 		}
 		// Scan rather than Query: the timestamp is read from the encoded
 		// key and the value handed out in place, no allocation per item.
-		buf := make([]byte, 0, itemKeyLen)
-		now := s.now()
+		// last holds the encoded key of the last row examined, decoded
+		// only when a page token is made of it.
+		last = make([]byte, 0, itemKeyLen+2)
+		now := s.now().UnixNano()
 		storeNext, err := s.st.Scan(ctx, f.Table, q, func(r *store.RawRow) error {
 			v := r.Values[0]
 			if v == nil {
 				return nil // no live value: the row is on its way out
 			}
-			ts, b, err := encodedItemTime(buf, r.Clustering)
-			buf = b
+			ts, err := encodedItemNanos(r.Clustering)
 			if err != nil {
 				return err
 			}
+			last = append(last[:0], r.Clustering...)
 			if !exactlyLive(ts, r.ExpiresAt, now) {
 				// Added under a shorter TTL than the longest the version
 				// had (see Feature.MaxTTL): the range cannot tell, and the
 				// store's expiry is rounded up to the millisecond. The page
 				// resumes after it all the same. With one TTL ever, the
 				// range already left every such item out.
-				last, skipped = b, true
+				skipped = true
 				return nil
 			}
 			n++
-			last = b
-			if err := fn(Item{Value: v, Timestamp: ts}); err != nil {
+			if err := fn(Item{Value: v, Timestamp: time.Unix(0, ts).UTC()}); err != nil {
 				return err
 			}
 			if rd.MaxBytes > 0 {
@@ -436,22 +472,41 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 		return 0, "", err
 	}
 	s.m.read.Add(float64(n))
-	if (n == limit || full || (skipped && more)) && last != nil {
-		next = base64.RawURLEncoding.EncodeToString(append([]byte{pageTokenVersion}, last...))
+	if (n == limit || full || (skipped && more)) && len(last) > 0 {
+		key, _, err := keyenc.AppendDecodedBytes([]byte{pageTokenVersion}, last, true)
+		if err != nil {
+			return 0, "", fmt.Errorf("lists: malformed item key %x", last)
+		}
+		next = base64.RawURLEncoding.EncodeToString(key)
 	}
 	return n, next, nil
 }
 
-// exactlyLive reports whether an item of timestamp ts, stored with the
-// expiry expMs (Unix milliseconds, rounded up from ts + its TTL, see
-// ceilMilli), is still live at now to the nanosecond. Its TTL is whole
-// milliseconds, so ceilMilli(ts + ttl) = ceilMilli(ts) + ttl gives it back.
-func exactlyLive(ts time.Time, expMs int64, now time.Time) bool {
+// exactlyLive reports whether an item of timestamp ts (Unix nanoseconds),
+// stored with the expiry expMs (Unix milliseconds, rounded up from ts + its
+// TTL, see ceilMilli), is still live at now (Unix nanoseconds) to the
+// nanosecond. Its TTL is whole milliseconds, so ceilMilli(ts + ttl) =
+// ceilMilli(ts) + ttl gives it back. It runs once per item read, so it
+// works in integers rather than time.Time.
+func exactlyLive(ts, expMs, now int64) bool {
 	if expMs == 0 {
 		return true
 	}
-	ttl := time.Duration(expMs-ceilMilli(ts).UnixMilli()) * time.Millisecond
-	return ts.Add(ttl).After(now)
+	// ts >= 0 (item keys hold no earlier time), so the division rounds down
+	// and ceilMs is ts rounded up to the millisecond.
+	ceilMs := ts / int64(time.Millisecond)
+	if ts%int64(time.Millisecond) != 0 {
+		ceilMs++
+	}
+	ttlMs := expMs - ceilMs
+	switch {
+	case ttlMs > math.MaxInt64/int64(time.Millisecond):
+		return true // a TTL past what nanoseconds hold outlives any now
+	case ttlMs < -math.MaxInt64/int64(time.Millisecond):
+		return false
+	}
+	// now - ts cannot overflow: both are non-negative.
+	return ttlMs*int64(time.Millisecond) > now-ts
 }
 
 // RemoveByValue deletes every item of the list of entityID whose value is

@@ -114,8 +114,44 @@ func TestEncodedItemTime(t *testing.T) {
 		if (err == nil) != (wantErr == nil) || !got.Equal(want) {
 			t.Fatalf("%q: %v, %v; parseItemKey %v, %v", key, got, err, want, wantErr)
 		}
+		// The in-place read agrees, escaped bytes (a corrupted NUL) included.
+		ns, err := encodedItemNanos(encode(string(key)))
+		if (err == nil) != (wantErr == nil) || (err == nil && ns != want.UnixNano()) {
+			t.Fatalf("%q: encodedItemNanos %d, %v; parseItemKey %v, %v", key, ns, err, want, wantErr)
+		}
 	})
 	if _, err := encodedItemTime(encode("9999999999999999999#" + strings.Repeat("A", 24))); err == nil {
 		t.Error("a timestamp past math.MaxInt64 was accepted")
+	}
+	if _, err := encodedItemNanos(encode("9999999999999999999#" + strings.Repeat("A", 24))); err == nil {
+		t.Error("encodedItemNanos accepted a timestamp past math.MaxInt64")
+	}
+}
+
+// TestExactlyLive checks the integer expiry test of a read against the same
+// rule in time.Time: ts + (expMs - ceilMilli(ts)) after now.
+func TestExactlyLive(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		ts := rapid.Int64Range(0, math.MaxInt64-int64(48*time.Hour)).Draw(t, "ts")
+		ttl := time.Duration(rapid.Int64Range(1, int64(24*time.Hour)/int64(time.Millisecond)).Draw(t, "ttlMs")) * time.Millisecond
+		tsT := time.Unix(0, ts)
+		expMs := ceilMilli(tsT.Add(ttl)).UnixMilli()
+		now := ts + rapid.Int64Range(-int64(time.Hour), int64(25*time.Hour)).Draw(t, "after")
+		want := tsT.Add(ttl).After(time.Unix(0, now))
+		if got := exactlyLive(ts, expMs, now); got != want {
+			t.Fatalf("ts %d, ttl %v, now %d: %v, want %v", ts, ttl, now, got, want)
+		}
+	})
+	// At the nanosecond of expiry, with ts not on a millisecond.
+	ts, ttl := int64(1_790_000_000_123_456_789), int64(time.Minute)
+	expMs := ceilMilli(time.Unix(0, ts+ttl)).UnixMilli()
+	if !exactlyLive(ts, expMs, ts+ttl-1) || exactlyLive(ts, expMs, ts+ttl) {
+		t.Error("an item's life did not end at its exact expiry")
+	}
+	if !exactlyLive(5, 0, math.MaxInt64) {
+		t.Error("an item without expiry is not live")
+	}
+	if !exactlyLive(0, math.MaxInt64, math.MaxInt64) {
+		t.Error("an expiry past what nanoseconds hold ended the item")
 	}
 }

@@ -25,19 +25,9 @@ EBB=${1:-bin/ebb}
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10}
 REQUESTS=${REQUESTS:-200000}
-for cmd in wrk redis-server redis-benchmark redis-cli curl base64; do
-	command -v "$cmd" >/dev/null || { echo "listget.sh: $cmd is missing (apt-get install -y wrk redis-server redis-tools)" >&2; exit 1; }
-done
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
+# shellcheck source=bench/peers/lib.sh
+. "$(dirname "$0")/lib.sh"
+need listget.sh wrk redis-server redis-benchmark redis-cli curl base64
 
 # ebb: one feature, one list of 1000 items, 16-byte values, one second apart.
 eport=$(freeport)

@@ -23,9 +23,70 @@ func FormatOptional(t time.Time) string {
 }
 
 // Append appends t to dst as Format writes it. It does not allocate when
-// dst has room, so the hot listener's encoders can use it.
+// dst has room, so the hot listener's encoders can use it. It runs once per
+// item of a JSON list or event page, so times from 1970 to 9999 are written
+// from their Unix seconds in integers, without time's calendar machinery.
 func Append(dst []byte, t time.Time) []byte {
-	return t.UTC().AppendFormat(dst, time.RFC3339Nano)
+	sec := t.Unix()
+	if sec < 0 || sec > maxFastUnix {
+		return t.UTC().AppendFormat(dst, time.RFC3339Nano)
+	}
+	y, m, d := civil(sec / 86400)
+	rem := sec % 86400
+	var b [30]byte
+	put2(b[0:], y/100)
+	put2(b[2:], y%100)
+	b[4] = '-'
+	put2(b[5:], m)
+	b[7] = '-'
+	put2(b[8:], d)
+	b[10] = 'T'
+	put2(b[11:], rem/3600)
+	b[13] = ':'
+	put2(b[14:], rem/60%60)
+	b[16] = ':'
+	put2(b[17:], rem%60)
+	n := 19
+	if ns := t.Nanosecond(); ns != 0 {
+		// Nine digits, then the trailing zeros dropped, as RFC3339Nano does.
+		b[19] = '.'
+		for i := 28; i >= 20; i-- {
+			b[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n = 29
+		for b[n-1] == '0' {
+			n--
+		}
+	}
+	b[n] = 'Z'
+	return append(dst, b[:n+1]...)
+}
+
+// maxFastUnix is the last second of 9999, the last year of four digits.
+const maxFastUnix = 253402300799
+
+// civil returns the proleptic Gregorian date of a count of days since
+// 1970-01-01 (non-negative), by Howard Hinnant's days-to-civil algorithm:
+// years counted from March so the leap day ends each, in 400-year eras.
+func civil(days int64) (y, m, d int64) {
+	z := days + 719468 // days since 0000-03-01
+	era := z / 146097
+	doe := z - era*146097                                  // day of the era, 0..146096
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365 // year of the era, 0..399
+	doy := doe - (365*yoe + yoe/4 - yoe/100)               // day of the March year, 0..365
+	mp := (5*doy + 2) / 153                                // month from March, 0..11
+	y, d, m = yoe+era*400, doy-(153*mp+2)/5+1, mp+3
+	if m > 12 {
+		m -= 12
+		y++
+	}
+	return y, m, d
+}
+
+// put2 writes v (0..99) as two digits.
+func put2(b []byte, v int64) {
+	b[0], b[1] = byte('0'+v/10), byte('0'+v%10)
 }
 
 // Parse reads an RFC 3339 time, with or without a fraction of a second

@@ -79,6 +79,8 @@ func TestAppendMatchesFormat(t *testing.T) {
 		time.Date(2026, 11, 22, 10, 0, 0, 123_000_000, time.UTC),
 		time.Date(2026, 11, 22, 10, 0, 0, 123_456_780, time.FixedZone("x", 3600)),
 		time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(2000, 2, 29, 23, 59, 59, 0, time.UTC), time.Date(2100, 3, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2400, 2, 29, 12, 0, 0, 0, time.UTC), time.Date(1970, 12, 31, 0, 0, 0, 0, time.UTC),
 		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Date(-1, 1, 1, 0, 0, 0, 5, time.UTC),
 		time.Unix(0, 1<<63-1),
@@ -95,6 +97,11 @@ func TestAppendMatchesFormat(t *testing.T) {
 			ns /= 10
 		}
 		tm := time.Unix(0, ns)
+		if got, want := string(Append(nil, tm)), Format(tm); got != want {
+			t.Fatalf("Append(%v) = %s, want %s", tm, got, want)
+		}
+		// Every second up to 9999, past what int64 nanoseconds reach.
+		tm = time.Unix(rapid.Int64Range(-1e10, maxFastUnix+1e6).Draw(t, "sec"), ns%1e9)
 		if got, want := string(Append(nil, tm)), Format(tm); got != want {
 			t.Fatalf("Append(%v) = %s, want %s", tm, got, want)
 		}
