@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -340,8 +341,11 @@ func (sw *Sweeper) readIndex(ctx context.Context, q store.Query) (store.Page, er
 // the entries. A crash in between leaves the entries, to be processed
 // again: conditional deletes are idempotent.
 func (sw *Sweeper) processPages(ctx context.Context, w int64, pages [][]store.Row, res *Result) error {
-	var order []string
-	byTable := map[string][]entry{}
+	total := 0
+	for _, rows := range pages {
+		total += len(rows)
+	}
+	all := make([]entry, 0, total)
 	var removals []func(context.Context) error
 	for shard, rows := range pages {
 		if len(rows) == 0 {
@@ -355,10 +359,7 @@ func (sw *Sweeper) processPages(ctx context.Context, w int64, pages [][]store.Ro
 				sw.s.m.dropped.WithLabelValues("malformed").Inc()
 				res.Dropped++
 			} else {
-				if _, ok := byTable[e.table]; !ok {
-					order = append(order, e.table)
-				}
-				byTable[e.table] = append(byTable[e.table], e)
+				all = append(all, e)
 			}
 			processed = append(processed, store.Mutation{
 				Kind: store.DeleteRow, Partition: []any{w, int64(shard)}, Clustering: r.Clustering,
@@ -378,22 +379,38 @@ func (sw *Sweeper) processPages(ctx context.Context, w int64, pages [][]store.Ro
 			})
 		}
 	}
-	for _, table := range order {
-		if err := sw.deleteRows(ctx, table, byTable[table], res); err != nil {
+	sortByRow(all)
+	for lo := 0; lo < len(all); {
+		hi := lo + 1
+		for hi < len(all) && all[hi].table == all[lo].table {
+			hi++
+		}
+		if err := sw.deleteRows(ctx, all[lo].table, all[lo:hi:hi], res); err != nil {
 			return err
 		}
+		lo = hi
 	}
 	return parallel.Run(ctx, sw.s.opts.Parallelism, removals)
 }
 
-// deleteRows issues conditional deletes for entries of one table, in the
-// order of the rows' keys, in batches of BatchSize, Parallelism at a time:
-// an index page lists its entries by due time and hash, scattered over
-// the table, and a batch in key order is cheaper for a backend to apply
-// (Pebble finds each key of a sorted batch in its memtable a step from the
-// one before rather than from the top).
+// sortByRow orders entries by table and then by their row's key
+// (compareRowKeys).
+func sortByRow(entries []entry) {
+	slices.SortFunc(entries, func(a, b entry) int {
+		if c := strings.Compare(a.table, b.table); c != 0 {
+			return c
+		}
+		return compareRowKeys(&a, &b)
+	})
+}
+
+// deleteRows issues conditional deletes for entries of one table, given
+// in the order of the rows' keys, in batches of BatchSize, Parallelism at
+// a time: an index page lists its entries by due time and hash, scattered
+// over the table, and a batch in key order is cheaper for a backend to
+// apply (Pebble finds each key of a sorted batch in its memtable a step
+// from the one before rather than from the top).
 func (sw *Sweeper) deleteRows(ctx context.Context, table string, entries []entry, res *Result) error {
-	slices.SortFunc(entries, compareRowKeys)
 	muts, entries, err := sw.deletions(ctx, table, entries, res)
 	if err != nil || len(muts) == 0 {
 		return err
@@ -499,7 +516,7 @@ func (sw *Sweeper) deletions(ctx context.Context, table string, entries []entry,
 // compareRowKeys orders entries of one table by their row's encoded key.
 // The encoded partition key is prefix-free, so comparing pk then ck is the
 // order of the backend's row keys.
-func compareRowKeys(a, b entry) int {
+func compareRowKeys(a, b *entry) int {
 	if c := bytes.Compare(a.pk, b.pk); c != 0 {
 		return c
 	}
