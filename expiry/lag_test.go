@@ -76,6 +76,9 @@ func BenchmarkLag(b *testing.B) {
 			b.ReportMetric(r.achieved, "written-rows/s")
 			b.ReportMetric(r.swept, "deleted-rows/s")
 			b.ReportMetric(float64(r.rows), "rows")
+			// Logged too, so that a failed case still says what it measured.
+			b.Logf("%d rows at %.0f/s written, deleted at %.0f/s: delete lag p50 %s, p99 %s, max %s", r.rows, r.achieved, r.swept,
+				r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.max.Round(time.Millisecond))
 			if rate > 10_000 {
 				return
 			}
