@@ -73,8 +73,12 @@ func (db *DB) openExpirations(ctx context.Context) error {
 	if db.o.NoExpirations {
 		return nil
 	}
-	// The sweeper's synced delete follows each append of rows.
-	s := explog.New(explog.Options{Store: db.st, Retention: db.o.ExpirationsRetention, Now: db.o.Now, DeferRows: true})
+	// Rows' entries are synced before the sweeper's delete, not made
+	// durable by it (explog.Options.DeferRows): a reader sees an entry as
+	// soon as it is appended, and one lost to a crash before that delete
+	// would be appended again under a later sequence, past a cursor that
+	// had already delivered it.
+	s := explog.New(explog.Options{Store: db.st, Retention: db.o.ExpirationsRetention, Now: db.o.Now})
 	if err := s.Ensure(ctx); err != nil {
 		return fmt.Errorf("ebb: %w", err)
 	}

@@ -38,7 +38,10 @@
 // current window only up to now), and removes the markers of the windows
 // it finished; the first marker past now is when the next pass is due
 // (Sweeper.Next), and a write through this process marking an earlier
-// window wakes the sweeper (Sweeper.Wake). An idle sweeper thus reads one
+// window wakes the sweeper (Sweeper.Wake). While rows keep falling due,
+// the next pass comes once about a delete batch more is due at the rate
+// the last pass found them, between SweepInterval/10 and SweepInterval.
+// An idle sweeper thus reads one
 // small page per IdleInterval and writes nothing. A sweeper that was down
 // for an hour catches up on restart; a tick cadence that is not a multiple
 // of the window misses nothing.
@@ -52,9 +55,12 @@
 // Rows are removed with store.DeleteIfExpired, which the backend applies
 // only if the row has no live content at that moment, so a row whose expiry
 // was extended or removed after it was indexed survives (the extension wrote
-// its own entry); the stale entry is then deleted. Deletes go out in batches
-// of the backend's preferred size, grouped by table and in the order of
-// the rows' keys (cheaper to apply than the index's order), retried with
+// its own entry); the stale entry is then deleted. A window's index
+// partitions are read together, a page of each per round, so that the
+// rows of a round are all the rows falling due together: deletes go out in
+// batches of the backend's preferred size, grouped by table and in the
+// order of the rows' keys (cheaper to apply than the index's order, and
+// on the embedded backend a step from one row to the next), retried with
 // exponential backoff on store.ErrThrottled and store.ErrUnavailable, and
 // optionally paced to MaxDeletesPerSecond.
 //

@@ -84,7 +84,7 @@ func measureEventLag(b *testing.B, rate float64, disk bool) eventLagResult {
 		b.Cleanup(func() { _ = st.Close() })
 		raw = st
 	}
-	log := explog.New(explog.Options{Store: raw, DeferRows: true})
+	log := explog.New(explog.Options{Store: raw})
 	if err := log.Ensure(ctx); err != nil {
 		b.Fatal(err)
 	}

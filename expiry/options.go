@@ -39,7 +39,10 @@ type Options struct {
 	// Registerer receives the metrics. Nil registers nothing.
 	Registerer prometheus.Registerer
 	// SweepInterval is the sweeper loop's tick while entries are due or
-	// falling due in the current window. Default 1s.
+	// falling due in the current window. After a pass that found entries
+	// the next one comes sooner, once about a BatchSize of them has fallen
+	// due at the rate that pass found them, but no sooner than
+	// SweepInterval/10 (Sweeper.Next). Default 1s.
 	SweepInterval time.Duration
 	// IdleInterval bounds how long the sweeper sleeps when no window it
 	// knows of holds entries (see Sweeper.Next): a write through this

@@ -18,13 +18,18 @@ func (sw *Sweeper) Pass(ctx context.Context) error { return sw.tick(ctx) }
 
 // Next says how long to wait after a pass before the next one: until the
 // earliest window known to hold entries, at most IdleInterval (writes
-// through other replicas wake nobody), and SweepInterval while the window
-// containing now holds entries not yet due. An index without due markers
-// is swept every SweepInterval.
+// through other replicas wake nobody), and while the window containing now
+// holds entries not yet due, the busy wait (busyWait) after a pass that
+// found entries, SweepInterval after one that found none. An index
+// without due markers is swept at the same pace.
 func (sw *Sweeper) Next() time.Duration {
 	o := sw.s.opts
+	due := o.SweepInterval
+	if b := time.Duration(sw.busy.Load()); b > 0 {
+		due = b
+	}
 	if !sw.s.marked {
-		return o.SweepInterval
+		return due
 	}
 	at := min(sw.next.Load(), sw.woken.Load())
 	if at == math.MaxInt64 {
@@ -32,9 +37,34 @@ func (sw *Sweeper) Next() time.Duration {
 	}
 	wait := time.Duration(at-o.Now().UnixMilli()) * time.Millisecond
 	if wait <= 0 {
-		return o.SweepInterval
+		return due
 	}
 	return min(wait, o.IdleInterval)
+}
+
+// busyDivisor bounds how often passes run while rows keep falling due:
+// at most one every SweepInterval/busyDivisor. Each pass costs a read of
+// the markers and one of each index partition of the current window
+// whatever it finds, so passes must not run back to back; but waiting a
+// whole interval between passes that find rows leaves the rows that fall
+// due meanwhile waiting that long too, so that at a high rate the delete
+// lag is an interval plus two passes' worth of deletes.
+const busyDivisor = 10
+
+// busyWait is the wait after a pass that found entries entries since the
+// pass before, which began covered earlier: about as long as it takes for
+// a full delete batch (BatchSize) to fall due at that rate, so that every
+// pass's fixed reads are spread over at least a batch of deletes, between
+// SweepInterval/busyDivisor and SweepInterval. Zero, for a pass that found
+// nothing, means SweepInterval.
+func (sw *Sweeper) busyWait(entries int, covered time.Duration) time.Duration {
+	o := sw.s.opts
+	if entries <= 0 {
+		return 0
+	}
+	covered = max(covered, time.Millisecond)
+	wait := time.Duration(float64(covered) * float64(o.BatchSize) / float64(entries))
+	return min(max(wait, o.SweepInterval/busyDivisor), o.SweepInterval)
 }
 
 // Wake receives when a write through this process marked a window earlier

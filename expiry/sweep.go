@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,10 @@ type Sweeper struct {
 	// Options.Removed already (removed.go).
 	lastPass    int64
 	repeatUntil atomic.Int64
+	// busy is the wait Next gives after the last pass while rows keep
+	// falling due (busyWait, nanoseconds); zero after a pass that found
+	// none or failed.
+	busy atomic.Int64
 
 	// Retries of one backend call (constants; tests shorten them).
 	retryBase, retryMax time.Duration
@@ -116,17 +121,23 @@ const saveEvery = 64
 func (sw *Sweeper) SweepOnce(ctx context.Context, now time.Time) (Result, error) {
 	sw.pass.Lock()
 	defer sw.pass.Unlock()
-	sw.notePass(now, false)
-	if sw.s.marked {
-		res, err := sw.sweepMarked(ctx, now)
-		if err != nil {
-			sw.notePass(now, true)
-		}
-		return res, err
+	covered := sw.s.opts.SweepInterval
+	if sw.lastPass != 0 {
+		covered = time.Duration(now.UnixMilli()-sw.lastPass) * time.Millisecond
 	}
-	res, err := sw.sweepWatermark(ctx, now)
+	sw.notePass(now, false)
+	var res Result
+	var err error
+	if sw.s.marked {
+		res, err = sw.sweepMarked(ctx, now)
+	} else {
+		res, err = sw.sweepWatermark(ctx, now)
+	}
 	if err != nil {
 		sw.notePass(now, true)
+		sw.busy.Store(0)
+	} else {
+		sw.busy.Store(int64(sw.busyWait(res.Entries, covered)))
 	}
 	return res, err
 }
@@ -247,51 +258,71 @@ pages:
 	return res, passErr
 }
 
-// sweepWindow sweeps the shards of one window, Parallelism at a time. The
-// first failure stops the others; the pass is retried as a whole.
+// sweepWindow sweeps the index partitions of one window together, in
+// rounds: a round reads a page of the entries due at or before now from
+// every partition not yet finished (Parallelism reads at a time), deletes
+// the rows the pages name, each table's in key order (deleteRows), and
+// then removes the entries. Deleting one window's rows together rather
+// than partition by partition matters on the embedded backend: the rows
+// that fall due together are neighbours in a table (rows written at the
+// same time), and an index partition holds only one in Shards of them, so
+// a partition's batch would seek through the table's memtable and levels
+// from afar for each row, where the window's batch steps from each row to
+// the next. The first failure stops the round; the pass is retried as a
+// whole.
 func (sw *Sweeper) sweepWindow(ctx context.Context, w int64, now time.Time, res *Result) error {
-	var mu sync.Mutex
-	tasks := make([]func(context.Context) error, sw.s.layout.shards)
-	for shard := range tasks {
-		tasks[shard] = func(ctx context.Context) error {
-			var r Result
-			err := sw.sweepPartition(ctx, w, int64(shard), now, &r)
-			mu.Lock()
-			res.add(r)
-			mu.Unlock()
+	shards := int(sw.s.layout.shards)
+	queries := make([]*store.Query, shards) // nil once the partition is read to its end
+	for shard := range queries {
+		queries[shard] = &store.Query{
+			Partition: []any{w, int64(shard)},
+			High:      store.Bound{Values: []any{time.UnixMilli(now.UnixMilli()).UTC()}, Inclusive: true},
+			Limit:     sw.pageSize(),
+		}
+	}
+	res.Partitions += shards
+	pages := make([][]store.Row, shards)
+	for {
+		tasks := make([]func(context.Context) error, 0, shards)
+		for shard, q := range queries {
+			pages[shard] = nil
+			if q == nil {
+				continue
+			}
+			tasks = append(tasks, func(ctx context.Context) error {
+				page, err := sw.readIndex(ctx, *q)
+				if err != nil {
+					return fmt.Errorf("expiry: read window %d shard %d: %w", w, shard, err)
+				}
+				pages[shard] = page.Rows
+				if page.NextPageToken == nil {
+					queries[shard] = nil
+				} else {
+					q.PageToken = page.NextPageToken
+				}
+				return nil
+			})
+		}
+		if len(tasks) == 0 {
+			return nil
+		}
+		if err := parallel.Run(ctx, sw.s.opts.Parallelism, tasks); err != nil {
+			return err
+		}
+		if err := sw.processPages(ctx, w, pages, res); err != nil {
 			return err
 		}
 	}
-	return parallel.Run(ctx, sw.s.opts.Parallelism, tasks)
 }
 
-// pageSize is how many index entries are read at once.
-func (sw *Sweeper) pageSize() int { return min(10*sw.s.opts.BatchSize, store.MaxLimit) }
-
-// sweepPartition processes the entries of one index partition due at or
-// before now, page by page.
-func (sw *Sweeper) sweepPartition(ctx context.Context, w, shard int64, now time.Time, res *Result) error {
-	q := store.Query{
-		Partition: []any{w, shard},
-		High:      store.Bound{Values: []any{time.UnixMilli(now.UnixMilli()).UTC()}, Inclusive: true},
-		Limit:     sw.pageSize(),
-	}
-	res.Partitions++
-	for {
-		page, err := sw.readIndex(ctx, q)
-		if err != nil {
-			return fmt.Errorf("expiry: read window %d shard %d: %w", w, shard, err)
-		}
-		if len(page.Rows) > 0 {
-			if err := sw.processPage(ctx, w, shard, page.Rows, res); err != nil {
-				return err
-			}
-		}
-		if page.NextPageToken == nil {
-			return nil
-		}
-		q.PageToken = page.NextPageToken
-	}
+// pageSize is how many index entries are read at once from one partition:
+// a round of a window (sweepWindow) holds a page of every partition, as
+// many entries as Parallelism pages of ten delete batches each, and at
+// least a batch per partition.
+func (sw *Sweeper) pageSize() int {
+	o := sw.s.opts
+	round := min(10*o.BatchSize, store.MaxLimit) * o.Parallelism
+	return min(max(o.BatchSize, round/int(sw.s.layout.shards)), store.MaxLimit)
 }
 
 // readIndex reads a page of IndexTable, retried on throttling.
@@ -305,77 +336,127 @@ func (sw *Sweeper) readIndex(ctx context.Context, q store.Query) (store.Page, er
 	return page, err
 }
 
-// processPage deletes the rows a page of entries points at, grouped by
-// table, then removes the entries. A crash in between leaves the entries,
-// to be processed again: conditional deletes are idempotent.
-func (sw *Sweeper) processPage(ctx context.Context, w, shard int64, rows []store.Row, res *Result) error {
-	processed := make([]store.Mutation, 0, len(rows))
-	var order []string
-	byTable := map[string][]entry{}
-	for _, r := range rows {
-		e, err := entryFromRow(w, shard, r)
-		if err != nil {
-			sw.log.Warn("removing malformed index entry", "window", w, "shard", shard, "err", err)
-			sw.s.m.dropped.WithLabelValues("malformed").Inc()
-			res.Dropped++
-		} else {
-			if _, ok := byTable[e.table]; !ok {
-				order = append(order, e.table)
-			}
-			byTable[e.table] = append(byTable[e.table], e)
-		}
-		processed = append(processed, store.Mutation{
-			Kind: store.DeleteRow, Partition: []any{w, shard}, Clustering: r.Clustering,
-		})
+// processPages deletes the rows one round's pages of entries point at
+// (pages[shard] from partition (w, shard)), grouped by table, then removes
+// the entries. A crash in between leaves the entries, to be processed
+// again: conditional deletes are idempotent.
+func (sw *Sweeper) processPages(ctx context.Context, w int64, pages [][]store.Row, res *Result) error {
+	total := 0
+	for _, rows := range pages {
+		total += len(rows)
 	}
-	for _, table := range order {
-		if err := sw.deleteRows(ctx, table, byTable[table], res); err != nil {
+	all := make([]entry, 0, total)
+	var removals []func(context.Context) error
+	for shard, rows := range pages {
+		if len(rows) == 0 {
+			continue
+		}
+		processed := make([]store.Mutation, 0, len(rows))
+		for _, r := range rows {
+			e, err := entryFromRow(w, int64(shard), r)
+			if err != nil {
+				sw.log.Warn("removing malformed index entry", "window", w, "shard", shard, "err", err)
+				sw.s.m.dropped.WithLabelValues("malformed").Inc()
+				res.Dropped++
+			} else {
+				all = append(all, e)
+			}
+			processed = append(processed, store.Mutation{
+				Kind: store.DeleteRow, Partition: []any{w, int64(shard)}, Clustering: r.Clustering,
+			})
+		}
+		res.Entries += len(processed)
+		// An index partition's entries are removed in batches of their
+		// own: a batch within one partition is what every backend writes
+		// best (CQL's unlogged batch above all).
+		for chunk := range slices.Chunk(processed, sw.s.opts.BatchSize) {
+			removals = append(removals, func(ctx context.Context) error {
+				err := sw.retry(ctx, func() error { return sw.inner.Write(ctx, IndexTable, chunk) })
+				if err != nil {
+					return fmt.Errorf("expiry: remove swept entries: %w", err)
+				}
+				return nil
+			})
+		}
+	}
+	sortByRow(all)
+	for lo := 0; lo < len(all); {
+		hi := lo + 1
+		for hi < len(all) && all[hi].table == all[lo].table {
+			hi++
+		}
+		if err := sw.deleteRows(ctx, all[lo].table, all[lo:hi:hi], res); err != nil {
 			return err
 		}
+		lo = hi
 	}
-	for chunk := range slices.Chunk(processed, sw.s.opts.BatchSize) {
-		err := sw.retry(ctx, func() error { return sw.inner.Write(ctx, IndexTable, chunk) })
-		if err != nil {
-			return fmt.Errorf("expiry: remove swept entries: %w", err)
-		}
-	}
-	res.Entries += len(processed)
-	return nil
+	return parallel.Run(ctx, sw.s.opts.Parallelism, removals)
 }
 
-// deleteRows issues conditional deletes for entries of one table, in the
-// order of the rows' keys: an index page lists its entries by due time and
-// hash, scattered over the table, and a batch in key order is cheaper for
-// a backend to apply (Pebble finds each key of a sorted batch in its
-// memtable a step from the one before rather than from the top).
+// sortByRow orders entries by table and then by their row's key
+// (compareRowKeys).
+func sortByRow(entries []entry) {
+	slices.SortFunc(entries, func(a, b entry) int {
+		if c := strings.Compare(a.table, b.table); c != 0 {
+			return c
+		}
+		return compareRowKeys(&a, &b)
+	})
+}
+
+// deleteRows issues conditional deletes for entries of one table, given
+// in the order of the rows' keys, in batches of BatchSize, Parallelism at
+// a time: an index page lists its entries by due time and hash, scattered
+// over the table, and a batch in key order is cheaper for a backend to
+// apply (Pebble finds each key of a sorted batch in its memtable a step
+// from the one before rather than from the top).
 func (sw *Sweeper) deleteRows(ctx context.Context, table string, entries []entry, res *Result) error {
-	slices.SortFunc(entries, compareRowKeys)
 	muts, entries, err := sw.deletions(ctx, table, entries, res)
 	if err != nil || len(muts) == 0 {
 		return err
 	}
+	var mu sync.Mutex
+	n := sw.s.opts.BatchSize
+	tasks := make([]func(context.Context) error, 0, (len(muts)+n-1)/n)
+	for lo := 0; lo < len(muts); lo += n {
+		hi := min(lo+n, len(muts))
+		tasks = append(tasks, func(ctx context.Context) error {
+			var r Result
+			err := sw.deleteBatch(ctx, table, muts[lo:hi:hi], entries[lo:hi:hi], &r)
+			mu.Lock()
+			res.add(r)
+			mu.Unlock()
+			return err
+		})
+	}
+	return parallel.Run(ctx, sw.s.opts.Parallelism, tasks)
+}
+
+// deleteBatch applies one batch of conditional deletes of a table, after
+// reporting it (Options.Removed). A key the table refuses is dropped and
+// the rest retried; a table that is gone drops the whole batch.
+func (sw *Sweeper) deleteBatch(ctx context.Context, table string, muts []store.Mutation, entries []entry, res *Result) error {
 	for len(muts) > 0 {
-		n := min(len(muts), sw.s.opts.BatchSize)
-		chunk, exps := muts[:n], entries[:n]
+		n := len(muts)
 		if err := sw.pace.wait(ctx, n); err != nil {
 			return err
 		}
-		if err := sw.report(ctx, table, chunk, exps); err != nil {
+		if err := sw.report(ctx, table, muts, entries); err != nil {
 			return err
 		}
-		err := sw.retry(ctx, func() error { return sw.inner.Write(ctx, table, chunk) })
+		err := sw.retry(ctx, func() error { return sw.inner.Write(ctx, table, muts) })
 		var me *store.MutationError
 		switch {
 		case err == nil:
 			sw.s.m.deleted.Add(float64(n))
 			done := sw.s.opts.Now().UnixMilli()
-			for i := range exps {
-				sw.s.m.lag.Observe(float64(done-exps[i].exp) / 1e3)
+			for i := range entries {
+				sw.s.m.lag.Observe(float64(done-entries[i].exp) / 1e3)
 			}
 			res.Deleted += n
-			muts, entries = muts[n:], entries[n:]
+			return nil
 		case errors.Is(err, store.ErrTableNotFound):
-			sw.dropEntries("table_gone", len(muts), res)
+			sw.dropEntries("table_gone", n, res)
 			return nil
 		case errors.As(err, &me) && me.Index >= 0 && me.Index < n &&
 			(errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrTooLarge)):
@@ -435,7 +516,7 @@ func (sw *Sweeper) deletions(ctx context.Context, table string, entries []entry,
 // compareRowKeys orders entries of one table by their row's encoded key.
 // The encoded partition key is prefix-free, so comparing pk then ck is the
 // order of the backend's row keys.
-func compareRowKeys(a, b entry) int {
+func compareRowKeys(a, b *entry) int {
 	if c := bytes.Compare(a.pk, b.pk); c != 0 {
 		return c
 	}

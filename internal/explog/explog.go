@@ -129,7 +129,10 @@ type Options struct {
 	// writes the rows source's entries without a sync of their own: the
 	// sweeper's delete, synced, comes right after and makes them durable
 	// first, so a crash loses either both or neither, and the removal is
-	// then repeated. It saves one sync per batch of removed rows.
+	// then repeated. It saves one sync per batch of removed rows, but a
+	// reader sees the entries before that sync, and an entry lost to a
+	// crash in between comes back under a later sequence, delivered a
+	// second time past a cursor that had it: ebb.DB leaves it off.
 	DeferRows bool
 }
 
