@@ -96,7 +96,7 @@ cluster-run:
 	EBB_TEST_BACKENDS=cql-cluster $(GO) test -count=1 -timeout 20m ./store/cql/cqlcluster/
 	./scripts/cassandra-cluster-mode.sh fast
 	EBB_TEST_BACKENDS=cql EBB_CQL_HOSTS="$$EBB_CQL_CLUSTER_HOSTS" EBB_CQL_REPLICATION="$(CLUSTER_REPLICATION)" \
-		$(GO) test -count=1 -timeout 15m -run '^TestConformance$$' ./store/cql/
+		$(GO) test -count=1 -timeout 30m -run '^TestConformance$$' ./store/cql/
 	EBB_TEST_BACKENDS=cql EBB_CQL_HOSTS="$$EBB_CQL_CLUSTER_HOSTS" EBB_CQL_REPLICATION="$(CLUSTER_REPLICATION)" \
 		$(GO) test -count=1 -timeout 15m -run '$(CLUSTER_FEATURES)' ./timeseries/ ./shardmgr/ ./lists/ ./multitable/ ./expiry/
 
