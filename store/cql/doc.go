@@ -59,7 +59,16 @@
 // writes that timed out, are retried with capped exponential backoff and
 // jitter; what is left surfaces as store.ErrThrottled (overload) or
 // store.ErrUnavailable (timeouts, nodes down or unreachable). A
-// conditional write that timed out has an unknown outcome and is not
-// retried (store.ErrUnavailable). A missing table maps to
+// conditional write whose outcome the cluster left unknown (a Paxos
+// phase timed out, or a proposal was accepted by fewer replicas than a
+// quorum, which contention on three replicas produces) is not retried: a
+// LOCAL_SERIAL read of the row settles it, since such a read completes or
+// supersedes for good any Paxos round still open on the row, and the
+// write is recognised by its effect (an upsert by a random tag it adds to
+// the row's "_w" set in the same round, a delete by the row or cells
+// being gone). So the contract holds on a cluster too: success or
+// store.ErrConflict, store.ErrUnavailable only when that read fails as
+// well, or on a table created before "_w" existed and on Keyspaces,
+// where the write cannot be recognised (see condition.go). A missing table maps to
 // store.ErrTableNotFound, size limits to store.ErrTooLarge.
 package cql

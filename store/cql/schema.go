@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ebb-data/ebb/store"
@@ -19,6 +20,10 @@ import (
 //	"<value>"    typed   a value column
 //	"_e_<value>" bigint  that value's expiry, Unix ms (never: max int64);
 //	                     written with the value, in the same statement
+//	"_w"    set<uuid>    the tags of recent conditional upserts, one random
+//	                     tag per write, each with a short TTL of its own, so
+//	                     that an outcome the cluster left unknown can be
+//	                     recognised (see condition.go)
 //
 // Every cell (marker, value and its expiry) carries USING TTL as a physical
 // backstop (see ttl.go); expiry itself is resolved on read from the
@@ -35,6 +40,7 @@ const (
 	indexPrefix    = reservedPrefix + "ix_"
 
 	colMarker = "_x"
+	colTag    = "_w"
 	// Companion table columns.
 	colIndexNo  = "_i"
 	colIndexVal = "_v"
@@ -85,6 +91,9 @@ type schema struct {
 	// rowCols selects what a read needs: clustering, marker, then each value
 	// and its expiry.
 	rowCols string
+	// untagged is set once a conditional upsert found no "_w" column: the
+	// table was created before conditional writes were tagged.
+	untagged atomic.Bool
 }
 
 func (sc *schema) TableSpec() store.TableSpec { return sc.spec }
@@ -162,6 +171,7 @@ func createTableCQL(ks string, spec store.TableSpec, p Provider, margin time.Dur
 	for _, v := range spec.Values {
 		cols = append(cols, quote(v.Name)+" "+cqlType(v.Type), quote(expCol(v.Name))+" bigint")
 	}
+	cols = append(cols, quote(colTag)+" set<uuid>")
 	key := "(" + strings.Join(pk, ", ") + ")"
 	if len(ck) > 0 {
 		key += ", " + strings.Join(ck, ", ")

@@ -421,3 +421,38 @@ func TestTableQuota(t *testing.T) {
 		t.Errorf("no quota: %v", err)
 	}
 }
+
+// TestOutcomeUnknown: the errors after which a conditional write may or
+// may not have applied are the ones settled by a serial read; a refusal
+// before anything was done is not.
+func TestOutcomeUnknown(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&gocql.RequestErrWriteTimeout{WriteType: "CAS"}, true},
+		{&gocql.RequestErrWriteTimeout{WriteType: "SIMPLE"}, true},
+		{&gocql.RequestErrCASWriteUnknown{}, true},
+		{fmt.Errorf("%w: %w", errNoRetry, gocql.ErrTimeoutNoResponse), true},
+		{&gocql.RequestErrUnavailable{}, false},
+		{&gocql.RequestErrOverloaded{}, false},
+		{&gocql.RequestErrInvalid{}, false},
+	} {
+		if got := outcomeUnknown(c.err); got != c.want {
+			t.Errorf("outcomeUnknown(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+	sc := newSchema("ks", store.TableSpec{
+		Name:         "t",
+		PartitionKey: []store.Column{{Name: "p", Type: store.TypeText}},
+		Values:       []store.Column{{Name: "v", Type: store.TypeText}},
+	})
+	tag := gocql.UUID{1}
+	st := tagStmt(sc, &kit.ResolvedMutation{Partition: []any{"k"}}, tag, 60)
+	if want := `UPDATE "ks"."t" USING TTL ? SET "_w" = "_w" + ? WHERE "p" = ?`; st.cql != want {
+		t.Errorf("tagStmt = %s, want %s", st.cql, want)
+	}
+	if len(st.args) != 3 || st.args[0] != int64(60) || st.args[2] != "k" {
+		t.Errorf("tagStmt args = %v", st.args)
+	}
+}
