@@ -331,6 +331,9 @@ func exerciseAll(t *testing.T, p *proc) {
 		{"GET", "/v1/admin/tables", nil, 200},
 		{"GET", "/v1/admin/cluster", nil, 200},
 		{"GET", "/v1/no-such-route", nil, 404},
+		// A TTL rewrite of a table holding one item, waited for below.
+		{"PUT", "/v1/tables/sessions/items/k2", map[string]any{"timestamp": ts(0), "attributes": map[string]string{"user": "u2"}}, 200},
+		{"PUT", "/v1/tables/sessions", map[string]any{"default_ttl": "2h", "rewrite": true}, 200},
 	}
 	for _, s := range steps {
 		var status int
@@ -344,8 +347,21 @@ func exerciseAll(t *testing.T, p *proc) {
 			t.Fatalf("%s %s: %d %s, want %d\nserver log:\n%s", s.method, s.path, status, body, s.want, tail(p.stderr.String(), 30))
 		}
 	}
+	// The rewrite ends (its first batch waits the cache TTL, 2 s), so that
+	// its counters have their series.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, body := get(t, p.url+"/v1/tables/sessions", "")
+		if strings.Contains(body, `"state":"done"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the table's TTL rewrite did not end within 60 s: %s\nserver log:\n%s", body, tail(p.stderr.String(), 30))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	// The background roles report their leases once they have run.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for {
 		if status, _ := get(t, p.url+"/readyz", ""); status == 200 {
 			break
