@@ -214,6 +214,7 @@ func sameSorted(t *testing.T, got, want []Event) {
 // read back from the object are the shard's. A backend that cannot list
 // a table's partitions holds the drop and says why.
 func TestArchiveBeforeDrop(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)
@@ -249,6 +250,7 @@ func TestArchiveBeforeDrop(t *testing.T) {
 // written holds the drop, which the plan, the metrics and the log say,
 // until an archive verifies.
 func TestArchiveCorruptObjectHoldsDrop(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)
@@ -290,6 +292,7 @@ func TestArchiveCorruptObjectHoldsDrop(t *testing.T) {
 // its manifest, or half-way through its object, holds the drop, and the
 // next run writes the object again and drops the shard.
 func TestArchiveResumesAfterKill(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)
@@ -332,6 +335,7 @@ func TestArchiveResumesAfterKill(t *testing.T) {
 // whatever its age, refuses writes, is kept by the shard manager, and is
 // gone again once released.
 func TestRestoreArchive(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)
