@@ -113,7 +113,7 @@ NORACE_TESTS = ^(TestPageBytesAreBounded|TestQueryVisitsAtMostTheBudget|TestFull
 # two cores; named in go list's order these came last and ran on after the
 # rest had finished, alone on a half-idle machine (they wait on the test
 # servers much of the time). Named first, they run beside the short ones.
-RACE_FIRST = ./timeseries/ ./lists/ ./expiry/ ./migrate/cqllegacy/ ./cmd/ebb/ ./multitable/ ./server/ .
+RACE_FIRST = ./timeseries/ ./lists/ ./expiry/ ./shardmgr/ ./store/dynamo/ ./store/cql/ ./migrate/cqllegacy/ ./cmd/ebb/ ./multitable/ ./server/ .
 
 # check is vet, formatting and every test under the race detector, with
 # every backend selected (EBB_TEST_BACKENDS=all), against the
