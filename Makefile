@@ -116,6 +116,13 @@ cluster-run:
 # migration in the DynamoDB and Cassandra end-to-end tests.
 NORACE_TESTS = ^(TestPageBytesAreBounded|TestQueryVisitsAtMostTheBudget|TestFullDisk|TestEndToEndTable)$$
 
+# RACE_FIRST are the packages whose race runs take longest, longest first.
+# go test starts packages in the order they are named, two at a time on
+# two cores; named in go list's order these came last and ran on after the
+# rest had finished, alone on a half-idle machine (they wait on the test
+# servers much of the time). Named first, they run beside the short ones.
+RACE_FIRST = ./timeseries/ ./lists/ ./expiry/ ./shardmgr/ ./store/dynamo/ ./store/cql/ ./migrate/cqllegacy/ ./cmd/ebb/ ./multitable/ ./server/ .
+
 # check is vet, formatting and every test under the race detector, with
 # every backend selected (EBB_TEST_BACKENDS=all), against the
 # EBB_DYNAMODB_ENDPOINT / EBB_DYNAMODB_LOCAL_ENDPOINT /
@@ -136,7 +143,7 @@ check:
 	# serves on the listener the variable names; see server_test.go).
 	# The cluster's tests (store/cql/cqlcluster) run after it, in
 	# cluster-run.
-	EBB_TEST_LISTENER=both $(GO) test -race -timeout 9m -skip '$(NORACE_TESTS)' $$($(GO) list ./... | grep -v '/store/cql/cqlcluster$$')
+	EBB_TEST_LISTENER=both $(GO) test -race -timeout 9m -skip '$(NORACE_TESTS)' $$($(GO) list $(RACE_FIRST) ./... | grep -v '/store/cql/cqlcluster$$')
 	# The tests whose size is their point run without the race detector
 	# (see NORACE_TESTS), on both listeners.
 	EBB_TEST_LISTENER=both $(GO) test -count=1 -run '$(NORACE_TESTS)' ./server/ ./timeseries/ ./internal/faultfs/ ./migrate/

@@ -13,6 +13,7 @@ import (
 // cql, and then fails, never skips, when no cluster is configured. Counts are scaled as for the DynamoDB
 // emulators: every window costs one query per shard.
 func TestCQL(t *testing.T) {
+	t.Parallel()
 	cqltest.Require(t)
 	runSuite(t, func(t testing.TB, now func() time.Time) store.Store { return cqltest.New(t, now) }, suiteConfig{
 		massRows: 2000,

@@ -14,8 +14,11 @@ import (
 // configured. Counts are scaled to an emulator: 2,000
 // rows expire in the same second (100,000 on the embedded backend), and the
 // downtime caught up on is 10 minutes of 5 s windows over 4 shards, since
-// every window costs one query per shard.
+// every window costs one query per shard. The remote variants (this one,
+// TestDynamoDBLocal and TestCQL) run in parallel: each waits on a server of
+// its own, so their round trips overlap instead of adding up.
 func TestDynamo(t *testing.T) {
+	t.Parallel()
 	dynamotest.Require(t)
 	runSuite(t, testbackend.Dynamo, suiteConfig{
 		massRows: 2000,
@@ -29,6 +32,7 @@ func TestDynamo(t *testing.T) {
 // TransactWriteItems. Once selected, it fails, never skips, without the
 // endpoint.
 func TestDynamoDBLocal(t *testing.T) {
+	t.Parallel()
 	dynamotest.DynamoDBLocal.Require(t)
 	runSuite(t, testbackend.DynamoDBLocal, suiteConfig{
 		massRows: 2000,

@@ -32,10 +32,12 @@ func newEnv(t testing.TB, f testbackend.Factory) *env {
 	return &env{st: st, svc: svc, clock: c}
 }
 
-func TestPebble(t *testing.T) { runSuite(t, testbackend.Pebble) }
+func TestPebble(t *testing.T) { runSuite(t, testbackend.Pebble, false) }
 
-func TestDynamo(t *testing.T) { runSuite(t, testbackend.Dynamo) }
+// TestDynamo, TestDynamoDBLocal and TestCQL run in parallel: each waits on
+// a server of its own, so their round trips overlap instead of adding up.
+func TestDynamo(t *testing.T) { t.Parallel(); runSuite(t, testbackend.Dynamo, false) }
 
-func TestDynamoDBLocal(t *testing.T) { runSuite(t, testbackend.DynamoDBLocal) }
+func TestDynamoDBLocal(t *testing.T) { t.Parallel(); runSuite(t, testbackend.DynamoDBLocal, false) }
 
-func TestCQL(t *testing.T) { runSuite(t, testbackend.CQL) }
+func TestCQL(t *testing.T) { t.Parallel(); runSuite(t, testbackend.CQL, true) }

@@ -87,6 +87,7 @@ func (e *modeEnv) add(t *testing.T, id lists.FeatureID, prefix string, n int) in
 // refused); a drop one's get none, vanish from reads at their expiry and
 // leave the disk only with the version's table.
 func TestExpiryModes(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		e := newModeEnv(t, open)
 		caps := e.raw.Capabilities()

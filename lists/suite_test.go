@@ -17,8 +17,11 @@ import (
 	"github.com/ebb-data/ebb/store/kit"
 )
 
-// runSuite runs every behaviour test against one backend.
-func runSuite(t *testing.T, f testbackend.Factory) {
+// runSuite runs every behaviour test against one backend, with parallel
+// set each on a Store of its own at the same time: on Cassandra, whose
+// schema changes and round trips make nearly all of the suite's time, they
+// overlap (as the expiry suite's CQL variant does).
+func runSuite(t *testing.T, f testbackend.Factory, parallel bool) {
 	cases := []struct {
 		name string
 		run  func(*testing.T, *env)
@@ -46,7 +49,12 @@ func runSuite(t *testing.T, f testbackend.Factory) {
 		{"DeleteFeature", testDeleteFeature},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, f)) })
+		t.Run(c.name, func(t *testing.T) {
+			if parallel {
+				t.Parallel()
+			}
+			c.run(t, newEnv(t, f))
+		})
 	}
 }
 

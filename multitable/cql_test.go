@@ -12,6 +12,7 @@ import (
 // local Apache Cassandra under `make test`) when EBB_TEST_BACKENDS selects
 // cql, and then fails, never skips, when no cluster is configured.
 func TestCQL(t *testing.T) {
+	t.Parallel()
 	cqltest.Require(t)
 	runSuite(t, backend{open: func(t testing.TB, now func() time.Time) store.Store { return cqltest.New(t, now) }})
 }

@@ -35,6 +35,7 @@ func newSweptEnv(t *testing.T, clock *storetest.Clock, raw, st store.Store, opts
 // at their expiry and stay on disk for the backend's TTL (refused without
 // native TTL); drop is refused, since a shared table is never dropped.
 func TestExpiryModes(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := t.Context()
 		clock := storetest.NewClock(t0)

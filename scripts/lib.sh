@@ -102,6 +102,46 @@ make_venv() {
 	echo '*' >"$venv/.gitignore"
 }
 
+# serve_and_run NAME LABEL VAR SECONDS START COMMAND... is the body of the
+# with-*.sh scripts that start one HTTP test server (dynalite, DynamoDB
+# Local, moto): it calls the function START with a free loopback port in
+# the background, its output in a temporary log (START must exec the
+# server, so that its PID is the server's), waits up to SECONDS for it
+# (start_wait: deferred under make test), exports
+# VAR=http://127.0.0.1:PORT, runs COMMAND and exits with its status. The
+# server is stopped and the log removed when the script exits, by signal
+# too. NAME (the script's name) prefixes the messages and LABEL names the
+# server in them.
+serve_and_run() {
+	local name=$1 label=$2 var=$3 seconds=$4 start=$5
+	shift 5
+	local port endpoint status=0
+	port="$(free_port)"
+	serve_log="$(mktemp -t "${name#with-}.XXXXXX.log")"
+	"$start" "$port" >"$serve_log" 2>&1 &
+	serve_pid=$!
+	trap serve_cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	endpoint="http://127.0.0.1:$port"
+	if ! start_wait "$name: $label" "$serve_pid" "$port" "$seconds" "$serve_log"; then
+		exit 1
+	fi
+	echo "$name: $label on $endpoint" >&2
+	export "$var=$endpoint"
+	"$@" || status=$?
+	exit "$status"
+}
+
+# serve_cleanup stops the server serve_and_run started and removes its log.
+serve_cleanup() {
+	if kill -0 "$serve_pid" 2>/dev/null; then
+		kill "$serve_pid" 2>/dev/null || true
+		wait "$serve_pid" 2>/dev/null || true
+	fi
+	rm -f "$serve_log"
+}
+
 # Deferred waits. When EBB_TEST_SERVERS_PENDING names a file (make test
 # sets it), the with-*.sh scripts that start a server do not wait for it:
 # each exports its endpoint and runs its command at once, so that the

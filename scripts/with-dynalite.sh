@@ -37,31 +37,9 @@ if [[ ! -x "$bin" ]]; then
 	(cd "$tooldir" && npm ci --no-audit --no-fund --loglevel=error) >&2
 fi
 
-
-port="$(free_port)"
-log="$(mktemp -t dynalite.XXXXXX.log)"
 # Short state transitions keep table creation fast while still exercising
 # the wait for ACTIVE.
-"$bin" --host 127.0.0.1 --port "$port" --createTableMs 20 --deleteTableMs 20 --updateTableMs 20 >"$log" 2>&1 &
-pid=$!
-
-cleanup() {
-	if kill -0 "$pid" 2>/dev/null; then
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
-	rm -f "$log"
+start_dynalite() {
+	exec "$bin" --host 127.0.0.1 --port "$1" --createTableMs 20 --deleteTableMs 20 --updateTableMs 20
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-endpoint="http://127.0.0.1:$port"
-if ! start_wait "with-dynalite: dynalite" "$pid" "$port" 10 "$log"; then
-	exit 1
-fi
-echo "with-dynalite: dynalite on $endpoint" >&2
-export EBB_DYNAMODB_ENDPOINT="$endpoint"
-status=0
-"$@" || status=$?
-exit "$status"
+serve_and_run with-dynalite dynalite EBB_DYNAMODB_ENDPOINT 10 start_dynalite "$@"

@@ -71,35 +71,13 @@ if [[ -z "$lib" ]]; then
 	fi
 fi
 
-
-port="$(free_port)"
-log="$(mktemp -t dynamodb-local.XXXXXX.log)"
 # -inMemory: nothing on disk. -sharedDb: one database whatever the
 # credentials and region of the client (tests that build their own client
 # see the same tables). -disableTelemetry: no traffic leaves the machine.
 # The heap cap keeps a long test run from taking a quarter of the memory.
-(cd "$lib" && exec java -Xmx1g -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar \
-	-inMemory -sharedDb -disableTelemetry -port "$port") >"$log" 2>&1 &
-pid=$!
-
-cleanup() {
-	if kill -0 "$pid" 2>/dev/null; then
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
-	rm -f "$log"
+start_dynamodb_local() {
+	cd "$lib" && exec java -Xmx1g -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar \
+		-inMemory -sharedDb -disableTelemetry -port "$1"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-endpoint="http://127.0.0.1:$port"
 # The JVM takes a few seconds to start, more on a busy machine.
-if ! start_wait "with-dynamodb-local: DynamoDB Local ($var)" "$pid" "$port" 60 "$log"; then
-	exit 1
-fi
-echo "with-dynamodb-local: DynamoDB Local on $endpoint ($var)" >&2
-export "$var=$endpoint"
-status=0
-"$@" || status=$?
-exit "$status"
+serve_and_run with-dynamodb-local "DynamoDB Local ($var)" "$var" 60 start_dynamodb_local "$@"

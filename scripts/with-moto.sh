@@ -45,28 +45,7 @@ if [[ ! -x "$bin" ]] || [[ "$("$venv/bin/python" -m pip show moto 2>/dev/null | 
 	fi
 fi
 
-port="$(free_port)"
-log="$(mktemp -t moto.XXXXXX.log)"
-"$bin" -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
-pid=$!
-
-cleanup() {
-	if kill -0 "$pid" 2>/dev/null; then
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
-	rm -f "$log"
+start_moto() {
+	exec "$bin" -H 127.0.0.1 -p "$1"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-endpoint="http://127.0.0.1:$port"
-if ! start_wait "with-moto: moto" "$pid" "$port" 30 "$log"; then
-	exit 1
-fi
-echo "with-moto: moto on $endpoint" >&2
-export EBB_S3_ENDPOINT="$endpoint"
-status=0
-"$@" || status=$?
-exit "$status"
+serve_and_run with-moto moto EBB_S3_ENDPOINT 30 start_moto "$@"

@@ -193,6 +193,7 @@ func sameSorted(t *testing.T, got, want []Event) {
 // written as Parquet, verified, listed, and only then dropped; the rows
 // read back from the object are the shard's, on every backend.
 func TestArchiveBeforeDrop(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)
@@ -225,6 +226,7 @@ func TestArchiveBeforeDrop(t *testing.T) {
 // written holds the drop, which the plan, the metrics and the log say,
 // until an archive verifies.
 func TestArchiveCorruptObjectHoldsDrop(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)
@@ -263,6 +265,7 @@ func TestArchiveCorruptObjectHoldsDrop(t *testing.T) {
 // its manifest, or half-way through its object, holds the drop, and the
 // next run writes the object again and drops the shard.
 func TestArchiveResumesAfterKill(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)
@@ -302,6 +305,7 @@ func TestArchiveResumesAfterKill(t *testing.T) {
 // whatever its age, refuses writes, is kept by the shard manager, and is
 // gone again once released.
 func TestRestoreArchive(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)

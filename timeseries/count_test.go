@@ -40,6 +40,7 @@ func (c *countingStore) reset() []string {
 // for a sparse index_id it reads partitions in order until it has 10 rows
 // and not one more.
 func TestLimitQueryTouchesOnlyNeededPartitions(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		now := time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC) // a shard boundary (Thursday)

@@ -52,6 +52,7 @@ func eventIDs(es []Event) string {
 }
 
 func TestEraseEvents(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
@@ -131,6 +132,7 @@ func TestEraseEvents(t *testing.T) {
 }
 
 func TestEraseRefusesBadRequests(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
@@ -167,6 +169,7 @@ func TestEraseRefusesBadRequests(t *testing.T) {
 // erase began is gone when it returns, and every event written after it
 // returned is kept.
 func TestEraseRacingWrites(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)

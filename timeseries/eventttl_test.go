@@ -23,6 +23,7 @@ func withTTL(e Event, ttl time.Duration) Event {
 // at timestamp + TTL to the millisecond, while its neighbours without one
 // live their index's retention.
 func TestEventTTLIsExact(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
@@ -68,6 +69,7 @@ func TestEventTTLIsExact(t *testing.T) {
 // TestEventTTLRefusals checks that a batch holding one bad TTL is refused
 // whole, naming the event, with nothing written.
 func TestEventTTLRefusals(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
@@ -106,6 +108,7 @@ func TestEventTTLRefusals(t *testing.T) {
 // sweeper once due; native TTL on CQL: no entry), and an event without a
 // TTL gets no index entry at all, as before.
 func TestEventTTLLeavesTheDisk(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := t.Context()
 		clk := storetest.NewClock(t0)

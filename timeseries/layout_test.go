@@ -54,6 +54,7 @@ func layoutChangeOf(t *testing.T, plan shardmgr.Plan) shardmgr.Transition {
 // before it took effect replaces it, the config survives a restart, and
 // the old layout's shards leave by retention.
 func TestLayoutChange(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0) // 12:00
@@ -294,6 +295,7 @@ func sameLayouts(a, b []Layout) bool {
 // TestLayoutChangeRefused: changes that cannot be made answer
 // ErrLayoutChange or ErrInvalid, and change nothing.
 func TestLayoutChangeRefused(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)

@@ -18,6 +18,7 @@ import (
 // nothing more) but says that the time is past the runway and where the
 // runway ends.
 func TestPastRunwaySaysWhereItEnds(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
@@ -44,6 +45,7 @@ func TestPastRunwaySaysWhereItEnds(t *testing.T) {
 // of store.DefaultLimit events, as the HTTP API and the client package do,
 // rather than being refused.
 func TestZeroLimitIsTheDefault(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)

@@ -49,6 +49,7 @@ func mustCreate(t testing.TB, svc *Service, cfg Config) Index {
 }
 
 func TestCreateGetListDelete(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
@@ -121,6 +122,7 @@ func TestCreateGetListDelete(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		svc, _ := newService(t, open(t, nil), nil)
 		for name, mut := range map[string]func(*Config){
@@ -177,6 +179,7 @@ func queryAll(t testing.TB, svc *Service, q Query) []Event {
 }
 
 func TestWriteReadRoundTripAndPaging(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
@@ -254,6 +257,7 @@ func sameEvents(a, b []Event) bool {
 }
 
 func TestExpiryIsExact(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
@@ -288,6 +292,7 @@ func TestExpiryIsExact(t *testing.T) {
 }
 
 func TestBadBatchWritesNothing(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
@@ -335,6 +340,7 @@ func TestBadBatchWritesNothing(t *testing.T) {
 }
 
 func TestQueryValidation(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
@@ -399,6 +405,7 @@ func metricValue(t testing.TB, reg *prometheus.Registry, name, label string) flo
 // background manager drops nothing more, a plan shows the drops, and only
 // an explicit apply makes them and releases the hold.
 func TestChangeIndex(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)

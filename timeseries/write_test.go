@@ -17,6 +17,7 @@ import (
 // another and from several goroutines at once, must each land exactly as
 // given, and a rewrite of an event must replace it.
 func TestPutReusesItsBuffers(t *testing.T) {
+	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
