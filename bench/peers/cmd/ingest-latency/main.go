@@ -1,5 +1,5 @@
-// Command ingest-latency measures the latency of event writes to `ebb
-// serve` under steady ingest: conns connections, each posting batches of
+// Package main is the ingest-latency command, which measures the latency
+// of event writes to `ebb serve` under steady ingest: conns connections, each posting batches of
 // events as fast as it is answered, for a while, after a warm-up. It
 // starts the server itself (from the binary -ebb names, on a fresh data
 // directory, synced as shipped) and prints, as Markdown, the latency
