@@ -1,8 +1,8 @@
 // Package main is the ingest-expire command, which ingests the same events
-// into ebb's time-sharded index, Badger with a per-entry TTL and raw Pebble, then expires all of
-// them as each store does it best, and prints rows/s, the seconds until
-// the disk was freed and the bytes before and after, as Markdown tables
-// whose ratios are taken within each round.
+// into ebb's time-sharded index, Badger with a per-entry TTL and raw
+// Pebble, then expires all of them as each store does it best, and prints
+// rows/s, the seconds until the disk was freed and the bytes before and
+// after, as Markdown tables whose ratios are taken within each round.
 //
 //	cd bench/peers && go run ./cmd/ingest-expire -rounds 3
 package main

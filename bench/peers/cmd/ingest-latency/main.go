@@ -1,11 +1,12 @@
 // Package main is the ingest-latency command, which measures the latency
-// of event writes to `ebb serve` under steady ingest: conns connections, each posting batches of
-// events as fast as it is answered, for a while, after a warm-up. It
-// starts the server itself (from the binary -ebb names, on a fresh data
-// directory, synced as shipped) and prints, as Markdown, the latency
-// percentiles with p99 over p50, and beside them what the server's
-// /metrics say happened meanwhile: Pebble's write stalls, flushes,
-// compactions, level 0 and compaction debt, and the Go collector's pauses.
+// of event writes to `ebb serve` under steady ingest: conns connections,
+// each posting batches of events as fast as it is answered, for a while,
+// after a warm-up. It starts the server itself (from the binary -ebb
+// names, on a fresh data directory, synced as shipped) and prints, as
+// Markdown, the latency percentiles with p99 over p50, and beside them
+// what the server's /metrics say happened meanwhile: Pebble's write
+// stalls, flushes, compactions, level 0 and compaction debt, and the Go
+// collector's pauses.
 //
 //	make build && cd bench/peers && go run ./cmd/ingest-latency -ebb ../../bin/ebb
 //
