@@ -13,6 +13,14 @@
 // TTLs are relative and per cell, so a row's expiry is read as the time of
 // the read plus TTL() of one regular column (the payload's unless the
 // mapping names another), and rows ebb writes get TTL = expiry - now.
+//
+// Both are whole seconds of the cluster's clock, so both round so that a
+// row never expires before its time: a write's TTL rounds up from the
+// current second, and a read counts TTL() from the second after its row
+// arrived (the cluster computed TTL() at or before that moment; a page
+// fetched long after the query began is not counted from its start).
+// A row read back may therefore expire up to a second or two, plus the
+// round trips, after the time it was written with.
 package cqllegacy
 
 import (
@@ -288,8 +296,8 @@ func (s *Source) newScanRow() *scanRow {
 	return r
 }
 
-// row decodes a scanned row; base is the wall-clock second the read began
-// at, which TTL() counts from. ok is false for a row the mapping cannot
+// row decodes a scanned row; base is the wall-clock second TTL() counts
+// from: the second after the row arrived (see arrived). ok is false for a row the mapping cannot
 // read (a text sort key without "#"), returned to Scan with an empty index
 // id for the backfill to count.
 func (s *Source) row(sr *scanRow, base int64) (migrate.Row, bool) {
@@ -317,6 +325,13 @@ func (s *Source) row(sr *scanRow, base int64) (migrate.Row, bool) {
 		r.ExpiresAt = time.Unix(base+int64(*sr.ttl), 0).UTC()
 	}
 	return r, true
+}
+
+// arrived is the second TTL() of a row just scanned counts from: now,
+// rounded up. The cluster computed the row's TTL() in a whole second no
+// later than now, so a row's expiry read from it is never early.
+func (s *Source) arrived() int64 {
+	return s.now().Add(time.Second - time.Nanosecond).Unix()
 }
 
 // Query reads one index_id's live events in the index's order, skipping
@@ -361,11 +376,10 @@ func (s *Source) Query(ctx context.Context, r migrate.Range, now time.Time) ([]m
 	more := false
 	err := s.c.Do(ctx, "cqllegacy: query "+s.table, true, func(ctx context.Context) error {
 		rows, more = rows[:0], false
-		base := s.now().Unix()
 		sr := s.newScanRow()
 		iter := s.c.Session().Query(q, args...).Idempotent(true).PageSize(min(r.Limit+1, 5000)).IterContext(ctx)
 		for iter.Scan(sr.dest...) {
-			row, ok := s.row(sr, base)
+			row, ok := s.row(sr, s.arrived())
 			if !ok || (!row.ExpiresAt.IsZero() && !row.ExpiresAt.After(now)) {
 				continue
 			}
@@ -465,12 +479,11 @@ func (s *Source) Scan(ctx context.Context, cursor []byte, limit int) ([]migrate.
 	var next []byte
 	err := s.c.Do(ctx, "cqllegacy: scan "+s.table, true, func(ctx context.Context) error {
 		rows, next = rows[:0], nil
-		base := s.now().Unix()
 		sr := s.newScanRow()
 		// A paging state turns the driver's paging off: one page only.
 		iter := s.c.Session().Query(q).Idempotent(true).PageSize(limit).PageState(cursor).IterContext(ctx)
 		for iter.Scan(sr.dest...) {
-			r, ok := s.row(sr, base)
+			r, ok := s.row(sr, s.arrived())
 			if !ok {
 				r = migrate.Row{}
 			}
