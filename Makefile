@@ -59,7 +59,7 @@ test-cql:
 # and .3, every one a seed, the commit log synced every 10 s as Cassandra
 # ships it) and runs cluster-run on it; with EBB_CQL_CLUSTER_HOSTS and
 # EBB_CQL_CLUSTER_DIR set it uses that cluster. make test runs cluster-run
-# inside check.
+# inside check, beside the other tests.
 test-cluster:
 	EBB_CASSANDRA_NODES=3 ./scripts/with-cassandra.sh $(MAKE) --no-print-directory cluster-run
 
@@ -128,7 +128,13 @@ RACE_FIRST = ./timeseries/ ./lists/ ./expiry/ ./shardmgr/ ./store/dynamo/ ./stor
 # EBB_DYNAMODB_ENDPOINT / EBB_DYNAMODB_LOCAL_ENDPOINT /
 # EBB_DYNAMODB_TTL_ENDPOINT / EBB_CQL_HOSTS the environment provides: one
 # that is missing fails the run. A plain `go test ./...` selects the
-# embedded backend alone and needs none of them.
+# embedded backend alone and needs none of them. The tests on the
+# three-node cluster (cluster-run) run at the same time as the rest
+# (check-tests): they wait on the cluster's Paxos rounds, schema agreement
+# and node restarts far more than they use a core, so side by side the two
+# take little more than the longer of them; --output-sync prints each
+# one's output whole when it ends. A failure in either fails check, after
+# both have finished.
 check: override export EBB_TEST_BACKENDS = all
 check:
 	$(GO) vet ./...
@@ -137,11 +143,19 @@ check:
 		echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$unformatted"; exit 1; \
 	fi
 	./scripts/await-test-servers.sh
+	$(MAKE) --no-print-directory -j2 --output-sync=target check-tests cluster-run
+
+# check-tests is check's tests beside the cluster's: every package under
+# the race detector, then the runs without it, the peer module, and the
+# fuzz targets' short run.
+.PHONY: check-tests
+check-tests: override export EBB_TEST_BACKENDS = all
+check-tests:
 	# EBB_TEST_LISTENER=both: the server's tests run twice in their one
 	# test process, the second time with every request sent to the hot
 	# listener (ebb serve --hot-addr) instead of net/http (each test that
 	# serves on the listener the variable names; see server_test.go).
-	# The cluster's tests (store/cql/cqlcluster) run after it, in
+	# The cluster's tests (store/cql/cqlcluster) run beside it, in
 	# cluster-run.
 	EBB_TEST_LISTENER=both $(GO) test -race -timeout 9m -skip '$(NORACE_TESTS)' $$($(GO) list $(RACE_FIRST) ./... | grep -v '/store/cql/cqlcluster$$')
 	# The tests whose size is their point run without the race detector
@@ -157,7 +171,6 @@ check:
 	# clock) run once more without it. Neither measures speed: that is
 	# make perf.
 	$(GO) test -count=1 -run 'TestPebble/MassExpiry|TestLagSchedule' ./expiry/
-	$(MAKE) --no-print-directory cluster-run
 	$(MAKE) --no-print-directory fuzz-short
 
 # perf runs, outside make test, the checks that hold only on a quiet
