@@ -157,7 +157,7 @@ check-tests:
 	# serves on the listener the variable names; see server_test.go).
 	# The cluster's tests (store/cql/cqlcluster) run beside it, in
 	# cluster-run.
-	EBB_TEST_LISTENER=both $(GO) test -race -timeout 9m -skip '$(NORACE_TESTS)' $$($(GO) list $(RACE_FIRST) ./... | grep -v '/store/cql/cqlcluster$$')
+	EBB_TEST_LISTENER=both $(GO) test -race -timeout 15m -skip '$(NORACE_TESTS)' $$($(GO) list $(RACE_FIRST) ./... | grep -v '/store/cql/cqlcluster$$')
 	# The tests whose size is their point run without the race detector
 	# (see NORACE_TESTS), on both listeners.
 	EBB_TEST_LISTENER=both $(GO) test -count=1 -run '$(NORACE_TESTS)' ./server/ ./timeseries/ ./internal/faultfs/ ./migrate/
