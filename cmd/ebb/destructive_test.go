@@ -13,14 +13,18 @@ import (
 // item. A new one must be made with destructive and listed here, and
 // TestDestructiveConfirmation (or, for index apply and release-archive,
 // whose drops need a clock to pass, TestIndexApplyConfirmsDrops and
-// TestReleaseArchiveConfirms) must show it keeps the rule.
+// TestReleaseArchiveConfirms; for lists create-feature and tables create,
+// destructive only with --rewrite, TestRewriteFlag) must show it keeps
+// the rule.
 var destructiveCommands = []string{
 	"ebb index apply",
 	"ebb index delete",
 	"ebb index erase",
 	"ebb index release-archive",
+	"ebb lists create-feature",
 	"ebb lists delete-feature",
 	"ebb lists rm",
+	"ebb tables create",
 	"ebb tables drop",
 }
 
