@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
+
+	ebbclient "github.com/ebb-data/ebb/client"
 )
 
 func indexArchivesCmd(c *client) *cobra.Command {
@@ -80,15 +83,17 @@ release-archive" drops it again.`,
 	return cmd
 }
 
-// indexReleaseArchiveCmd is not destructive by the rule of destructive.go:
-// what it drops stays in the archive, and restore-archive brings it back.
+// indexReleaseArchiveCmd is destructive by the rule of destructive.go:
+// it drops a table that queries read, as an apply's drops do, even though
+// the archive keeps its rows for another restore-archive.
 func indexReleaseArchiveCmd(c *client) *cobra.Command {
-	return &cobra.Command{
+	return destructive(&cobra.Command{
 		Use:   "release-archive NAME SHARD",
 		Short: "Drop a shard restored from its archive; the archive stays",
 		Long: `Drop a shard restored with "ebb index restore-archive": queries no longer
-read it. Its archive stays where it is, to be restored again.`,
-		Example:           `  ebb index release-archive events events_1719446400`,
+read it. Its archive stays where it is, to be restored again. It asks for
+confirmation at the terminal; scripts pass --yes.`,
+		Example:           `  ebb index release-archive events events_1719446400 --yes`,
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: completeIndexNames(c),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -96,11 +101,24 @@ read it. Its archive stays where it is, to be restored again.`,
 			if err != nil {
 				return err
 			}
+			if !confirmed(cmd) {
+				as, err := api.Archives(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				i := slices.IndexFunc(as.Restored, func(r ebbclient.RestoredShard) bool { return r.Table == args[1] })
+				if i < 0 {
+					return fmt.Errorf("index %s: shard %s is not restored from its archive: nothing to release", args[0], args[1])
+				}
+				if err := confirmDestroy(cmd, fmt.Sprintf("Release restored shard %s of index %s, dropping its %d row(s) (its archive stays, to be restored again)", args[1], args[0], as.Restored[i].Rows)); err != nil {
+					return err
+				}
+			}
 			if err := api.ReleaseArchive(cmd.Context(), args[0], args[1]); err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "restored shard %s released\n", args[1])
 			return err
 		},
-	}
+	})
 }

@@ -3,10 +3,10 @@ package main
 import "github.com/spf13/cobra"
 
 // Every command that destroys data beyond one named item (an index, a
-// shared table, a list feature, a whole list, shards an apply drops)
-// follows one rule: at a terminal it asks, and only "yes" goes ahead;
-// without a terminal it refuses unless --yes was given; --yes goes ahead
-// at once. Such commands are made with destructive and ask with
+// shared table, a list feature, a whole list, shards an apply drops, a
+// shard restored from its archive) follows one rule: at a terminal it
+// asks, and only "yes" goes ahead; without a terminal it refuses unless
+// --yes was given; --yes goes ahead at once. Such commands are made with destructive and ask with
 // confirmDestroy, so the rule, the flag and its wording are the same
 // everywhere.
 

@@ -11,14 +11,20 @@ import (
 
 // destructiveCommands are the commands that destroy data beyond one named
 // item. A new one must be made with destructive and listed here, and
-// TestDestructiveConfirmation (or, for index apply, whose drops need a
-// clock to pass, TestIndexApplyConfirmsDrops) must show it keeps the rule.
+// TestDestructiveConfirmation (or, for index apply and release-archive,
+// whose drops need a clock to pass, TestIndexApplyConfirmsDrops and
+// TestReleaseArchiveConfirms; for lists create-feature and tables create,
+// destructive only with --rewrite, TestRewriteFlag) must show it keeps
+// the rule.
 var destructiveCommands = []string{
 	"ebb index apply",
 	"ebb index delete",
 	"ebb index erase",
+	"ebb index release-archive",
+	"ebb lists create-feature",
 	"ebb lists delete-feature",
 	"ebb lists rm",
+	"ebb tables create",
 	"ebb tables drop",
 }
 

@@ -244,8 +244,9 @@ func listsCreateFeatureCmd(c *client) *cobra.Command {
 timestamp, or change one. An identical version is left as it is; another
 --ttl changes an existing version's TTL for the items added from then on
 (items already added keep their expiry; with --rewrite a background job
-gives them the new TTL too, each its timestamp + TTL, and show-feature
-shows its progress). --expiry chooses how expired items leave the disk: sweep (deleted
+gives them the new TTL too, each its timestamp + TTL, deleting those
+whose new expiry has passed, and show-feature shows its progress; it asks
+for confirmation at the terminal, and scripts pass --yes). --expiry chooses how expired items leave the disk: sweep (deleted
 within seconds), native (the backend's own TTL), drop (only with the
 version); without it a new version gets the backend's default and an
 existing one keeps its mode. Another mode for an existing version changes
@@ -258,7 +259,7 @@ next add.`,
   ebb lists create-feature user stories_presented v2 --ttl 720h --expiry drop
   ebb lists create-feature user stories_presented _ --ttl 720h --max-items 500
   ebb lists create-feature user stories_presented _ --ttl 168h   # change an existing version's TTL
-  ebb lists create-feature user stories_presented _ --ttl 168h --rewrite   # and the items already added`,
+  ebb lists create-feature user stories_presented _ --ttl 168h --rewrite --yes   # and the items already added`,
 		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ttl <= 0 {
@@ -269,6 +270,20 @@ next add.`,
 				return err
 			}
 			id := listFeatureID(args)
+			if rewrite && !confirmed(cmd) {
+				// A rewrite deletes the items whose new expiry has
+				// passed: of a version that exists, it asks first.
+				_, err := api.ListFeature(cmd.Context(), id)
+				switch {
+				case err == nil:
+					q := fmt.Sprintf("Rewrite the items of list feature %s to ttl %s, deleting those whose timestamp + %s has passed", describeFeature(id), ebbclient.FormatDuration(ttl), ebbclient.FormatDuration(ttl))
+					if err := confirmDestroy(cmd, q); err != nil {
+						return err
+					}
+				case !errors.Is(err, ebbclient.ErrNotFound):
+					return err
+				}
+			}
 			cfg := ebbclient.ListFeatureConfig{TTL: ttl, Expiry: ebbclient.ExpiryMode(expiry), Rewrite: rewrite}
 			if cmd.Flags().Changed("max-items") {
 				cfg.MaxItems = &maxItems
@@ -287,9 +302,9 @@ next add.`,
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "how long an item lives after its timestamp (e.g. 720h)")
 	cmd.Flags().StringVar(&expiry, "expiry", "", "how expired items leave the disk: sweep, native or drop (default: the backend's)")
 	cmd.Flags().IntVar(&maxItems, "max-items", 0, "the most items a list keeps, 0..10000 (0: no cap; default: none for a new version, unchanged for an existing one)")
-	cmd.Flags().BoolVar(&rewrite, "rewrite", false, "give the items an existing version already holds the TTL too, by a background job")
+	cmd.Flags().BoolVar(&rewrite, "rewrite", false, "give the items an existing version already holds the TTL too, by a background job (it deletes those the TTL has expired: asks first)")
 	out = addOutput(cmd)
-	return cmd
+	return destructive(cmd)
 }
 
 func listsFeaturesCmd(c *client) *cobra.Command {

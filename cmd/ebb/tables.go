@@ -75,7 +75,9 @@ table: never). An existing table is left as it is without --default-ttl;
 with another --default-ttl, it changes for the items put from then on
 (items already put keep their expiry; with --rewrite a background job
 gives those put without a TTL of their own the new default too, counted
-from their last write, and 'ebb tables get TABLE' shows its progress).
+from their last write, deleting those whose new expiry has passed, and
+'ebb tables get TABLE' shows its progress; unless the default is 0, it
+asks for confirmation at the terminal, and scripts pass --yes).
 --expiry chooses how expired items leave the disk: sweep (deleted within
 seconds) or native (the backend's own TTL); without it a new table gets the
 backend's default and an existing one keeps its mode. Another mode for an
@@ -83,7 +85,7 @@ existing table changes it for the items written from then on.`,
 		Example: `  ebb tables create orders --default-ttl 720h
   ebb tables create sessions --default-ttl 24h --expiry native
   ebb tables create orders --default-ttl 2160h   # change an existing table's
-  ebb tables create orders --default-ttl 2160h --rewrite   # and the items already put`,
+  ebb tables create orders --default-ttl 2160h --rewrite --yes   # and the items already put`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := c.api()
@@ -91,6 +93,22 @@ existing table changes it for the items written from then on.`,
 				return err
 			}
 			cfg.KeepDefaultTTL = !cmd.Flags().Changed("default-ttl")
+			if cfg.Rewrite && cfg.DefaultTTL > 0 && !confirmed(cmd) {
+				// A rewrite to a default deletes the items whose new
+				// expiry has passed: of a table that exists, it asks
+				// first.
+				_, err := api.Table(cmd.Context(), args[0])
+				switch {
+				case err == nil:
+					d := ebbclient.FormatDuration(cfg.DefaultTTL)
+					q := fmt.Sprintf("Rewrite the items of shared table %s put without a ttl of their own to default_ttl %s, deleting those whose last write + %s has passed", args[0], d, d)
+					if err := confirmDestroy(cmd, q); err != nil {
+						return err
+					}
+				case !errors.Is(err, ebbclient.ErrNotFound):
+					return err
+				}
+			}
 			t, created, err := api.CreateTable(cmd.Context(), args[0], cfg)
 			if err != nil {
 				return err
@@ -111,9 +129,9 @@ existing table changes it for the items written from then on.`,
 	}
 	cmd.Flags().DurationVar(&cfg.DefaultTTL, "default-ttl", 0, "TTL of items put without their own (0: never expire)")
 	cmd.Flags().StringVar((*string)(&cfg.Expiry), "expiry", "", "how expired items leave the disk: sweep or native (default: the backend's)")
-	cmd.Flags().BoolVar(&cfg.Rewrite, "rewrite", false, "give the items an existing table holds without a TTL of their own the default TTL too, by a background job")
+	cmd.Flags().BoolVar(&cfg.Rewrite, "rewrite", false, "give the items an existing table holds without a TTL of their own the default TTL too, by a background job (it deletes those the default has expired: asks first)")
 	out = addOutput(cmd)
-	return cmd
+	return destructive(cmd)
 }
 
 func tablesListCmd(c *client) *cobra.Command {
