@@ -194,7 +194,7 @@ func sameSorted(t *testing.T, got, want []Event) {
 // read back from the object are the shard's, on every backend.
 func TestArchiveBeforeDrop(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)
 		evs := f.fill(t, 2500)
@@ -227,7 +227,7 @@ func TestArchiveBeforeDrop(t *testing.T) {
 // until an archive verifies.
 func TestArchiveCorruptObjectHoldsDrop(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)
 		f.fill(t, 500)
@@ -266,7 +266,7 @@ func TestArchiveCorruptObjectHoldsDrop(t *testing.T) {
 // next run writes the object again and drops the shard.
 func TestArchiveResumesAfterKill(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)
 		evs := f.fill(t, 800)
@@ -306,7 +306,7 @@ func TestArchiveResumesAfterKill(t *testing.T) {
 // gone again once released.
 func TestRestoreArchive(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)
 		evs := f.fill(t, 300)

@@ -41,7 +41,7 @@ func (c *countingStore) reset() []string {
 // and not one more.
 func TestLimitQueryTouchesOnlyNeededPartitions(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		now := time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC) // a shard boundary (Thursday)
 		clk := storetest.NewClock(now)

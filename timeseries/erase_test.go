@@ -53,7 +53,7 @@ func eventIDs(es []Event) string {
 
 func TestEraseEvents(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		svc, reg := newService(t, open(t, clk.Now), clk.Now)
@@ -133,7 +133,7 @@ func TestEraseEvents(t *testing.T) {
 
 func TestEraseRefusesBadRequests(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		svc, _ := newService(t, open(t, clk.Now), clk.Now)
@@ -170,7 +170,7 @@ func TestEraseRefusesBadRequests(t *testing.T) {
 // returned is kept.
 func TestEraseRacingWrites(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		svc, _ := newService(t, open(t, clk.Now), clk.Now)

@@ -24,7 +24,7 @@ func withTTL(e Event, ttl time.Duration) Event {
 // live their index's retention.
 func TestEventTTLIsExact(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		svc, _ := newService(t, open(t, clk.Now), clk.Now)
@@ -70,7 +70,7 @@ func TestEventTTLIsExact(t *testing.T) {
 // whole, naming the event, with nothing written.
 func TestEventTTLRefusals(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		svc, _ := newService(t, open(t, clk.Now), clk.Now)
@@ -109,7 +109,7 @@ func TestEventTTLRefusals(t *testing.T) {
 // TTL gets no index entry at all, as before.
 func TestEventTTLLeavesTheDisk(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := t.Context()
 		clk := storetest.NewClock(t0)
 		raw := open(t, clk.Now)

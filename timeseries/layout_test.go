@@ -55,7 +55,7 @@ func layoutChangeOf(t *testing.T, plan shardmgr.Plan) shardmgr.Transition {
 // the old layout's shards leave by retention.
 func TestLayoutChange(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0) // 12:00
 		st := open(t, clk.Now)
@@ -296,7 +296,7 @@ func sameLayouts(a, b []Layout) bool {
 // ErrLayoutChange or ErrInvalid, and change nothing.
 func TestLayoutChangeRefused(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		svc, _ := newService(t, open(t, clk.Now), clk.Now)

@@ -50,7 +50,7 @@ func mustCreate(t testing.TB, svc *Service, cfg Config) Index {
 
 func TestCreateGetListDelete(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		st := open(t, clk.Now)
@@ -123,7 +123,7 @@ func TestCreateGetListDelete(t *testing.T) {
 
 func TestConfigValidation(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		svc, _ := newService(t, open(t, nil), nil)
 		for name, mut := range map[string]func(*Config){
 			"bad name":              func(c *Config) { c.Name = "Ev" },
@@ -180,7 +180,7 @@ func queryAll(t testing.TB, svc *Service, q Query) []Event {
 
 func TestWriteReadRoundTripAndPaging(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		svc, reg := newService(t, open(t, clk.Now), clk.Now)
@@ -258,7 +258,7 @@ func sameEvents(a, b []Event) bool {
 
 func TestExpiryIsExact(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		svc, _ := newService(t, open(t, clk.Now), clk.Now)
@@ -293,7 +293,7 @@ func TestExpiryIsExact(t *testing.T) {
 
 func TestBadBatchWritesNothing(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		st := open(t, clk.Now)
@@ -341,7 +341,7 @@ func TestBadBatchWritesNothing(t *testing.T) {
 
 func TestQueryValidation(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		svc, _ := newService(t, open(t, clk.Now), clk.Now)
@@ -406,7 +406,7 @@ func metricValue(t testing.TB, reg *prometheus.Registry, name, label string) flo
 // an explicit apply makes them and releases the hold.
 func TestChangeIndex(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		st := open(t, clk.Now)

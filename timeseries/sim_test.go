@@ -44,7 +44,12 @@ func (d *dropRecorder) DropTable(ctx context.Context, name string) error {
 // that Pebble's own background ticker (a 100 ms compaction granter) runs on
 // real time instead of firing 48 million times in 8 simulated weeks; the
 // store's clock is the bubble's, forwarded with every call.
+//
+// It is the package's longest test, all of it CPU on its own store, so it
+// runs in parallel: beside the remote-backend variants, which wait on
+// their servers, instead of before them.
 func TestEightWeeksOfWrites(t *testing.T) {
+	t.Parallel()
 	br := newBridge(t)
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()

@@ -18,7 +18,7 @@ import (
 // given, and a rewrite of an event must replace it.
 func TestPutReusesItsBuffers(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		svc, _ := newService(t, open(t, clk.Now), clk.Now)

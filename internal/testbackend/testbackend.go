@@ -104,3 +104,20 @@ func Each(t *testing.T, fn func(t *testing.T, open Factory)) {
 		})
 	}
 }
+
+// EachParallel is Each with the backends' subtests run in parallel with
+// one another (and with the other parallel tests), for a fn that keeps
+// nothing but its own store between backends: the remote variants spend
+// most of their time waiting on their servers, so their round trips
+// overlap instead of adding up. A selected backend still runs and an
+// unselected one is still skipped, exactly as under Each.
+func EachParallel(t *testing.T, fn func(t *testing.T, open Factory)) {
+	t.Helper()
+	for _, b := range All() {
+		t.Run(b.Name, func(t *testing.T) {
+			testselect.Need(t, b.Backend)
+			t.Parallel()
+			fn(t, b.Open)
+		})
+	}
+}

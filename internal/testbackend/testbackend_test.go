@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,6 +71,35 @@ func TestEach(t *testing.T) {
 	}
 	if len(ran) == 0 {
 		t.Fatalf("%s=%q selects no backend", testselect.Env, os.Getenv(testselect.Env))
+	}
+}
+
+// TestEachParallel checks that EachParallel runs every selected backend,
+// under its name, once, and skips the others, as Each does.
+func TestEachParallel(t *testing.T) {
+	var mu sync.Mutex
+	var ran []string
+	t.Run("group", func(t *testing.T) {
+		testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
+			st := open(t, nil)
+			if _, err := st.Tables(t.Context(), ""); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			ran = append(ran, t.Name())
+			mu.Unlock()
+		})
+	})
+	var want []string
+	for _, b := range testbackend.All() {
+		if testselect.Selected(t, b.Backend) {
+			want = append(want, "TestEachParallel/group/"+b.Name)
+		}
+	}
+	slices.Sort(ran)
+	slices.Sort(want)
+	if !slices.Equal(ran, want) {
+		t.Fatalf("ran %v, want %v", ran, want)
 	}
 }
 
