@@ -13,7 +13,8 @@ import (
 // and cell deletes in the native and drop modes write none, so the sweeper
 // never deletes their rows, which reads still hide once expired.
 func TestModesOutsideTheIndex(t *testing.T) {
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	t.Parallel()
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		e := newEnv(t, open, Options{Window: time.Second, Shards: 2})
 		modes := []store.ExpiryMode{store.ExpiryDefault, store.ExpirySweep, store.ExpiryNative, store.ExpiryDrop}
 		for i, mode := range modes {

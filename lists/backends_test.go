@@ -32,10 +32,12 @@ func newEnv(t testing.TB, f testbackend.Factory) *env {
 	return &env{st: st, svc: svc, clock: c}
 }
 
-func TestPebble(t *testing.T) { runSuite(t, testbackend.Pebble, false) }
+// TestPebble, TestDynamo, TestDynamoDBLocal and TestCQL run in parallel:
+// each remote variant waits on a server of its own, so their round trips
+// overlap instead of adding up, and the embedded one's CPU fills their
+// waits instead of coming before them.
+func TestPebble(t *testing.T) { t.Parallel(); runSuite(t, testbackend.Pebble, false) }
 
-// TestDynamo, TestDynamoDBLocal and TestCQL run in parallel: each waits on
-// a server of its own, so their round trips overlap instead of adding up.
 func TestDynamo(t *testing.T) { t.Parallel(); runSuite(t, testbackend.Dynamo, false) }
 
 func TestDynamoDBLocal(t *testing.T) { t.Parallel(); runSuite(t, testbackend.DynamoDBLocal, false) }

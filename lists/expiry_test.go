@@ -116,7 +116,8 @@ func (w *writeCounter) Write(ctx context.Context, table string, batch []store.Mu
 // smaller (DynamoDB transactions: 100), and in one Write, batched as the
 // backend can, when it has no atomic batches at all (dynalite).
 func TestAddAtomicity(t *testing.T) {
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	t.Parallel()
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		c := storetest.NewClock(start)
 		inner := open(t, c.Now)
 		wc := &writeCounter{Store: inner}

@@ -88,7 +88,7 @@ func (e *modeEnv) add(t *testing.T, id lists.FeatureID, prefix string, n int) in
 // leave the disk only with the version's table.
 func TestExpiryModes(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		e := newModeEnv(t, open)
 		caps := e.raw.Capabilities()
 		features := map[store.ExpiryMode]lists.Feature{}
@@ -151,7 +151,8 @@ func TestExpiryModes(t *testing.T) {
 // created), items written from then on follow it, and items written before
 // keep theirs.
 func TestExpiryModeChange(t *testing.T) {
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	t.Parallel()
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		e := newModeEnv(t, open)
 		f, _, err := e.svc.CreateFeatureWith(e.ctx, feat, lists.FeatureConfig{TTL: time.Hour, Expiry: store.ExpirySweep})
 		if err != nil {

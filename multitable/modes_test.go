@@ -36,7 +36,7 @@ func newSweptEnv(t *testing.T, clock *storetest.Clock, raw, st store.Store, opts
 // native TTL); drop is refused, since a shared table is never dropped.
 func TestExpiryModes(t *testing.T) {
 	t.Parallel()
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := t.Context()
 		clock := storetest.NewClock(t0)
 		raw := open(t, clock.Now)
