@@ -123,6 +123,15 @@ NORACE_TESTS = ^(TestPageBytesAreBounded|TestQueryVisitsAtMostTheBudget|TestFull
 # servers much of the time). Named first, they run beside the short ones.
 RACE_FIRST = ./timeseries/ ./lists/ ./expiry/ ./shardmgr/ ./store/dynamo/ ./store/cql/ ./migrate/cqllegacy/ ./cmd/ebb/ ./multitable/ ./server/ .
 
+# RACE_PARALLEL is how many parallel tests each package of the race run
+# runs at once. go test's default is GOMAXPROCS, 2 here, and most parallel
+# tests are remote-backend variants (and the suites' subtests on them) that
+# spend their time waiting on the test servers: two at a time, a package's
+# dozens of them queued one pair after another while the cores idled.
+# Each owns its tables or keyspace, so more of them overlap their round
+# trips; the CPU-bound tests on the embedded backend run beside them.
+RACE_PARALLEL = 8
+
 # check is vet, formatting and every test under the race detector, with
 # every backend selected (EBB_TEST_BACKENDS=all), against the
 # EBB_DYNAMODB_ENDPOINT / EBB_DYNAMODB_LOCAL_ENDPOINT /
@@ -156,8 +165,8 @@ check-tests:
 	# listener (ebb serve --hot-addr) instead of net/http (each test that
 	# serves on the listener the variable names; see server_test.go).
 	# The cluster's tests (store/cql/cqlcluster) run beside it, in
-	# cluster-run.
-	EBB_TEST_LISTENER=both $(GO) test -race -timeout 15m -skip '$(NORACE_TESTS)' $$($(GO) list $(RACE_FIRST) ./... | grep -v '/store/cql/cqlcluster$$')
+	# cluster-run. -parallel RACE_PARALLEL: see there.
+	EBB_TEST_LISTENER=both $(GO) test -race -timeout 15m -parallel $(RACE_PARALLEL) -skip '$(NORACE_TESTS)' $$($(GO) list $(RACE_FIRST) ./... | grep -v '/store/cql/cqlcluster$$')
 	# The tests whose size is their point run without the race detector
 	# (see NORACE_TESTS), on both listeners.
 	EBB_TEST_LISTENER=both $(GO) test -count=1 -run '$(NORACE_TESTS)' ./server/ ./timeseries/ ./internal/faultfs/ ./migrate/

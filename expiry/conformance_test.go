@@ -17,6 +17,7 @@ import (
 // embedded backend (synced, as served), so that what ebb serves is what the
 // suite checks: its Scan and WriteDeferred pass through to the backend's.
 func TestConformancePebble(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t testing.TB, now func() time.Time) store.Store {
 		raw, err := ebbpebble.Open("db", ebbpebble.Options{FS: vfs.NewMem(), Now: now})
 		if err != nil {

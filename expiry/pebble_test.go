@@ -66,8 +66,11 @@ func stats(t testing.TB, s store.Store, table string) int64 {
 // TestLoopCatchesUpAfterDowntime runs the real loop on a fake clock, with a
 // tick cadence that is not a multiple of the window: while it runs, every
 // row is physically gone at the first tick at or after its expiry; after an
-// hour down, the restarted loop catches up at once.
+// hour down, the restarted loop catches up at once. It runs in parallel,
+// as the other long tests on the embedded backend do, so that its CPU
+// fills the remote variants' waits on their servers.
 func TestLoopCatchesUpAfterDowntime(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		raw := testbackend.Pebble(t, nil)
@@ -176,6 +179,7 @@ func TestRowsLeaveStatsWithinTwoIntervals(t *testing.T) {
 
 // TestPacing checks that MaxDeletesPerSecond spaces a mass expiry out.
 func TestPacing(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		raw := testbackend.Pebble(t, nil)

@@ -49,6 +49,7 @@ func (r *modelRow) live(now int64) bool {
 // and at the end, once every expiry has passed, that only rows that never
 // expire are left.
 func TestPropertyNeverDeletesLiveRows(t *testing.T) {
+	t.Parallel()
 	cols := []string{"v", "w"}
 	rapid.Check(t, func(rt *rapid.T) {
 		ttlSpec := itemsSpec
