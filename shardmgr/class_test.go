@@ -19,7 +19,8 @@ import (
 // it may change again, and moved then; the store refuses nothing the plan
 // applies.
 func TestColdShardsMoveClass(t *testing.T) {
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	t.Parallel()
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		start := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 		clock := storetest.NewClock(start)

@@ -22,7 +22,8 @@ import (
 // it go, and what it prepared for a drop reaches BeforeDrop with that
 // drop alone. The hook is not called by a dry run.
 func TestPrepareDropHoldsDrops(t *testing.T) {
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	t.Parallel()
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clock := storetest.NewClock(time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC))
 		st := open(t, clock.Now)

@@ -63,7 +63,8 @@ func TestLayouts(t *testing.T) {
 // by the width of its last shard, so that hourly shards before a change to
 // daily ones are not reported as less than one (daily) shard of runway.
 func TestRunwayAcrossALayoutChange(t *testing.T) {
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	t.Parallel()
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clock := storetest.NewClock(time.Date(2026, 3, 4, 10, 30, 0, 0, time.UTC))
 		st := open(t, clock.Now)

@@ -53,7 +53,8 @@ func newManager(t testing.TB, st store.Store, clock func() time.Time, cfgs ...Co
 }
 
 func TestReconcileCreatesDropsAndIsIdempotent(t *testing.T) {
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	t.Parallel()
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clock := storetest.NewClock(time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC))
 		st := open(t, clock.Now)
@@ -148,7 +149,8 @@ func TestReconcileCreatesDropsAndIsIdempotent(t *testing.T) {
 }
 
 func TestDryRunChangesNothing(t *testing.T) {
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	t.Parallel()
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clock := storetest.NewClock(time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC))
 		st := open(t, clock.Now)
@@ -190,7 +192,8 @@ func (f *failingStore) Tables(ctx context.Context, prefix string) ([]store.Table
 }
 
 func TestApplyActionsAreIndependent(t *testing.T) {
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	t.Parallel()
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clock := storetest.NewClock(time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC))
 		st := &failingStore{Store: open(t, clock.Now), failTable: "ev_1772625600"} // the hot shard
@@ -220,7 +223,8 @@ func TestApplyActionsAreIndependent(t *testing.T) {
 }
 
 func TestClockJumpGuardHoldsUntilConfirmed(t *testing.T) {
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	t.Parallel()
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		clock := storetest.NewClock(time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC))
 		st := open(t, clock.Now)

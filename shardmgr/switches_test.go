@@ -71,7 +71,8 @@ func (r *rulesStore) Tables(ctx context.Context, prefix string) ([]store.TableIn
 // the shard's on-demand creation, and then applied; the store refuses
 // nothing the plan applies.
 func TestKeyspacesPrewarmBackToOnDemandDeferred(t *testing.T) {
-	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+	t.Parallel()
+	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		created := time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)
 		clock := storetest.NewClock(created)
