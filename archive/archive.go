@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +34,11 @@ type Options struct {
 	// ProgressEvery is how many rows an export writes between two log
 	// lines of its progress; zero means DefaultProgressEvery.
 	ProgressEvery int64
+	// RowGroupBytes bounds what an export holds in memory: once the
+	// Parquet writer's buffered rows reach about that many bytes (its
+	// own estimate, before compression) they are written out as a row
+	// group. Zero means DefaultRowGroupBytes.
+	RowGroupBytes int64
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger; nil discards.
@@ -44,6 +50,12 @@ type Options struct {
 // DefaultProgressEvery is how many rows an export writes between two
 // progress lines of its log by default.
 const DefaultProgressEvery = 1_000_000
+
+// DefaultRowGroupBytes is the size at which an export writes out a row
+// group by default. The Parquet writer buffers a row group whole until it
+// is flushed, so without a bound a shard's whole object would sit in
+// memory until the end of its export.
+const DefaultRowGroupBytes = 32 << 20
 
 // Archiver archives shards before their drop, lists archives and
 // restores them. It is safe for concurrent use.
@@ -72,6 +84,9 @@ func New(opts Options) (*Archiver, error) {
 	}
 	if a.opts.ProgressEvery <= 0 {
 		a.opts.ProgressEvery = DefaultProgressEvery
+	}
+	if a.opts.RowGroupBytes <= 0 {
+		a.opts.RowGroupBytes = DefaultRowGroupBytes
 	}
 	if opts.Registerer != nil {
 		if err := a.metrics.register(opts.Registerer); err != nil {
@@ -273,8 +288,18 @@ func (a *Archiver) export(ctx context.Context, t Target, sh Shard) (Manifest, er
 						}
 					}
 				}
-				if _, err := w.WriteRows(prows); err != nil {
-					return Manifest{}, store.Wrapf(store.ErrStorageFault, err, "archive: write %s", sh.Table)
+				// A page goes to the writer a few hundred rows at a time,
+				// and the row group is written out once its buffer (Size
+				// less what was written) reaches RowGroupBytes.
+				for chunk := range slices.Chunk(prows, 256) {
+					if _, err := w.WriteRows(chunk); err != nil {
+						return Manifest{}, store.Wrapf(store.ErrStorageFault, err, "archive: write %s", sh.Table)
+					}
+					if w.Size()-cw.n >= a.opts.RowGroupBytes {
+						if err := w.Flush(); err != nil {
+							return Manifest{}, store.Wrapf(store.ErrStorageFault, err, "archive: write %s", sh.Table)
+						}
+					}
 				}
 				m.Rows += int64(len(page.Rows))
 				a.metrics.rows.Add(float64(len(page.Rows)))
