@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,6 +63,25 @@ type archiveFixture struct {
 	dir, loc      string
 	corrupt       atomic.Bool
 	failManifests atomic.Int32
+	log           lockedBuffer
+}
+
+// lockedBuffer is a log's output a test reads while the log writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func newArchiveFixture(t *testing.T, open testbackend.Factory) *archiveFixture {
@@ -72,7 +93,7 @@ func newArchiveFixture(t *testing.T, open testbackend.Factory) *archiveFixture {
 	if _, ok := store.As[store.PartitionLister](f.st); !ok {
 		t.Fatalf("the %s backend lists no partitions, so it cannot archive", f.st.Capabilities().Backend)
 	}
-	svc, err := New(context.Background(), f.st, Options{Now: f.clk.Now, Registerer: f.reg,
+	svc, err := New(context.Background(), f.st, Options{Now: f.clk.Now, Registerer: f.reg, Logger: slog.New(slog.NewTextHandler(&f.log, nil)),
 		ArchiveOpen: func(ctx context.Context, loc string) (archive.Target, error) {
 			t, err := archive.OpenFile(ctx, loc)
 			if err != nil {
@@ -224,7 +245,7 @@ func TestArchiveBeforeDrop(t *testing.T) {
 
 // TestArchiveCorruptObjectHoldsDrop: an object that does not read back as
 // written holds the drop, which the plan, the metrics and the log say,
-// until an archive verifies.
+// while writes go on, until an archive verifies.
 func TestArchiveCorruptObjectHoldsDrop(t *testing.T) {
 	t.Parallel()
 	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
@@ -247,6 +268,15 @@ func TestArchiveCorruptObjectHoldsDrop(t *testing.T) {
 		}
 		if got := gaugeValue(t, f.reg, "ebb_shard_drops_held"); got < 1 {
 			t.Errorf("held drops %v", got)
+		}
+		for _, line := range []string{`msg="archive of shard failed; its drop is held"`, `msg="shard drop held"`} {
+			if !strings.Contains(f.log.String(), line+" index=ev table="+oldShard) {
+				t.Errorf("the log has no %s for %s:\n%s", line, oldShard, f.log.String())
+			}
+		}
+		// Writes go on while the drop is held.
+		if _, err := f.svc.WriteEvents(ctx, "ev", []Event{{IndexID: "acct0", EventID: "now", Timestamp: f.clk.Now()}}); err != nil {
+			t.Fatalf("a write while a drop is held: %v", err)
 		}
 		f.corrupt.Store(false)
 		if err := f.svc.Manager().RunOnce(ctx); err != nil {
