@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -235,6 +237,17 @@ func (a *Archiver) export(ctx context.Context, t Target, sh Shard) (Manifest, er
 	}
 	for _, c := range l.cols {
 		m.Columns = append(m.Columns, c.Name+" "+c.Type.String())
+	}
+	// A process killed mid-export leaves its temporary file behind; the
+	// shard is archived by one process at a time (the shard manager's
+	// lease), so the files of its earlier exports can go (should another
+	// process export it at the same moment, its Put fails, and its next
+	// pass tries again).
+	if old, _ := filepath.Glob(filepath.Join(cmp.Or(t.TempDir(), os.TempDir()), ".tmp-"+sh.Table+"-*.parquet")); len(old) > 0 {
+		for _, p := range old {
+			_ = os.Remove(p)
+		}
+		a.log.Info("removed the temporary files of an interrupted archive", "index", sh.Index, "table", sh.Table, "files", len(old))
 	}
 	f, err := os.CreateTemp(t.TempDir(), ".tmp-"+sh.Table+"-*.parquet")
 	if err != nil {
