@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -51,13 +50,7 @@ func TestArchiveResumesAfterProcessKill(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestArchiveResumesAfterProcessKill$", "-test.count=1")
-	cmd.Env = append(os.Environ(), archiveKillEnv+"="+dir)
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if err == nil || !(errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL) {
-		t.Fatalf("child was not killed mid-archive: %v\n%s", err, out)
-	}
+	runKilledChild(t, archiveKillEnv, dir)
 	archDir := filepath.Join(dir, "archive")
 	shard := shardmgr.ShardName("ev", archiveKillStart)
 	if _, err := os.Stat(filepath.Join(archDir, "ev", shard+".manifest.json")); !errors.Is(err, os.ErrNotExist) {

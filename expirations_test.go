@@ -252,13 +252,7 @@ func TestExpirationsSurviveKill(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestExpirationsSurviveKill$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if err == nil || !(errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL) {
-		t.Fatalf("child did not kill itself: %v\n%s", err, out)
-	}
+	out := runKilledChild(t, crashEnv, dir)
 	saved, err := os.ReadFile(filepath.Join(dir, "read"))
 	if err != nil {
 		t.Fatalf("child saved nothing: %v\n%s", err, out)
@@ -301,6 +295,22 @@ func TestExpirationsSurviveKill(t *testing.T) {
 }
 
 const crashRows = 40
+
+// runKilledChild runs the calling test again in a child process, with
+// env set to dir (which the test reads to play the child's part), and
+// fails the test unless the child ends killed by SIGKILL. It returns the
+// child's output.
+func runKilledChild(t *testing.T, env, dir string) []byte {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"="+dir)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if err == nil || !(errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL) {
+		t.Fatalf("child was not killed: %v\n%s", err, out)
+	}
+	return out
+}
 
 // crashChild is the child side of TestExpirationsSurviveKill.
 func crashChild(t *testing.T, dir string) {

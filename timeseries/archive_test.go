@@ -1,6 +1,7 @@
 package timeseries
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,8 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,69 +18,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ebb-data/ebb/archive"
+	"github.com/ebb-data/ebb/archive/archivetest"
 	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/shardmgr"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/storetest"
 )
 
-// faultyTarget wraps a target: corrupt flips a byte of each object Put,
-// failManifests fails that many manifest writes (a process killed between
-// its object and its manifest).
-type faultyTarget struct {
-	archive.Target
-	corrupt       *atomic.Bool
-	failManifests *atomic.Int32
-}
-
-func (f faultyTarget) Put(ctx context.Context, name, path string) error {
-	if f.corrupt.Load() {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		b[len(b)/2] ^= 0xFF
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			return err
-		}
-	}
-	return f.Target.Put(ctx, name, path)
-}
-
-func (f faultyTarget) PutBytes(ctx context.Context, name string, b []byte) error {
-	if f.failManifests.Add(-1) >= 0 {
-		return errors.New("killed before the manifest")
-	}
-	return f.Target.PutBytes(ctx, name, b)
-}
-
 type archiveFixture struct {
-	svc           *Service
-	reg           *prometheus.Registry
-	st            store.Store
-	clk           *storetest.Clock
-	dir, loc      string
-	corrupt       atomic.Bool
-	failManifests atomic.Int32
-	log           lockedBuffer
-}
-
-// lockedBuffer is a log's output a test reads while the log writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	svc      *Service
+	reg      *prometheus.Registry
+	st       store.Store
+	clk      *storetest.Clock
+	dir, loc string
+	faults   archivetest.Faults
+	// log is the service's log; the service logs only within the calls
+	// the test makes, so the test reads it between them.
+	log bytes.Buffer
 }
 
 func newArchiveFixture(t *testing.T, open testbackend.Factory) *archiveFixture {
@@ -94,13 +47,7 @@ func newArchiveFixture(t *testing.T, open testbackend.Factory) *archiveFixture {
 		t.Fatalf("the %s backend lists no partitions, so it cannot archive", f.st.Capabilities().Backend)
 	}
 	svc, err := New(context.Background(), f.st, Options{Now: f.clk.Now, Registerer: f.reg, Logger: slog.New(slog.NewTextHandler(&f.log, nil)),
-		ArchiveOpen: func(ctx context.Context, loc string) (archive.Target, error) {
-			t, err := archive.OpenFile(ctx, loc)
-			if err != nil {
-				return nil, err
-			}
-			return faultyTarget{Target: t, corrupt: &f.corrupt, failManifests: &f.failManifests}, nil
-		}})
+		ArchiveOpen: archivetest.Opener(archive.OpenFile, &f.faults)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +199,7 @@ func TestArchiveCorruptObjectHoldsDrop(t *testing.T) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)
 		f.fill(t, 500)
-		f.corrupt.Store(true)
+		f.faults.Corrupt.Store(true)
 		f.clk.Set(t0.Add(2 * time.Hour))
 		if err := f.svc.Manager().RunOnce(ctx); err != nil {
 			t.Fatal(err)
@@ -278,7 +225,7 @@ func TestArchiveCorruptObjectHoldsDrop(t *testing.T) {
 		if _, err := f.svc.WriteEvents(ctx, "ev", []Event{{IndexID: "acct0", EventID: "now", Timestamp: f.clk.Now()}}); err != nil {
 			t.Fatalf("a write while a drop is held: %v", err)
 		}
-		f.corrupt.Store(false)
+		f.faults.Corrupt.Store(false)
 		if err := f.svc.Manager().RunOnce(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -300,7 +247,7 @@ func TestArchiveResumesAfterKill(t *testing.T) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)
 		evs := f.fill(t, 800)
-		f.failManifests.Store(2) // both expired shards
+		f.faults.KillManifests.Store(2) // both expired shards
 		f.clk.Set(t0.Add(2 * time.Hour))
 		if err := f.svc.Manager().RunOnce(ctx); err != nil {
 			t.Fatal(err)
