@@ -90,7 +90,14 @@ func TestExpirationsOnEveryBackend(t *testing.T) {
 		}
 		got, _ := readExpirations(t, db, "", len(entities)+1, nil)
 		seen := map[string]int{}
+		last := map[string]ebb.Expiration{} // per feature, its last event read
 		for _, ev := range got {
+			// Per feature, in removal order.
+			f := ev.Kind + "/" + ev.Name + "/" + ev.Feature
+			if prev, ok := last[f]; ok && ev.RemovedAt.Before(prev.RemovedAt) {
+				t.Errorf("%s: %s removed at %s delivered after %s removed at %s", f, ev.Key, ev.RemovedAt, prev.Key, prev.RemovedAt)
+			}
+			last[f] = ev
 			if ev.Type != ebb.ExpirationRow || ev.RemovedAt.Before(ev.ExpiresAt) || len(ev.Key) == 0 {
 				t.Errorf("malformed event %+v", ev)
 				continue
@@ -104,6 +111,59 @@ func TestExpirationsOnEveryBackend(t *testing.T) {
 		}
 		if n := seen["table/sessions//s1"]; n != 1 {
 			t.Errorf("shared-table item delivered %d times, want once; got %v", n, seen)
+		}
+	})
+}
+
+// sharedStore is one backend as a replica sees it: another replica's DB
+// opens it too, so closing a DB leaves it open.
+type sharedStore struct{ store.Store }
+
+func (s sharedStore) Close() error        { return nil }
+func (s sharedStore) Unwrap() store.Store { return s.Store }
+
+// TestExpirationsCursorAcrossReplicas checks, on each backend, that a
+// cursor one replica handed out reads on at another replica of the same
+// store: replica A sweeps and is read half-way, then goes; replica B takes
+// the sweeper's lease, sweeps more, and reading on from A's cursor at B
+// delivers the rest of A's expirations and B's, each once, none of those
+// read before.
+func TestExpirationsCursorAcrossReplicas(t *testing.T) {
+	testbackend.Each(t, func(t *testing.T, open testbackend.Factory) {
+		st := open(t, nil)
+		replica := func() *ebb.DB {
+			t.Helper()
+			o := expiringOptions(ebb.Options{Store: sharedStore{st}, LeaseDuration: time.Second})
+			db, err := ebb.Open(t.Context(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = db.Close() })
+			return db
+		}
+		a := replica()
+		first := addExpiring(t, a, lists.FeatureID{EntityType: "user", Feature: "seen"}, "a", 6)
+		if all, _ := readExpirations(t, a, "", len(first), nil); len(all) != len(first) {
+			t.Fatalf("replica A logged %d expirations, want %d", len(all), len(first))
+		}
+		half, cursor := readExpirations(t, a, "", len(first)/2, nil)
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b := replica()
+		second := addExpiring(t, b, lists.FeatureID{EntityType: "user", Feature: "later"}, "b", 4)
+		rest, _ := readExpirations(t, b, cursor, len(first)-len(half)+len(second), nil)
+		seen := map[string]int{}
+		for _, ev := range half {
+			seen[ev.Key[0]]++
+		}
+		for _, ev := range rest {
+			seen[ev.Key[0]]++
+		}
+		for _, k := range append(first, second...) {
+			if seen[k] != 1 {
+				t.Errorf("%s delivered %d times across the replicas, want once", k, seen[k])
+			}
 		}
 	})
 }
@@ -192,13 +252,7 @@ func TestExpirationsSurviveKill(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestExpirationsSurviveKill$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if err == nil || !(errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL) {
-		t.Fatalf("child did not kill itself: %v\n%s", err, out)
-	}
+	out := runKilledChild(t, crashEnv, dir)
 	saved, err := os.ReadFile(filepath.Join(dir, "read"))
 	if err != nil {
 		t.Fatalf("child saved nothing: %v\n%s", err, out)
@@ -241,6 +295,22 @@ func TestExpirationsSurviveKill(t *testing.T) {
 }
 
 const crashRows = 40
+
+// runKilledChild runs the calling test again in a child process, with
+// env set to dir (which the test reads to play the child's part), and
+// fails the test unless the child ends killed by SIGKILL. It returns the
+// child's output.
+func runKilledChild(t *testing.T, env, dir string) []byte {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"="+dir)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if err == nil || !(errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL) {
+		t.Fatalf("child was not killed: %v\n%s", err, out)
+	}
+	return out
+}
 
 // crashChild is the child side of TestExpirationsSurviveKill.
 func crashChild(t *testing.T, dir string) {

@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +36,11 @@ type Options struct {
 	// ProgressEvery is how many rows an export writes between two log
 	// lines of its progress; zero means DefaultProgressEvery.
 	ProgressEvery int64
+	// RowGroupBytes bounds what an export holds in memory: once the
+	// Parquet writer's buffered rows reach about that many bytes (its
+	// own estimate, before compression) they are written out as a row
+	// group. Zero means DefaultRowGroupBytes.
+	RowGroupBytes int64
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger; nil discards.
@@ -44,6 +52,12 @@ type Options struct {
 // DefaultProgressEvery is how many rows an export writes between two
 // progress lines of its log by default.
 const DefaultProgressEvery = 1_000_000
+
+// DefaultRowGroupBytes is the size at which an export writes out a row
+// group by default. The Parquet writer buffers a row group whole until it
+// is flushed, so without a bound a shard's whole object would sit in
+// memory until the end of its export.
+const DefaultRowGroupBytes = 32 << 20
 
 // Archiver archives shards before their drop, lists archives and
 // restores them. It is safe for concurrent use.
@@ -72,6 +86,9 @@ func New(opts Options) (*Archiver, error) {
 	}
 	if a.opts.ProgressEvery <= 0 {
 		a.opts.ProgressEvery = DefaultProgressEvery
+	}
+	if a.opts.RowGroupBytes <= 0 {
+		a.opts.RowGroupBytes = DefaultRowGroupBytes
 	}
 	if opts.Registerer != nil {
 		if err := a.metrics.register(opts.Registerer); err != nil {
@@ -138,8 +155,8 @@ func (m Manifest) ObjectURL() string {
 }
 
 // ArchiveShard makes sure the shard has a verified archive at location,
-// exporting and verifying it unless a verified manifest and its object are
-// already there, and returns that manifest. A nil error means the shard
+// exporting and verifying it unless a verified manifest is already there
+// and its object still reads back as it says, and returns that manifest. A nil error means the shard
 // may be dropped; any error says why it may not (the shard manager holds
 // the drop and reports it). It is idempotent: an object without a
 // verified manifest, left by an archive killed half-way, is written again.
@@ -152,14 +169,15 @@ func (a *Archiver) ArchiveShard(ctx context.Context, location string, sh Shard) 
 		return Manifest{}, a.fail(sh, err)
 	}
 	if m, err := readManifest(ctx, t, sh.Index, sh.Table); err == nil && !m.Verified.IsZero() {
-		if o, err := t.Open(ctx, m.Object); err == nil {
-			size := o.Size()
-			o.Close()
-			if size == m.Bytes {
-				return m, nil
-			}
+		// The object is read back again before the drop it allows: it may
+		// have changed since it was verified. The shard's rows cannot
+		// (writes past retention are refused), so matching the manifest
+		// is matching the table.
+		err := a.verify(ctx, t, m)
+		if err == nil {
+			return m, nil
 		}
-		a.log.Warn("archive manifest names an object that is missing or of another size; archiving again", "index", sh.Index, "table", sh.Table, "location", location)
+		a.log.Warn("archived object no longer matches its manifest; archiving again", "index", sh.Index, "table", sh.Table, "location", location, "err", err)
 	}
 	start := a.now()
 	m, err := a.export(ctx, t, sh)
@@ -220,6 +238,17 @@ func (a *Archiver) export(ctx context.Context, t Target, sh Shard) (Manifest, er
 	for _, c := range l.cols {
 		m.Columns = append(m.Columns, c.Name+" "+c.Type.String())
 	}
+	// A process killed mid-export leaves its temporary file behind; the
+	// shard is archived by one process at a time (the shard manager's
+	// lease), so the files of its earlier exports can go (should another
+	// process export it at the same moment, its Put fails, and its next
+	// pass tries again).
+	if old, _ := filepath.Glob(filepath.Join(cmp.Or(t.TempDir(), os.TempDir()), ".tmp-"+sh.Table+"-*.parquet")); len(old) > 0 {
+		for _, p := range old {
+			_ = os.Remove(p)
+		}
+		a.log.Info("removed the temporary files of an interrupted archive", "index", sh.Index, "table", sh.Table, "files", len(old))
+	}
 	f, err := os.CreateTemp(t.TempDir(), ".tmp-"+sh.Table+"-*.parquet")
 	if err != nil {
 		return Manifest{}, store.Wrapf(store.ErrStorageFault, err, "archive: cannot write the object of %s to %s", sh.Table, t.Location())
@@ -273,8 +302,18 @@ func (a *Archiver) export(ctx context.Context, t Target, sh Shard) (Manifest, er
 						}
 					}
 				}
-				if _, err := w.WriteRows(prows); err != nil {
-					return Manifest{}, store.Wrapf(store.ErrStorageFault, err, "archive: write %s", sh.Table)
+				// A page goes to the writer a few hundred rows at a time,
+				// and the row group is written out once its buffer (Size
+				// less what was written) reaches RowGroupBytes.
+				for chunk := range slices.Chunk(prows, 256) {
+					if _, err := w.WriteRows(chunk); err != nil {
+						return Manifest{}, store.Wrapf(store.ErrStorageFault, err, "archive: write %s", sh.Table)
+					}
+					if w.Size()-cw.n >= a.opts.RowGroupBytes {
+						if err := w.Flush(); err != nil {
+							return Manifest{}, store.Wrapf(store.ErrStorageFault, err, "archive: write %s", sh.Table)
+						}
+					}
 				}
 				m.Rows += int64(len(page.Rows))
 				a.metrics.rows.Add(float64(len(page.Rows)))

@@ -8,9 +8,11 @@
 //
 //	export  page through the table's partitions (store.PartitionLister)
 //	        and scan each one (store.Data's Scan), writing Parquet rows to
-//	        a local file as they come, so no shard is ever held in memory,
-//	        while hashing every row (the rows checksum) and every byte
-//	        written (the object checksum); then Put the file as the object
+//	        a local file as they come, a row group of about
+//	        Options.RowGroupBytes at a time, so no shard is ever held in
+//	        memory, while hashing every row (the rows checksum) and every
+//	        byte written (the object checksum); then Put the file as the
+//	        object
 //	verify  read the object back: its bytes must hash to the object
 //	        checksum, and its rows must be as many as the table's and hash
 //	        to the same rows checksum

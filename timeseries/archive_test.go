@@ -1,15 +1,16 @@
 package timeseries
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,50 +18,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ebb-data/ebb/archive"
+	"github.com/ebb-data/ebb/archive/archivetest"
 	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/shardmgr"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/storetest"
 )
 
-// faultyTarget wraps a target: corrupt flips a byte of each object Put,
-// failManifests fails that many manifest writes (a process killed between
-// its object and its manifest).
-type faultyTarget struct {
-	archive.Target
-	corrupt       *atomic.Bool
-	failManifests *atomic.Int32
-}
-
-func (f faultyTarget) Put(ctx context.Context, name, path string) error {
-	if f.corrupt.Load() {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		b[len(b)/2] ^= 0xFF
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			return err
-		}
-	}
-	return f.Target.Put(ctx, name, path)
-}
-
-func (f faultyTarget) PutBytes(ctx context.Context, name string, b []byte) error {
-	if f.failManifests.Add(-1) >= 0 {
-		return errors.New("killed before the manifest")
-	}
-	return f.Target.PutBytes(ctx, name, b)
-}
-
 type archiveFixture struct {
-	svc           *Service
-	reg           *prometheus.Registry
-	st            store.Store
-	clk           *storetest.Clock
-	dir, loc      string
-	corrupt       atomic.Bool
-	failManifests atomic.Int32
+	svc      *Service
+	reg      *prometheus.Registry
+	st       store.Store
+	clk      *storetest.Clock
+	dir, loc string
+	faults   archivetest.Faults
+	// log is the service's log; the service logs only within the calls
+	// the test makes, so the test reads it between them.
+	log bytes.Buffer
 }
 
 func newArchiveFixture(t *testing.T, open testbackend.Factory) *archiveFixture {
@@ -72,14 +46,8 @@ func newArchiveFixture(t *testing.T, open testbackend.Factory) *archiveFixture {
 	if _, ok := store.As[store.PartitionLister](f.st); !ok {
 		t.Fatalf("the %s backend lists no partitions, so it cannot archive", f.st.Capabilities().Backend)
 	}
-	svc, err := New(context.Background(), f.st, Options{Now: f.clk.Now, Registerer: f.reg,
-		ArchiveOpen: func(ctx context.Context, loc string) (archive.Target, error) {
-			t, err := archive.OpenFile(ctx, loc)
-			if err != nil {
-				return nil, err
-			}
-			return faultyTarget{Target: t, corrupt: &f.corrupt, failManifests: &f.failManifests}, nil
-		}})
+	svc, err := New(context.Background(), f.st, Options{Now: f.clk.Now, Registerer: f.reg, Logger: slog.New(slog.NewTextHandler(&f.log, nil)),
+		ArchiveOpen: archivetest.Opener(archive.OpenFile, &f.faults)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,14 +192,14 @@ func TestArchiveBeforeDrop(t *testing.T) {
 
 // TestArchiveCorruptObjectHoldsDrop: an object that does not read back as
 // written holds the drop, which the plan, the metrics and the log say,
-// until an archive verifies.
+// while writes go on, until an archive verifies.
 func TestArchiveCorruptObjectHoldsDrop(t *testing.T) {
 	t.Parallel()
 	testbackend.EachParallel(t, func(t *testing.T, open testbackend.Factory) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)
 		f.fill(t, 500)
-		f.corrupt.Store(true)
+		f.faults.Corrupt.Store(true)
 		f.clk.Set(t0.Add(2 * time.Hour))
 		if err := f.svc.Manager().RunOnce(ctx); err != nil {
 			t.Fatal(err)
@@ -248,7 +216,16 @@ func TestArchiveCorruptObjectHoldsDrop(t *testing.T) {
 		if got := gaugeValue(t, f.reg, "ebb_shard_drops_held"); got < 1 {
 			t.Errorf("held drops %v", got)
 		}
-		f.corrupt.Store(false)
+		for _, line := range []string{`msg="archive of shard failed; its drop is held"`, `msg="shard drop held"`} {
+			if !strings.Contains(f.log.String(), line+" index=ev table="+oldShard) {
+				t.Errorf("the log has no %s for %s:\n%s", line, oldShard, f.log.String())
+			}
+		}
+		// Writes go on while the drop is held.
+		if _, err := f.svc.WriteEvents(ctx, "ev", []Event{{IndexID: "acct0", EventID: "now", Timestamp: f.clk.Now()}}); err != nil {
+			t.Fatalf("a write while a drop is held: %v", err)
+		}
+		f.faults.Corrupt.Store(false)
 		if err := f.svc.Manager().RunOnce(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -270,7 +247,7 @@ func TestArchiveResumesAfterKill(t *testing.T) {
 		ctx := context.Background()
 		f := newArchiveFixture(t, open)
 		evs := f.fill(t, 800)
-		f.failManifests.Store(2) // both expired shards
+		f.faults.KillManifests.Store(2) // both expired shards
 		f.clk.Set(t0.Add(2 * time.Hour))
 		if err := f.svc.Manager().RunOnce(ctx); err != nil {
 			t.Fatal(err)

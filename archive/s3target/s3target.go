@@ -4,10 +4,11 @@
 // in (cmd/ebb) links the S3 SDK; the root package opens file:// archives
 // alone.
 //
-// Objects are written whole with one PutObject from the local file the
-// archiver streamed the Parquet to (S3 makes a PutObject visible whole or
-// not at all, so a reader never sees half an object), read with ranged
-// GetObjects, and listed with ListObjectsV2.
+// Objects are written from the local file the archiver streamed the
+// Parquet to, with one PutObject or, above Options.PartSize, a multipart
+// upload (a PutObject takes at most 5 GiB); S3 makes either visible whole
+// or not at all, so a reader never sees half an object. They are read
+// with ranged GetObjects, and listed with ListObjectsV2.
 package s3target
 
 import (
@@ -19,6 +20,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -45,7 +47,19 @@ type Options struct {
 	// Client, when set, is used as it is and the fields above are
 	// ignored.
 	Client *s3.Client
+	// PartSize is the size of the parts of a multipart upload, which an
+	// object larger than it is uploaded with; zero means
+	// DefaultPartSize. S3 takes parts of 5 MiB to 5 GiB, at most 10,000
+	// of them (Amazon S3 User Guide, "Amazon S3 multipart upload
+	// limits"), so an object larger than 10,000 parts gets larger ones.
+	PartSize int64
 }
+
+// DefaultPartSize is the part size of multipart uploads by default.
+const DefaultPartSize = 64 << 20
+
+// maxParts is the most parts S3 takes in one multipart upload.
+const maxParts = 10_000
 
 // Opener returns an archive.Opener for s3:// locations that also opens
 // file:// ones (archive.OpenFile). The S3 client is made at the first
@@ -67,7 +81,14 @@ func Opener(opts Options) archive.Opener {
 			}
 			client = c
 		}
-		return New(client, location)
+		t, err := New(client, location)
+		if err != nil {
+			return nil, err
+		}
+		if opts.PartSize > 0 {
+			t.partSize = opts.PartSize
+		}
+		return t, nil
 	}
 }
 
@@ -99,6 +120,7 @@ type Target struct {
 	c              *s3.Client
 	loc            string
 	bucket, prefix string
+	partSize       int64
 }
 
 // New returns the target of an s3://bucket/prefix location on client.
@@ -114,7 +136,7 @@ func New(client *s3.Client, location string) (*Target, error) {
 	if prefix != "" {
 		prefix += "/"
 	}
-	return &Target{c: client, loc: location, bucket: u.Host, prefix: prefix}, nil
+	return &Target{c: client, loc: location, bucket: u.Host, prefix: prefix, partSize: DefaultPartSize}, nil
 }
 
 // Location is the target's URL.
@@ -125,8 +147,9 @@ func (t *Target) TempDir() string { return "" }
 
 func (t *Target) key(name string) string { return t.prefix + name }
 
-// Put uploads the file at path as the object name with one PutObject,
-// then removes the file.
+// Put uploads the file at path as the object name, with one PutObject up
+// to the part size and a multipart upload above it, then removes the
+// file.
 func (t *Target) Put(ctx context.Context, name, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -138,12 +161,54 @@ func (t *Target) Put(ctx context.Context, name, path string) error {
 	if err != nil {
 		return store.Wrapf(store.ErrStorageFault, err, "s3target: put %s", name)
 	}
+	if fi.Size() > t.partSize {
+		return t.putParts(ctx, name, f, fi.Size())
+	}
 	_, err = t.c.PutObject(ctx, &s3.PutObjectInput{
 		Bucket: aws.String(t.bucket), Key: aws.String(t.key(name)), Body: f, ContentLength: aws.Int64(fi.Size()),
 	})
 	if err != nil {
 		return t.fault("put", name, err)
 	}
+	return nil
+}
+
+// putParts uploads the file f of size bytes as the object name in parts,
+// read from the file one after another. An upload that fails is aborted,
+// so that its parts are not kept (and billed); an abort that fails too
+// leaves them to the bucket's lifecycle rule for incomplete uploads.
+func (t *Target) putParts(ctx context.Context, name string, f *os.File, size int64) error {
+	part := max(t.partSize, (size+maxParts-1)/maxParts)
+	bucket, key := aws.String(t.bucket), aws.String(t.key(name))
+	up, err := t.c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: bucket, Key: key})
+	if err != nil {
+		return t.fault("put", name, err)
+	}
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_, _ = t.c.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{Bucket: bucket, Key: key, UploadId: up.UploadId})
+	}()
+	var parts []types.CompletedPart
+	for off, n := int64(0), int32(1); off < size; off, n = off+part, n+1 {
+		l := min(part, size-off)
+		out, err := t.c.UploadPart(ctx, &s3.UploadPartInput{Bucket: bucket, Key: key, UploadId: up.UploadId,
+			PartNumber: aws.Int32(n), Body: io.NewSectionReader(f, off, l), ContentLength: aws.Int64(l)})
+		if err != nil {
+			return t.fault("put", name, err)
+		}
+		parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(n)})
+	}
+	_, err = t.c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: bucket, Key: key, UploadId: up.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}})
+	if err != nil {
+		return t.fault("put", name, err)
+	}
+	done = true
 	return nil
 }
 

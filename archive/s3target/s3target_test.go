@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -210,5 +212,49 @@ func TestCorruptObjectIsNotVerified(t *testing.T) {
 	}
 	if _, err := st.Spec(ctx, spec.Name); !errors.Is(err, store.ErrTableNotFound) {
 		t.Errorf("a refused restore left its table: %v", err)
+	}
+}
+
+// TestPutInParts: an object larger than the part size is uploaded in
+// parts (the last one shorter) and reads back byte for byte, and one no
+// larger goes in one PutObject; each local file is gone afterwards.
+func TestPutInParts(t *testing.T) {
+	c, bucket := client(t)
+	ctx := context.Background()
+	const part = 5 << 20 // S3's smallest part
+	tgt, err := s3target.Opener(s3target.Options{Client: c, PartSize: part})(ctx, "s3://"+bucket+"/parts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{2*part + 12345, part} {
+		want := make([]byte, size)
+		for i := range want {
+			want[i] = byte(i*7 + i/part)
+		}
+		path := filepath.Join(t.TempDir(), "object")
+		if err := os.WriteFile(path, want, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("ev/%d.parquet", size)
+		if err := tgt.Put(ctx, name, path); err != nil {
+			t.Fatalf("put %d bytes: %v", size, err)
+		}
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the local file is still there: %v", err)
+		}
+		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("parts/" + name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(out.Body)
+		out.Body.Close()
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%d bytes put, %d read back (equal: %v), %v", size, len(got), bytes.Equal(got, want), err)
+		}
+		// A multipart object's ETag ends in the count of its parts.
+		parts := strings.Contains(aws.ToString(out.ETag), "-")
+		if parts != (size > part) {
+			t.Errorf("%d bytes: ETag %s, want a multipart upload exactly above the part size", size, aws.ToString(out.ETag))
+		}
 	}
 }

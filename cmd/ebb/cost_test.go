@@ -491,3 +491,36 @@ func TestCostFrom(t *testing.T) {
 		t.Errorf("cost --from without the admin scope: exit %d %q", code, errOut)
 	}
 }
+
+// TestCostExampleColdClass runs the cold-class example of docs/cost.md and
+// checks that ebb cost prints the saving line the document shows, and
+// that with half of the reads going to cold shards the class still saves
+// what the document says.
+func TestCostExampleColdClass(t *testing.T) {
+	doc, cmds := costExample(t, 5)
+	code, out, errOut := cli(append([]string{"cost"}, cmds[0]...)...)
+	if code != 0 {
+		t.Fatalf("ebb cost %s: exit %d, %s", strings.Join(cmds[0], " "), code, errOut)
+	}
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "in Standard-IA") {
+			line = strings.TrimSpace(l)
+		}
+	}
+	if line == "" || !strings.Contains(doc, "\n"+line+"\n") {
+		t.Fatalf("ebb cost prints %q, which docs/cost.md does not show; output:\n%s", line, out)
+	}
+	code, out, errOut = cli(append([]string{"cost"}, append(cmds[0], "--reads-per-second", "100", "--rows-per-read", "100", "--cold-read-share", "0.5")...)...)
+	if code != 0 {
+		t.Fatalf("with cold reads: exit %d, %s", code, errOut)
+	}
+	for _, f := range []struct{ out, doc string }{
+		{"cold reads 20.53 more", "cold reads cost 20.53 more"},
+		{"(saves 106.20 a month)", "class still saves 106.20 a month"},
+	} {
+		if !strings.Contains(out, f.out) || !strings.Contains(strings.Join(strings.Fields(doc), " "), f.doc) {
+			t.Errorf("with half the reads cold: %q missing from the output, or %q from the document:\n%s", f.out, f.doc, out)
+		}
+	}
+}
