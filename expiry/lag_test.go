@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ebb-data/ebb/internal/parallel"
 	"github.com/ebb-data/ebb/internal/testbackend"
 	"github.com/ebb-data/ebb/internal/testselect"
 	"github.com/ebb-data/ebb/store"
@@ -491,11 +492,14 @@ func BenchmarkWriteBaseline(b *testing.B) {
 //	  -bench 'SweepRemote' -benchtime 5000x ./expiry/
 //
 // It reports the rows deleted per second and the backend calls and
-// mutations per row.
+// mutations per row. Its baseline deletes the same rows knowing their
+// keys, in batches of the same size with as many in flight as the sweep
+// has by default on the backend: the least a physical delete costs there.
 func BenchmarkSweepRemote(b *testing.B) {
 	for _, lb := range lagRemotes {
 		b.Run(lb.name, func(b *testing.B) {
 			testselect.Need(b, lb.backend)
+			b.Run("baseline", func(b *testing.B) { benchDeleteOn(b, lb) })
 			for _, par := range []int{4, 8, 16, 32} {
 				b.Run(fmt.Sprintf("parallelism-%d", par), func(b *testing.B) {
 					benchSweepOn(b, lb, Options{Parallelism: par})
@@ -537,4 +541,40 @@ func benchSweepOn(b *testing.B, lb lagBackend, opts Options) {
 	b.ReportMetric(float64(ops.mutations)/float64(b.N), "mutations/row")
 	b.Logf("%d rows deleted in %s, %.0f rows/s, by %s (delete batch %d, parallelism %d)",
 		b.N, took.Round(time.Millisecond), float64(b.N)/took.Seconds(), ops, st.opts.BatchSize, st.opts.Parallelism)
+}
+
+// benchDeleteOn is BenchmarkSweepRemote's baseline.
+func benchDeleteOn(b *testing.B, lb lagBackend) {
+	ctx := context.Background()
+	raw := lb.open(b, func() time.Time { return start })
+	cnt := newCounting(raw)
+	if err := cnt.CreateTable(ctx, itemsSpec); err != nil {
+		b.Fatal(err)
+	}
+	benchRows(b, cnt, b.N, at(2*time.Second))
+	opts := Options{}.withDefaults(raw.Capabilities())
+	// In key order, as the sweep sends its deletes (deleteRows).
+	muts := make([]store.Mutation, 0, b.N)
+	for p := range 50 {
+		for i := p; i < b.N; i += 50 {
+			muts = append(muts, store.Mutation{Kind: store.DeleteRow, Partition: []any{fmt.Sprintf("p%02d", p)}, Clustering: []any{int64(i)}})
+		}
+	}
+	var tasks []func(context.Context) error
+	for batch := range slices.Chunk(muts, opts.BatchSize) {
+		tasks = append(tasks, func(ctx context.Context) error { return cnt.Write(ctx, "items", batch) })
+	}
+	before := cnt.snapshot()
+	b.ResetTimer()
+	began := time.Now()
+	if err := parallel.Run(ctx, opts.Parallelism, tasks); err != nil {
+		b.Fatal(err)
+	}
+	took := time.Since(began)
+	b.StopTimer()
+	ops := cnt.snapshot().sub(before)
+	b.ReportMetric(float64(b.N)/took.Seconds(), "deleted-rows/s")
+	b.ReportMetric(float64(ops.calls())/float64(b.N), "calls/row")
+	b.Logf("%d rows deleted by key in %s, %.0f rows/s, by %s (batch %d, parallelism %d)",
+		b.N, took.Round(time.Millisecond), float64(b.N)/took.Seconds(), ops, opts.BatchSize, opts.Parallelism)
 }
