@@ -77,7 +77,7 @@ func TestLagSchedule(t *testing.T) {
 // lag, since a shared server's speed is not the code's:
 //
 //	EBB_TEST_BACKENDS=dynamodb-local,cql go test -run '^$' \
-//	  -bench 'Lag/(dynamodb-local|cql)/' -benchtime 1x ./expiry/
+//	  -bench '^BenchmarkLag$/^(dynamodb-local|cql)$/' -benchtime 1x ./expiry/
 func BenchmarkLag(b *testing.B) {
 	for _, rate := range []float64{1_000, 10_000, 50_000} {
 		b.Run(fmt.Sprintf("rows-per-second-%.0f", rate), func(b *testing.B) {
