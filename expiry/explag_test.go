@@ -164,7 +164,7 @@ func measureEventLag(b *testing.B, rate float64, disk bool) eventLagResult {
 	}()
 	defer func() { stopReader(); <-readerDone }()
 
-	exps, _, took := writeAtRate(b, st, rate, 1500*time.Millisecond)
+	exps, _, took := writeAtRate(b, st, rate, 1500*time.Millisecond, 1)
 	n := len(exps)
 	r := eventLagResult{rows: n, achieved: float64(n) / took.Seconds()}
 	deadline := exps[n-1].Add(time.Minute)

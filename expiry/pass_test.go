@@ -53,3 +53,25 @@ func TestBusyPassComesSooner(t *testing.T) {
 		t.Fatalf("%d rows left after every row fell due and was swept", got)
 	}
 }
+
+// TestParallelismDefault: the sweep keeps 4 batches in flight by default,
+// 16 on the CQL backend, whose deletes wait on round trips; a Parallelism
+// given is kept on any backend.
+func TestParallelismDefault(t *testing.T) {
+	for _, c := range []struct {
+		caps store.Capabilities
+		opts Options
+		want int
+	}{
+		{store.Capabilities{Backend: "pebble", DeleteBatch: 1000}, Options{}, 4},
+		{store.Capabilities{Backend: "dynamodb", DeleteBatch: 25}, Options{}, 4},
+		{store.Capabilities{Backend: "cql", DeleteBatch: 64}, Options{}, 16},
+		{store.Capabilities{Backend: "cql", DeleteBatch: 64}, Options{Parallelism: 2}, 2},
+	} {
+		o := c.opts.withDefaults(c.caps)
+		if o.Parallelism != c.want || o.BatchSize != c.caps.DeleteBatch {
+			t.Errorf("%s backend, %d given: parallelism %d, batch %d; want %d, %d",
+				c.caps.Backend, c.opts.Parallelism, o.Parallelism, o.BatchSize, c.want, c.caps.DeleteBatch)
+		}
+	}
+}

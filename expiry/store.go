@@ -47,7 +47,7 @@ func Wrap(ctx context.Context, inner store.Store, opts Options) (*Store, error) 
 		return nil, err
 	}
 	caps := inner.Capabilities()
-	opts = opts.withDefaults(caps.DeleteBatch)
+	opts = opts.withDefaults(caps)
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {
 		return nil, err
