@@ -143,7 +143,9 @@ RACE_PARALLEL = 8
 # and node restarts far more than they use a core, so side by side the two
 # take little more than the longer of them; --output-sync prints each
 # one's output whole when it ends. A failure in either fails check, after
-# both have finished.
+# both have finished. A node's restart beside the race run can take
+# minutes on two cores, so a restart waits up to 600 s unless
+# EBB_CASSANDRA_START_TIMEOUT says otherwise.
 check: override export EBB_TEST_BACKENDS = all
 check:
 	$(GO) vet ./...
@@ -152,7 +154,7 @@ check:
 		echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$unformatted"; exit 1; \
 	fi
 	./scripts/await-test-servers.sh
-	$(MAKE) --no-print-directory -j2 --output-sync=target check-tests cluster-run
+	EBB_CASSANDRA_START_TIMEOUT=$${EBB_CASSANDRA_START_TIMEOUT:-600} $(MAKE) --no-print-directory -j2 --output-sync=target check-tests cluster-run
 
 # check-tests is check's tests beside the cluster's: every package under
 # the race detector, then the runs without it, the peer module, and the
