@@ -42,9 +42,13 @@ type Named struct {
 // Pebble opens the embedded backend on an in-memory file system without
 // syncing: the tests that use it check behaviour, not durability. A nil now
 // means time.Now, which inside a testing/synctest bubble is the bubble's
-// fake clock. The Store is closed when the test ends.
+// fake clock. The Store is closed when the test ends. Like the remote
+// backends, it skips the test unless EBB_TEST_BACKENDS selects pebble (the
+// default does), so that a run of one remote backend's variants (make
+// test-cql, make cluster-run) runs those alone.
 func Pebble(t testing.TB, now func() time.Time) store.Store {
 	t.Helper()
+	testselect.Need(t, testselect.Pebble)
 	st, err := ebbpebble.Open("db", ebbpebble.Options{FS: vfs.NewMem(), NoSync: true, Now: now})
 	if err != nil {
 		t.Fatalf("open pebble: %v", err)

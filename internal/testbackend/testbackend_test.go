@@ -122,3 +122,28 @@ func TestAllNamesEveryBackend(t *testing.T) {
 		t.Errorf("backends %v, want %v", backends, want)
 	}
 }
+
+// TestPebbleFollowsTheSelection checks that a test opening the embedded
+// backend directly is skipped when the selection leaves pebble out, as a
+// remote backend's tests are, and runs when it names pebble.
+func TestPebbleFollowsTheSelection(t *testing.T) {
+	for _, c := range []struct {
+		selection string
+		skipped   bool
+	}{{"cql", true}, {"pebble,cql", false}, {"", false}} {
+		t.Run(c.selection, func(t *testing.T) {
+			t.Setenv(testselect.Env, c.selection)
+			var opened bool
+			inner := t.Run("open", func(t *testing.T) {
+				testbackend.Pebble(t, nil)
+				opened = true
+			})
+			if !inner {
+				t.Fatal("the subtest failed")
+			}
+			if opened == c.skipped {
+				t.Errorf("%s=%q: opened %v, want skipped %v", testselect.Env, c.selection, opened, c.skipped)
+			}
+		})
+	}
+}

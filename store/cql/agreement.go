@@ -24,15 +24,20 @@ const (
 )
 
 // awaitSchema waits until every node the driver sees UP reports the same
-// schema version, as the node coordinator, which ran the schema change,
-// sees them: its own version from system.local, its peers' from
-// system.peers (gossip). Another node would not do: before the change
-// reaches it by gossip, it sees every node on the old version, which
-// looks like agreement. The driver's own AwaitSchemaAgreement counts every
-// row of system.peers, a dead node's too: with one replica of three down
-// (which LOCAL_QUORUM is chosen to survive) every CREATE and DROP TABLE
-// would wait the whole TableTimeout and fail. The DataStax drivers, too,
-// leave out nodes that are down. A node that is down gets the schema
+// schema version, each asked for its own (system.local) directly: a node
+// takes a change pushed to it within milliseconds, while what a node says
+// of its peers' versions (system.peers) comes by gossip, a second or more
+// behind. Waiting for the peers' gossiped versions cost every CREATE and
+// DROP TABLE on three nodes a second or more, and while other clients
+// kept changing the schema (tests side by side, or replicas creating
+// features at once) the gossiped versions were seldom all equal at the
+// instant of a look: a wait lasted minutes. The node that ran the change
+// (coordinator) holds it, so every live node holding the coordinator's
+// version holds the change. The driver's own AwaitSchemaAgreement counts
+// every row of system.peers, a dead node's too: with one replica of three
+// down (which LOCAL_QUORUM is chosen to survive) every CREATE and DROP
+// TABLE would wait the whole TableTimeout and fail. The DataStax drivers,
+// too, leave out nodes that are down. A node that is down gets the schema
 // from the others when it comes back (Cassandra and ScyllaDB pull a newer
 // schema over gossip before the node serves). The wait ends with
 // store.ErrUnavailable, naming the versions seen, at TableTimeout or when
@@ -96,9 +101,34 @@ func (s *Store) hostUp(id string) bool {
 }
 
 // liveSchemaVersions returns the distinct schema versions, sorted, of the
-// coordinator and of the peers it lists that the driver sees UP. An empty
-// coordinator means whichever node the driver picks for each query.
+// nodes the driver sees UP, each read from the node itself. An empty
+// coordinator means the driver cannot route a query to a node of its
+// choice (see ddl): whichever node it picks then answers for its own
+// version and, from system.peers, for its peers'.
 func (s *Store) liveSchemaVersions(ctx context.Context, coordinator string) ([]string, error) {
+	if coordinator == "" {
+		return s.gossipedSchemaVersions(ctx)
+	}
+	var versions []string
+	for _, h := range s.session.GetHosts() {
+		if !h.IsUp() {
+			continue
+		}
+		var v gocql.UUID
+		if err := s.session.Query(`SELECT schema_version FROM system.local WHERE key = 'local'`).
+			SetHostID(h.HostID()).Consistency(gocql.One).ScanContext(ctx, &v); err != nil {
+			return nil, err
+		}
+		versions = append(versions, v.String())
+	}
+	slices.Sort(versions)
+	return slices.Compact(versions), nil
+}
+
+// gossipedSchemaVersions returns the distinct schema versions, sorted, of
+// the node the driver picks and of the peers it lists that the driver sees
+// UP.
+func (s *Store) gossipedSchemaVersions(ctx context.Context) ([]string, error) {
 	up := map[string]bool{}
 	for _, h := range s.session.GetHosts() {
 		if h.IsUp() {
@@ -107,12 +137,12 @@ func (s *Store) liveSchemaVersions(ctx context.Context, coordinator string) ([]s
 	}
 	var local gocql.UUID
 	if err := s.session.Query(`SELECT schema_version FROM system.local WHERE key = 'local'`).
-		SetHostID(coordinator).Consistency(gocql.One).ScanContext(ctx, &local); err != nil {
+		Consistency(gocql.One).ScanContext(ctx, &local); err != nil {
 		return nil, err
 	}
 	versions := []string{local.String()}
 	iter := s.session.Query(`SELECT host_id, schema_version FROM system.peers`).
-		SetHostID(coordinator).Consistency(gocql.One).IterContext(ctx)
+		Consistency(gocql.One).IterContext(ctx)
 	var id, v gocql.UUID
 	for iter.Scan(&id, &v) {
 		if up[id.String()] {

@@ -15,15 +15,21 @@ import (
 
 	"github.com/ebb-data/ebb"
 	"github.com/ebb-data/ebb/internal/lease"
+	"github.com/ebb-data/ebb/internal/parallel"
 	"github.com/ebb-data/ebb/store"
+	"github.com/ebb-data/ebb/store/cql"
 	"github.com/ebb-data/ebb/store/cql/cqlcluster"
 	"github.com/ebb-data/ebb/timeseries"
 )
 
-// The tests of this file each take the three nodes of
-// `EBB_CASSANDRA_NODES=3 scripts/with-cassandra.sh` (make test-cluster),
-// kill one and start it again: they run one after the other, never in
-// parallel, and each begins with three nodes agreeing on the schema.
+// The tests of this file take the three nodes of
+// `EBB_CASSANDRA_NODES=3 scripts/with-cassandra.sh` (make test-cluster):
+// they run one after the other, never in parallel, and each begins with
+// three nodes agreeing on the schema. A node's death and its restart
+// (half a minute or more on a loaded machine, commit log replayed and
+// schema awaited) are what the tests spend most of their time on, so
+// TestNodeOutages kills two nodes in turn and runs every check of a node
+// down on those two outages.
 
 var kvSpec = store.TableSpec{
 	Name:         "kv",
@@ -31,42 +37,102 @@ var kvSpec = store.TableSpec{
 	Values:       []store.Column{{Name: "v", Type: store.TypeInt64}},
 }
 
-// TestKilledNodeLosesNoAcknowledgedWrite writes from several writers while
-// a node is SIGKILLed, then reads every acknowledged row at LOCAL_QUORUM
-// with that node still down, and again after it came back and another
-// node was killed: an acknowledged write is on two replicas at least, so
-// no single node's loss (with its unsynced commit log) loses it, and reads
-// keep answering with two of three nodes.
-func TestKilledNodeLosesNoAcknowledgedWrite(t *testing.T) {
+// TestNodeOutages kills a node under writes and starts it again, then
+// kills the node owning the lease row's token and, while it is down,
+// checks at the same time what each part of ebb needs from two nodes of
+// three: that acknowledged writes are not lost (writes), that schema
+// changes go through (schema), and that the lease and its fence hold
+// (lease); each then checks what holds once the node is back.
+func TestNodeOutages(t *testing.T) {
 	c := cqlcluster.Require(t)
-	ctx := t.Context()
+	w := newWrites(t, c)
+	sc := newSchemaChanges(t, c)
+	l := newLeaseRace(t, c)
+	owner := l.owner
+	first := owner%3 + 1
+
+	w.killDuringWrites(t, first)
+	w.readAll(t, fmt.Sprintf("node %d down", first))
+	c.Start(t, first)
+
+	l.hold(t)
+	c.Kill(t, owner)
+	var writesOK, schemaOK, leaseOK bool
+	t.Run("NodeDown", func(t *testing.T) {
+		t.Run("Writes", func(t *testing.T) {
+			t.Parallel()
+			w.readAll(t, fmt.Sprintf("node %d back, node %d down", first, owner))
+			writesOK = true
+		})
+		t.Run("Schema", func(t *testing.T) {
+			t.Parallel()
+			sc.withNodeDown(t, owner)
+			schemaOK = true
+		})
+		t.Run("Lease", func(t *testing.T) {
+			t.Parallel()
+			l.withNodeDown(t)
+			leaseOK = true
+		})
+	})
+	c.Start(t, owner)
+	t.Run("NodeBack", func(t *testing.T) {
+		if !writesOK || !schemaOK || !leaseOK {
+			t.Skipf("a check with node %d down failed (writes %v, schema %v, lease %v)", owner, writesOK, schemaOK, leaseOK)
+		}
+		t.Run("Schema", func(t *testing.T) { sc.afterReturn(t, owner) })
+		t.Run("Lease", func(t *testing.T) { l.afterReturn(t) })
+	})
+}
+
+// writes is the check of a node killed during writes: several writers
+// write while a node is SIGKILLed, then every acknowledged row is read at
+// LOCAL_QUORUM with that node still down, and again after it came back
+// and another node was killed. An acknowledged write is on two replicas
+// at least, so no single node's loss (with its unsynced commit log) loses
+// it, and reads keep answering with two of three nodes.
+type writes struct {
+	c     *cqlcluster.Cluster
+	s     store.Store
+	acked []string
+}
+
+func newWrites(t *testing.T, c *cqlcluster.Cluster) *writes {
+	t.Helper()
 	s := c.Open(t, c.Options(t))
-	if err := s.CreateTable(ctx, kvSpec); err != nil {
+	if err := s.CreateTable(t.Context(), kvSpec); err != nil {
 		t.Fatal(err)
 	}
+	return &writes{c: c, s: s}
+}
 
+// killDuringWrites runs four writers, kills node i while they write, and
+// stops them 3 s later: writes must keep being acknowledged with the node
+// down.
+func (w *writes) killDuringWrites(t *testing.T, i int) {
+	t.Helper()
+	ctx := t.Context()
 	var (
 		mu     sync.Mutex
-		acked  []string
 		failed atomic.Int64
 		killed atomic.Bool
 		after  atomic.Int64 // writes acknowledged after the kill
 		stop   = make(chan struct{})
 		wg     sync.WaitGroup
 	)
-	for w := range 4 {
+	for n := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for n := 0; ; n++ {
+			for seq := 0; ; seq++ {
 				select {
 				case <-stop:
 					return
 				default:
 				}
-				k := fmt.Sprintf("w%d-%06d", w, n)
-				err := s.Write(ctx, kvSpec.Name, []store.Mutation{{
-					Kind: store.Upsert, Partition: []any{k}, Cells: []store.Cell{{Column: "v", Value: int64(n)}},
+				k := fmt.Sprintf("w%d-%06d", n, seq)
+				err := w.s.Write(ctx, kvSpec.Name, []store.Mutation{{
+					Kind: store.Upsert, Partition: []any{k}, Cells: []store.Cell{{Column: "v", Value: int64(seq)}},
 				}})
 				if err != nil {
 					// Not acknowledged: the write may or may not be stored,
@@ -76,7 +142,7 @@ func TestKilledNodeLosesNoAcknowledgedWrite(t *testing.T) {
 				}
 				wasKilled := killed.Load()
 				mu.Lock()
-				acked = append(acked, k)
+				w.acked = append(w.acked, k)
 				mu.Unlock()
 				if wasKilled {
 					after.Add(1)
@@ -85,66 +151,90 @@ func TestKilledNodeLosesNoAcknowledgedWrite(t *testing.T) {
 		}()
 	}
 	time.Sleep(1500 * time.Millisecond)
-	c.Kill(t, 2)
+	w.c.Kill(t, i)
 	killed.Store(true)
 	time.Sleep(3 * time.Second)
 	close(stop)
 	wg.Wait()
-	t.Logf("%d writes acknowledged (%d after the kill), %d failed", len(acked), after.Load(), failed.Load())
+	t.Logf("%d writes acknowledged (%d after the kill), %d failed", len(w.acked), after.Load(), failed.Load())
 	if after.Load() == 0 {
 		t.Fatal("no write was acknowledged with a node down: LOCAL_QUORUM needs two of three replicas only")
 	}
-
-	readAll := func(when string) {
-		t.Helper()
-		for _, k := range acked {
-			if _, err := s.Get(ctx, kvSpec.Name, []any{k}, nil); err != nil {
-				t.Fatalf("%s: acknowledged row %s: %v", when, k, err)
-			}
-		}
-	}
-	readAll("node 2 down")
-	c.Start(t, 2)
-	c.Kill(t, 1)
-	readAll("node 2 back, node 1 down")
-	c.Start(t, 1)
 }
 
-// TestSchemaChangesWithANodeDown creates and drops tables, as the shard
-// manager does at every pass, while a node is down: each change succeeds
-// as soon as the live nodes agree on the schema, the two live nodes then
-// hold one schema version, and the node that was down takes the changes
-// when it comes back, so that the three agree again.
-func TestSchemaChangesWithANodeDown(t *testing.T) {
-	c := cqlcluster.Require(t)
-	ctx := t.Context()
+// readAll reads every acknowledged row, sixteen reads at a time (each
+// read is a round trip to two replicas; one after the other, the reads of
+// a few thousand rows took a minute on a loaded machine).
+func (w *writes) readAll(t *testing.T, when string) {
+	t.Helper()
+	tasks := make([]func(context.Context) error, len(w.acked))
+	for i, k := range w.acked {
+		tasks[i] = func(ctx context.Context) error {
+			if _, err := w.s.Get(ctx, kvSpec.Name, []any{k}, nil); err != nil {
+				return fmt.Errorf("acknowledged row %s: %w", k, err)
+			}
+			return nil
+		}
+	}
+	if err := parallel.Run(t.Context(), 16, tasks); err != nil {
+		t.Fatalf("%s: %v", when, err)
+	}
+}
+
+// schemaChanges is the check of schema changes with a node down: tables
+// are created and dropped, as the shard manager does at every pass, while
+// a node is down; each change succeeds as soon as the live nodes agree on
+// the schema, the two live nodes then hold one schema version, and the
+// node that was down takes the changes when it comes back, so that the
+// three agree again.
+type schemaChanges struct {
+	c *cqlcluster.Cluster
+	o cql.Options
+	s *cql.Store
+}
+
+func schemaSpec(name string) store.TableSpec { sp := kvSpec; sp.Name = name; return sp }
+
+func newSchemaChanges(t *testing.T, c *cqlcluster.Cluster) *schemaChanges {
+	t.Helper()
 	o := c.Options(t)
 	s := c.Open(t, o)
-	spec := func(name string) store.TableSpec { sp := kvSpec; sp.Name = name; return sp }
-	if err := s.CreateTable(ctx, spec("shard_old")); err != nil {
+	if err := s.CreateTable(t.Context(), schemaSpec("shard_old")); err != nil {
 		t.Fatal(err)
 	}
+	return &schemaChanges{c: c, o: o, s: s}
+}
 
-	c.Kill(t, 3)
+func (sc *schemaChanges) withNodeDown(t *testing.T, down int) {
+	ctx := t.Context()
 	begin := time.Now()
-	retried(t, "create a table with node 3 down", func() error { return s.CreateTable(ctx, spec("shard_new")) })
-	retried(t, "drop a table with node 3 down", func() error { return s.DropTable(ctx, "shard_old") })
+	retried(t, fmt.Sprintf("create a table with node %d down", down), func() error { return sc.s.CreateTable(ctx, schemaSpec("shard_new")) })
+	retried(t, fmt.Sprintf("drop a table with node %d down", down), func() error { return sc.s.DropTable(ctx, "shard_old") })
 	took := time.Since(begin)
-	t.Logf("create and drop with node 3 down took %s", took.Round(time.Millisecond))
+	t.Logf("create and drop with node %d down took %s", down, took.Round(time.Millisecond))
 	if took > 30*time.Second {
 		t.Errorf("create and drop with a node down took %s: the wait for schema agreement must leave a dead node out", took)
 	}
-	if ok, seen := c.Agreed(ctx, 1, 2); !ok {
+	var live []int
+	for i := 1; i <= 3; i++ {
+		if i != down {
+			live = append(live, i)
+		}
+	}
+	if ok, seen := sc.c.Agreed(ctx, live...); !ok {
 		t.Fatalf("the live nodes disagree on the schema after the changes: %s", seen)
 	}
-	if err := s.Write(ctx, "shard_new", []store.Mutation{{Kind: store.Upsert, Partition: []any{"a"}, Cells: []store.Cell{{Column: "v", Value: int64(1)}}}}); err != nil {
-		t.Fatalf("write to the new table with node 3 down: %v", err)
+	if err := sc.s.Write(ctx, "shard_new", []store.Mutation{{Kind: store.Upsert, Partition: []any{"a"}, Cells: []store.Cell{{Column: "v", Value: int64(1)}}}}); err != nil {
+		t.Fatalf("write to the new table with node %d down: %v", down, err)
 	}
+}
 
-	c.Start(t, 3) // waits for the three to agree
-	n3 := c.Node(t, 3)
+// afterReturn runs once node back was started again (Start waits for the
+// three to agree): it holds the new table and not the dropped one.
+func (sc *schemaChanges) afterReturn(t *testing.T, back int) {
+	ctx := t.Context()
 	tables := map[string]bool{}
-	iter := n3.Query(`SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?`, o.Keyspace).IterContext(ctx)
+	iter := sc.c.Node(t, back).Query(`SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?`, sc.o.Keyspace).IterContext(ctx)
 	var name string
 	for iter.Scan(&name) {
 		tables[name] = true
@@ -153,7 +243,7 @@ func TestSchemaChangesWithANodeDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !tables["shard_new"] || tables["shard_old"] {
-		t.Fatalf("node 3 after its return holds tables %v: want shard_new and not shard_old", tables)
+		t.Fatalf("node %d after its return holds tables %v: want shard_new and not shard_old", back, tables)
 	}
 }
 
@@ -174,18 +264,32 @@ func retried(t *testing.T, what string, change func() error) {
 	}
 }
 
-// TestLeaseHoldsWhenItsNodeIsKilled kills the node that owns the lease
-// row's token, with the lease's production duration: the holder keeps the
-// lease through the kill (a renewal may time out while the other nodes
-// have not yet convicted the dead one, and the lease recognises its own
-// write afterwards; Paxos at LOCAL_SERIAL then needs two of three
-// replicas). The holder renews on its own schedule, as ebb's renewer
-// does, so that the rival's attempts, slow while the node is down, never
-// delay a renewal past the lease's margin. A rival never takes the lease
-// while it is renewed, and once the holder stops renewing, the rival
-// takes it with the next epoch and the old holder's fence fails.
-func TestLeaseHoldsWhenItsNodeIsKilled(t *testing.T) {
-	c := cqlcluster.Require(t)
+// leaseRace is the check of the lease through the death of the node that
+// owns the lease row's token, with the lease's production duration: the
+// holder keeps the lease through the kill (a renewal may time out while
+// the other nodes have not yet convicted the dead one, and the lease
+// recognises its own write afterwards; Paxos at LOCAL_SERIAL then needs
+// two of three replicas). The holder renews on its own schedule, as ebb's
+// renewer does, so that the rival's attempts, slow while the node is
+// down, never delay a renewal past the lease's margin. A rival never
+// takes the lease while it is renewed, and once the holder stops
+// renewing, the rival takes it with the next epoch and the old holder's
+// fence fails.
+type leaseRace struct {
+	a, b  *lease.Lease
+	sa    store.Store
+	epoch int64
+	owner int
+}
+
+const leaseRole = "shard-manager"
+
+// newLeaseRace opens the holder's Store on node 1 first and the rival's
+// on node 3 then 2, lets the holder take the lease, and finds the node
+// owning the lease row's token (the row's partition key is the same in
+// every keyspace, and so is its token).
+func newLeaseRace(t *testing.T, c *cqlcluster.Cluster) *leaseRace {
+	t.Helper()
 	ctx := t.Context()
 	o := c.Options(t)
 	sa := c.Open(t, o)
@@ -194,30 +298,44 @@ func TestLeaseHoldsWhenItsNodeIsKilled(t *testing.T) {
 	ob.CreateKeyspace = false
 	sb := c.Open(t, ob)
 
-	const role = "shard-manager"
 	const d = lease.DefaultDuration
-	a, err := lease.New(lease.Options{Store: sa, Role: role, Holder: "a", Duration: d})
+	a, err := lease.New(lease.Options{Store: sa, Role: leaseRole, Holder: "a", Duration: d})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := lease.New(lease.Options{Store: sb, Role: role, Holder: "b", Duration: d})
+	b, err := lease.New(lease.Options{Store: sb, Role: leaseRole, Holder: "b", Duration: d})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if held, err := a.Acquire(ctx); err != nil || !held {
 		t.Fatalf("a acquires: %v, %v", held, err)
 	}
-	epoch := a.Status().Record.Epoch
-
 	var token int64
-	n1 := c.Node(t, 1)
-	if err := n1.Query(fmt.Sprintf(`SELECT token(kind) FROM "%s".%s WHERE kind = 'lease' LIMIT 1`, o.Keyspace, store.MetaTable)).
+	if err := c.Node(t, 1).Query(fmt.Sprintf(`SELECT token(kind) FROM "%s".%s WHERE kind = 'lease' LIMIT 1`, o.Keyspace, store.MetaTable)).
 		Consistency(gocql.One).ScanContext(ctx, &token); err != nil {
 		t.Fatalf("the lease row's token: %v", err)
 	}
-	owner := c.Owner(token)
-	t.Logf("lease row token %d, owned by node %d", token, owner)
-	c.Kill(t, owner)
+	l := &leaseRace{a: a, b: b, sa: sa, owner: c.Owner(token)}
+	t.Logf("lease row token %d, owned by node %d", token, l.owner)
+	return l
+}
+
+// hold lets the holder take the lease again (it lapsed while another
+// node's outage was checked) right before its node is killed, and keeps
+// the epoch it holds.
+func (l *leaseRace) hold(t *testing.T) {
+	t.Helper()
+	if held, err := l.a.Acquire(t.Context()); err != nil || !held {
+		t.Fatalf("a acquires before node %d's death: %v, %v", l.owner, held, err)
+	}
+	l.epoch = l.a.Status().Record.Epoch
+}
+
+// withNodeDown runs from the moment the owner was killed.
+func (l *leaseRace) withNodeDown(t *testing.T) {
+	ctx := t.Context()
+	a, b, owner := l.a, l.b, l.owner
+	const d = lease.DefaultDuration
 
 	// The holder renews as ebb's renewer does (roles.go): each attempt
 	// bounded by d/6, a failed one retried d/10 later; here every d/10
@@ -295,29 +413,31 @@ func TestLeaseHoldsWhenItsNodeIsKilled(t *testing.T) {
 		}
 		time.Sleep(d / 10)
 	}
-	if got := b.Status().Record.Epoch; got != epoch+1 {
-		t.Errorf("b's epoch %d, want %d", got, epoch+1)
+	if got := b.Status().Record.Epoch; got != l.epoch+1 {
+		t.Errorf("b's epoch %d, want %d", got, l.epoch+1)
 	}
 	if err := a.Fence(ctx); !errors.Is(err, lease.ErrNotHeld) {
 		t.Fatalf("a's fence after b took over: %v, want ErrNotHeld", err)
 	}
+}
 
-	// The node's return (its restart outlasts the lease, which b did not
-	// renew meanwhile) changes nothing: b takes the lease again, a stays
-	// fenced off.
-	c.Start(t, owner)
-	if held, err := b.Acquire(ctx); err != nil || !held {
-		t.Fatalf("b acquires after node %d's return: %v, %v", owner, held, err)
+// afterReturn runs once the owner is back: its return (its restart
+// outlasts the lease, which b did not renew meanwhile) changes nothing:
+// b takes the lease again, a stays fenced off.
+func (l *leaseRace) afterReturn(t *testing.T) {
+	ctx := t.Context()
+	if held, err := l.b.Acquire(ctx); err != nil || !held {
+		t.Fatalf("b acquires after node %d's return: %v, %v", l.owner, held, err)
 	}
-	doc, err := store.Meta{S: sa}.Get(ctx, "lease", role)
+	doc, err := store.Meta{S: l.sa}.Get(ctx, "lease", leaseRole)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rec lease.Record
-	if err := json.Unmarshal(doc, &rec); err != nil || rec.Holder != "b" || rec.Epoch <= epoch {
-		t.Fatalf("lease after node %d's return: %s (%v), want b's with an epoch above %d", owner, doc, err, epoch)
+	if err := json.Unmarshal(doc, &rec); err != nil || rec.Holder != "b" || rec.Epoch <= l.epoch {
+		t.Fatalf("lease after node %d's return: %s (%v), want b's with an epoch above %d", l.owner, doc, err, l.epoch)
 	}
-	if err := a.Fence(ctx); !errors.Is(err, lease.ErrNotHeld) {
+	if err := l.a.Fence(ctx); !errors.Is(err, lease.ErrNotHeld) {
 		t.Fatalf("a's fence after the node's return: %v, want ErrNotHeld", err)
 	}
 }
