@@ -221,9 +221,22 @@ func (sc *schemaChanges) withNodeDown(t *testing.T, down int) {
 			live = append(live, i)
 		}
 	}
-	if ok, seen := sc.c.Agreed(ctx, live...); !ok {
-		t.Fatalf("the live nodes disagree on the schema after the changes: %s", seen)
+	// Each live node holds the change the moment the Store returns: their
+	// own versions agree. What a node says of its peers' versions comes by
+	// gossip, a second or more behind, so those views are given time to
+	// converge, and must: two versions lasting would be a split schema.
+	own := map[string]int{}
+	for _, i := range live {
+		v, err := sc.c.View(ctx, i)
+		if err != nil {
+			t.Fatalf("node %d's schema version: %v", i, err)
+		}
+		own[v.Local] = i
 	}
+	if len(own) != 1 {
+		t.Fatalf("the live nodes hold different schema versions after the changes: %v", own)
+	}
+	sc.c.WaitAgreed(t, 30*time.Second, live...)
 	if err := sc.s.Write(ctx, "shard_new", []store.Mutation{{Kind: store.Upsert, Partition: []any{"a"}, Cells: []store.Cell{{Column: "v", Value: int64(1)}}}}); err != nil {
 		t.Fatalf("write to the new table with node %d down: %v", down, err)
 	}
