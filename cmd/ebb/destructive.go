@@ -1,6 +1,12 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	ebbclient "github.com/ebb-data/ebb/client"
+)
 
 // Every command that destroys data beyond one named item (an index, a
 // shared table, a list feature, a whole list, shards an apply drops, a
@@ -41,4 +47,23 @@ func confirmDestroy(cmd *cobra.Command, what string) error {
 func confirmed(cmd *cobra.Command) bool {
 	yes, _ := cmd.Flags().GetBool("yes")
 	return yes
+}
+
+// confirmIfExists asks for what by the rule above when lookup finds the
+// thing a change would destroy data of, and asks nothing when it does not
+// exist (a change that creates it destroys nothing). Any other lookup
+// error is returned, since whether to ask is then unknown. With --yes it
+// looks nothing up.
+func confirmIfExists(cmd *cobra.Command, lookup func() error, what string) error {
+	if confirmed(cmd) {
+		return nil
+	}
+	switch err := lookup(); {
+	case err == nil:
+		return confirmDestroy(cmd, what)
+	case errors.Is(err, ebbclient.ErrNotFound):
+		return nil
+	default:
+		return err
+	}
 }

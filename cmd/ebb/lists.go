@@ -270,17 +270,12 @@ next add.`,
 				return err
 			}
 			id := listFeatureID(args)
-			if rewrite && !confirmed(cmd) {
+			if rewrite {
 				// A rewrite deletes the items whose new expiry has
 				// passed: of a version that exists, it asks first.
-				_, err := api.ListFeature(cmd.Context(), id)
-				switch {
-				case err == nil:
-					q := fmt.Sprintf("Rewrite the items of list feature %s to ttl %s, deleting those whose timestamp + %s has passed", describeFeature(id), ebbclient.FormatDuration(ttl), ebbclient.FormatDuration(ttl))
-					if err := confirmDestroy(cmd, q); err != nil {
-						return err
-					}
-				case !errors.Is(err, ebbclient.ErrNotFound):
+				q := fmt.Sprintf("Rewrite the items of list feature %s to ttl %s, deleting those whose timestamp + %s has passed", describeFeature(id), ebbclient.FormatDuration(ttl), ebbclient.FormatDuration(ttl))
+				exists := func() error { _, err := api.ListFeature(cmd.Context(), id); return err }
+				if err := confirmIfExists(cmd, exists, q); err != nil {
 					return err
 				}
 			}

@@ -93,19 +93,14 @@ existing table changes it for the items written from then on.`,
 				return err
 			}
 			cfg.KeepDefaultTTL = !cmd.Flags().Changed("default-ttl")
-			if cfg.Rewrite && cfg.DefaultTTL > 0 && !confirmed(cmd) {
+			if cfg.Rewrite && cfg.DefaultTTL > 0 {
 				// A rewrite to a default deletes the items whose new
 				// expiry has passed: of a table that exists, it asks
 				// first.
-				_, err := api.Table(cmd.Context(), args[0])
-				switch {
-				case err == nil:
-					d := ebbclient.FormatDuration(cfg.DefaultTTL)
-					q := fmt.Sprintf("Rewrite the items of shared table %s put without a ttl of their own to default_ttl %s, deleting those whose last write + %s has passed", args[0], d, d)
-					if err := confirmDestroy(cmd, q); err != nil {
-						return err
-					}
-				case !errors.Is(err, ebbclient.ErrNotFound):
+				d := ebbclient.FormatDuration(cfg.DefaultTTL)
+				q := fmt.Sprintf("Rewrite the items of shared table %s put without a ttl of their own to default_ttl %s, deleting those whose last write + %s has passed", args[0], d, d)
+				exists := func() error { _, err := api.Table(cmd.Context(), args[0]); return err }
+				if err := confirmIfExists(cmd, exists, q); err != nil {
 					return err
 				}
 			}
