@@ -65,7 +65,9 @@ type group struct {
 }
 
 // Run runs the conformance suite against the Stores f returns. Each subtest
-// gets its own Store and Clock.
+// gets its own Store and Clock, so the subtests run in parallel (up to go
+// test's -parallel at once): on a remote backend most of a subtest is
+// round trips and the creation and drop of its tables, which overlap.
 func Run(t *testing.T, f Factory) {
 	groups := []group{
 		{"Tables", tableCases},
@@ -83,6 +85,7 @@ func Run(t *testing.T, f Factory) {
 		t.Run(g.name, func(t *testing.T) {
 			for _, c := range g.cases {
 				t.Run(c.name, func(t *testing.T) {
+					t.Parallel()
 					c.fn(newEnv(t, f))
 				})
 			}
