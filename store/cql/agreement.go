@@ -23,33 +23,44 @@ const (
 	agreementFirstPoll = 20 * time.Millisecond
 )
 
-// awaitSchema waits until every node the driver sees UP reports the same
-// schema version, each asked for its own (system.local) directly: a node
-// takes a change pushed to it within milliseconds, while what a node says
-// of its peers' versions (system.peers) comes by gossip, a second or more
-// behind. Waiting for the peers' gossiped versions cost every CREATE and
-// DROP TABLE on three nodes a second or more, and while other clients
-// kept changing the schema (tests side by side, or replicas creating
-// features at once) the gossiped versions were seldom all equal at the
-// instant of a look: a wait lasted minutes. The node that ran the change
-// (coordinator) holds it, so every live node holding the coordinator's
-// version holds the change. The driver's own AwaitSchemaAgreement counts
-// every row of system.peers, a dead node's too: with one replica of three
-// down (which LOCAL_QUORUM is chosen to survive) every CREATE and DROP
-// TABLE would wait the whole TableTimeout and fail. The DataStax drivers,
-// too, leave out nodes that are down. A node that is down gets the schema
-// from the others when it comes back (Cassandra and ScyllaDB pull a newer
-// schema over gossip before the node serves). The wait ends with
-// store.ErrUnavailable, naming the versions seen, at TableTimeout or when
-// ctx ends; the change stays applied where it reached, and the caller's
-// next attempt repeats it harmlessly (IF [NOT] EXISTS).
+// awaitSchema waits until every node the driver sees UP holds the change
+// the coordinator just ran, each node asked for its own schema version
+// (system.local) directly: a node takes a change pushed to it within
+// milliseconds, while what a node says of its peers' versions
+// (system.peers) comes by gossip, a second or more behind. Waiting for
+// the peers' gossiped versions cost every CREATE and DROP TABLE on three
+// nodes a second or more.
+//
+// A node holds the change once its version is one the coordinator has
+// reported since it ran the change: a node's version is the hash of its
+// whole schema, set after the node has applied a change (its tables in
+// memory included), and every schema the coordinator has had since the
+// change contains the change. The nodes need not hold the same version:
+// while other clients keep changing the schema (replicas creating
+// features, a shard manager's pass, tests side by side) the coordinator
+// moves on and the others follow a change or two behind, so that all
+// versions were seldom equal at the instant of a look, and a wait for
+// equality lasted minutes or until its timeout. Every look reads the
+// coordinator's version too, so the versions it moves through are seen.
+//
+// The driver's own AwaitSchemaAgreement counts every row of system.peers,
+// a dead node's too: with one replica of three down (which LOCAL_QUORUM
+// is chosen to survive) every CREATE and DROP TABLE would wait the whole
+// TableTimeout and fail. The DataStax drivers, too, leave out nodes that
+// are down. A node that is down gets the schema from the others when it
+// comes back (Cassandra and ScyllaDB pull a newer schema over gossip
+// before the node serves). The wait ends with store.ErrUnavailable,
+// naming the versions seen, at TableTimeout or when ctx ends; the change
+// stays applied where it reached, and the caller's next attempt repeats
+// it harmlessly (IF [NOT] EXISTS).
 func (s *Store) awaitSchema(ctx context.Context, coordinator string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.TableTimeout)
 	defer cancel()
 	poll := agreementFirstPoll
+	since := map[string]bool{} // the coordinator's versions since the change
 	for {
-		versions, err := s.liveSchemaVersions(ctx, coordinator)
-		if err == nil && len(versions) == 1 {
+		versions, err := s.liveSchemaVersions(ctx, coordinator, since)
+		if err == nil && holdChange(versions, since) {
 			return nil
 		}
 		serr := backoff.Sleep(ctx, poll)
@@ -62,6 +73,22 @@ func (s *Store) awaitSchema(ctx context.Context, coordinator string) error {
 				"the change is applied where it reached and is retried", s.opts.TableTimeout, strings.Join(versions, ", "))
 		}
 	}
+}
+
+// holdChange reports whether every version in versions is one the
+// coordinator has had since the change (since). Without a chosen
+// coordinator (since stays empty, see liveSchemaVersions) the versions
+// must all be one.
+func holdChange(versions []string, since map[string]bool) bool {
+	if len(since) == 0 {
+		return len(versions) == 1
+	}
+	for _, v := range versions {
+		if !since[v] {
+			return false
+		}
+	}
+	return true
 }
 
 // liveCoordinator returns the host id of a node the driver sees UP, to
@@ -101,14 +128,21 @@ func (s *Store) hostUp(id string) bool {
 }
 
 // liveSchemaVersions returns the distinct schema versions, sorted, of the
-// nodes the driver sees UP, each read from the node itself. An empty
-// coordinator means the driver cannot route a query to a node of its
-// choice (see ddl): whichever node it picks then answers for its own
-// version and, from system.peers, for its peers'.
-func (s *Store) liveSchemaVersions(ctx context.Context, coordinator string) ([]string, error) {
+// nodes the driver sees UP, each read from the node itself, and adds the
+// coordinator's, read first, to since. An empty coordinator means the
+// driver cannot route a query to a node of its choice (see ddl):
+// whichever node it picks then answers for its own version and, from
+// system.peers, for its peers', and since is left as it is.
+func (s *Store) liveSchemaVersions(ctx context.Context, coordinator string, since map[string]bool) ([]string, error) {
 	if coordinator == "" {
 		return s.gossipedSchemaVersions(ctx)
 	}
+	var cv gocql.UUID
+	if err := s.session.Query(`SELECT schema_version FROM system.local WHERE key = 'local'`).
+		SetHostID(coordinator).Consistency(gocql.One).ScanContext(ctx, &cv); err != nil {
+		return nil, err
+	}
+	since[cv.String()] = true
 	var versions []string
 	for _, h := range s.session.GetHosts() {
 		if !h.IsUp() {

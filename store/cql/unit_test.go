@@ -456,3 +456,27 @@ func TestOutcomeUnknown(t *testing.T) {
 		t.Errorf("tagStmt args = %v", st.args)
 	}
 }
+
+// TestHoldChange checks when the wait for a schema change ends: every live
+// node on a version the coordinator has had since the change, not all on
+// one version, and without a chosen coordinator all on one.
+func TestHoldChange(t *testing.T) {
+	since := map[string]bool{"v2": true, "v3": true}
+	cases := []struct {
+		versions []string
+		since    map[string]bool
+		want     bool
+	}{
+		{[]string{"v2"}, since, true},
+		{[]string{"v2", "v3"}, since, true},  // one node a change behind the coordinator: both hold the change
+		{[]string{"v1", "v3"}, since, false}, // v1 predates the change
+		{[]string{"v4"}, since, false},       // never seen at the coordinator
+		{[]string{"v1"}, map[string]bool{}, true},
+		{[]string{"v1", "v2"}, map[string]bool{}, false},
+	}
+	for _, c := range cases {
+		if got := holdChange(c.versions, c.since); got != c.want {
+			t.Errorf("holdChange(%v, %v) = %v, want %v", c.versions, c.since, got, c.want)
+		}
+	}
+}
