@@ -3,8 +3,6 @@
 package main
 
 import (
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -15,24 +13,11 @@ import (
 // ingest-latency checks and reads: an event write 200 with the events
 // counted, an index's creation 200, and /metrics with the CPU seconds.
 func TestHandlerAnswersAsEbb(t *testing.T) {
-	srv := httptest.NewServer(handler(calibrate(50 * time.Microsecond)))
-	defer srv.Close()
+	h := handler(calibrate(50 * time.Microsecond))
 	post := func(method, path, body string) (int, string) {
-		t.Helper()
-		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(b)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
+		return rec.Code, rec.Body.String()
 	}
 	if code, body := post("PUT", "/v1/indexes/ingest", `{"retention":"168h"}`); code != 200 || body != "{}\n" {
 		t.Fatalf("create index: %d %q", code, body)
