@@ -22,8 +22,8 @@
 // that the stand-in costs what ebb costs a request (ingest-latency's
 // "server CPU per 1k events": ebb's 10 to 14 ms are 1 to 1.4 ms a request
 // of 100 events) with none of ebb's variance: no flush, compaction, fsync
-// or collection. Its spread is then the floor that the load generator and
-// queueing on the machine's cores give at that cost:
+// or collection. Its spread is then what the load generator and queueing
+// on the machine's cores alone give at that cost:
 //
 //	go run ./cmd/ingest-latency -variant 'ebb;../../bin/ebb;' \
 //	  -variant 'null-1ms;/tmp/ingest-null;INGEST_NULL_WORK=1ms'
