@@ -19,6 +19,8 @@
 // before and after; cmd/ingest-expire prints it as Markdown tables.
 // cmd/ingest-latency measures write latency under steady ingest over HTTP
 // against `ebb serve`, beside the server's own engine and garbage-collector
-// metrics. `make bench-peers` at the top of the repository runs
+// metrics; cmd/ingest-null stands in for the server, answering as it does
+// at a fixed CPU cost a request, to measure the floor the load generator
+// and the machine give beside it. `make bench-peers` at the top of the repository runs
 // ingest-expire and listget.sh.
 package peers
