@@ -56,6 +56,9 @@ type serveConfig struct {
 	maxConns          int
 	gc                gcConfig
 	gcs               gcSettings // resolved from gc and the environment
+	procs             int        // --procs
+	setProcs          int        // resolved from procs and the environment; 0: leave GOMAXPROCS
+	cpus              int        // the CPUs available, the runtime's default GOMAXPROCS
 }
 
 func newServeCmd(*client) *cobra.Command {
@@ -95,6 +98,10 @@ Flags given on the command line override the file; a relative path in it
 				return err
 			}
 			cfg.gcs = gcs
+			cfg.cpus = runtimeCPUs(os.Getenv)
+			if cfg.setProcs, err = resolveProcs(cfg.procs, cmd.Flags().Changed("procs"), os.Getenv, cfg.cpus); err != nil {
+				return err
+			}
 			return serve(cmd.Context(), cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -140,6 +147,7 @@ Flags given on the command line override the file; a relative path in it
 	f.IntVar(&cfg.maxRunnable, "max-runnable", server.DefaultLimits().Runnable, "goroutines per CPU ready to run but waiting for one, past which the CPU counts as overloaded and a growing share of new reads and writes (up to 15 in 16) is answered 503 with Retry-After until the backlog drains; 0 turns this off")
 	f.IntVar(&cfg.maxConns, "max-conns", 0, "connections each listener holds at once; past it a new connection waits until one closes. 0: three quarters of the open-file limit shared by the listeners, at most 4096 each (384 each at a limit of 1024 with --hot-addr)")
 	addGCFlags(f, &cfg.gc)
+	addProcsFlag(f, &cfg.procs)
 	return cmd
 }
 
@@ -178,6 +186,14 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 		return fmt.Errorf("--sweep-max-deletes-per-second %g is negative; 0 means unlimited", cfg.db.SweepMaxDeletesPerSecond)
 	}
 	cfg.gcs.apply()
+	if cfg.setProcs > 0 {
+		runtime.GOMAXPROCS(cfg.setProcs)
+	}
+	if cfg.limits.Runnable > 0 && cfg.cpus > 0 {
+		// The CPU guard counts runnable goroutines per Go processor;
+		// --max-runnable is per CPU, and there may be more processors.
+		cfg.limits.Runnable = max(1, cfg.limits.Runnable*cfg.cpus/runtime.GOMAXPROCS(0))
+	}
 	// Auth is settled before anything is opened, so a refusal is instant
 	// and leaves the data directory alone.
 	var auth *server.Auth
@@ -278,7 +294,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	return srv.Serve(ctx, ln, hotLn, cfg.shutdownTimeout, func(url string) {
 		// A negative limit reads the one in force without changing it.
 		log.Info("serving", "url", url, "backend", cfg.backend, "auth", auth != nil,
-			"go_memory_limit_bytes", debug.SetMemoryLimit(-1), "go_gc_percent", cfg.gcs.gcPercentText(os.Getenv))
+			"go_memory_limit_bytes", debug.SetMemoryLimit(-1), "go_gc_percent", cfg.gcs.gcPercentText(os.Getenv), "go_max_procs", runtime.GOMAXPROCS(0))
 		if hot := srv.HotURL(); hot != "" {
 			log.Info("serving on the hot listener", "url", hot)
 			where += "; hot listener " + hot
