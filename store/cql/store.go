@@ -144,6 +144,14 @@ func clusterConfig(o Options) (*gocql.ClusterConfig, error) {
 	c.SerialConsistency = gocql.LocalSerial
 	c.Timeout = o.Timeout
 	c.ConnectTimeout = min(o.Timeout, 10*time.Second)
+	// A node whose connections all closed (restarted, or timed out on a
+	// loaded machine) and whose reconnection's few quick tries failed is
+	// tried again every ReconnectInterval: the driver's minute left a
+	// lone contact point (a proxy, a single node) unreachable for that
+	// long, every request failing with "no hosts available", and a schema
+	// change waiting out its TableTimeout. A connection attempt a second
+	// to a node that is down costs little.
+	c.ReconnectInterval = time.Second
 	// Retries are the Store's (retry.go): the driver's would multiply them
 	// and ignore idempotence.
 	c.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 0}
