@@ -2,6 +2,7 @@ package cql
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -49,7 +50,9 @@ const (
 // TableTimeout and fail. The DataStax drivers, too, leave out nodes that
 // are down. A node that is down gets the schema from the others when it
 // comes back (Cassandra and ScyllaDB pull a newer schema over gossip
-// before the node serves). The wait ends with store.ErrUnavailable,
+// before the node serves). A node the driver lists as up but holds no
+// connection to counts as down too: it cannot be asked, and no request
+// of this Store reaches it. The wait ends with store.ErrUnavailable,
 // naming the versions seen, at TableTimeout or when ctx ends; the change
 // stays applied where it reached, and the caller's next attempt repeats
 // it harmlessly (IF [NOT] EXISTS).
@@ -149,8 +152,19 @@ func (s *Store) liveSchemaVersions(ctx context.Context, coordinator string, sinc
 			continue
 		}
 		var v gocql.UUID
-		if err := s.session.Query(`SELECT schema_version FROM system.local WHERE key = 'local'`).
-			SetHostID(h.HostID()).Consistency(gocql.One).ScanContext(ctx, &v); err != nil {
+		err := s.session.Query(`SELECT schema_version FROM system.local WHERE key = 'local'`).
+			SetHostID(h.HostID()).Consistency(gocql.One).ScanContext(ctx, &v)
+		if errors.Is(err, gocql.ErrNoConnections) && h.HostID() != coordinator {
+			// The driver lists the node as up but holds no connection to
+			// it, so it can neither be asked nor be sent a request: a
+			// node it has just lost (it is marked down once its pool
+			// fails to refill), or one it knows only by its own answer
+			// and not by address (behind a proxy with
+			// DisableInitialHostLookup, the node's host id beside the
+			// contact point's). It counts as a node that is down.
+			continue
+		}
+		if err != nil {
 			return nil, err
 		}
 		versions = append(versions, v.String())

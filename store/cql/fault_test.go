@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/ebb-data/ebb/store"
 	"github.com/ebb-data/ebb/store/kit"
 )
@@ -92,45 +93,73 @@ func (p *faultProxy) down() {
 
 func TestClusterFaults(t *testing.T) {
 	hosts := testHosts(t)
+	// The keyspace, the table and its row are made straight on the node,
+	// with the generous timeout every other test has: schema changes on a
+	// loaded node take seconds, and this test is about the faults below,
+	// not about DDL under a 2-second timeout.
+	setup := openTest(t, nil, nil)
+	ctx := t.Context()
+	if err := setup.CreateTable(ctx, clusterSpec); err != nil {
+		t.Fatal(err)
+	}
+	row := store.Mutation{Partition: []any{"p"}, Clustering: []any{int64(1)}, Cells: []store.Cell{{Column: "v", Value: "x"}}}
+	if err := setup.Write(ctx, "t", []store.Mutation{row}); err != nil {
+		t.Fatal(err)
+	}
+
 	proxy := newFaultProxy(t, hosts[0])
 	o := DefaultOptions()
 	o.Hosts = []string{proxy.l.Addr().String()}
-	o.Keyspace = "ebbt_cqlfault_" + time.Now().Format("150405")
-	o.CreateKeyspace = true
+	o.Keyspace = setup.Keyspace()
 	o.Timeout = 2 * time.Second
 	o.TableTimeout = time.Minute
 	o = o.withDefaults()
-	t.Cleanup(func() {
-		if err := dropKeyspace(hosts, o.Keyspace); err != nil {
-			t.Errorf("drop keyspace: %v", err)
-		}
-	})
 	cluster, err := clusterConfig(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Only the proxy: no discovery of the node's own address behind it.
 	cluster.DisableInitialHostLookup = true
-	session, err := connect(t.Context(), cluster)
+	session, err := connect(ctx, cluster)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := newStore(t.Context(), session, o)
+	s, err := newStore(ctx, session, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	ctx := t.Context()
-	if err := s.CreateTable(ctx, clusterSpec); err != nil {
-		t.Fatal(err)
-	}
-	row := store.Mutation{Partition: []any{"p"}, Clustering: []any{int64(1)}, Cells: []store.Cell{{Column: "v", Value: "x"}}}
-	if err := s.Write(ctx, "t", []store.Mutation{row}); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := s.Get(ctx, "t", []any{"p"}, []any{int64(1)}); err != nil {
 		t.Fatal(err)
 	}
+
+	// Behind the proxy the driver lists the node twice, both up: as the
+	// contact point, which it holds connections to, and by the host id the
+	// node reports, which it cannot route a request to. The wait for
+	// schema agreement asks every node listed up for its version; it must
+	// count the second as down, not fail on it until its timeout (which
+	// it did, whenever the driver listed the routable one first).
+	coordinator, unroutable := "", 0
+	for _, h := range session.GetHosts() {
+		var v gocql.UUID
+		err := session.Query(`SELECT schema_version FROM system.local WHERE key = 'local'`).
+			SetHostID(h.HostID()).ScanContext(ctx, &v)
+		switch {
+		case err == nil:
+			coordinator = h.HostID()
+		case errors.Is(err, gocql.ErrNoConnections):
+			unroutable++
+		default:
+			t.Fatal(err)
+		}
+	}
+	if coordinator == "" || unroutable == 0 {
+		t.Fatalf("the driver lists %d hosts behind the proxy, %d of them unroutable: the case this test needs is gone", len(session.GetHosts()), unroutable)
+	}
+	if _, err := s.liveSchemaVersions(ctx, coordinator, map[string]bool{}); err != nil {
+		t.Fatalf("schema versions through the proxy: %v", err)
+	}
+
 	bounded := func(what string, f func() error) {
 		t.Helper()
 		start := time.Now()
