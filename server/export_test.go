@@ -22,7 +22,13 @@ func ServeHot(t testing.TB, s *Server) string {
 	done := make(chan error, 1)
 	go func() { done <- hot.serve(ln) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// fasthttp counts a connection that has carried no request yet
+		// as busy for its first 5 s (whole seconds, so up to 6), as
+		// net/http does, and a shutdown waits for it: an HTTP client
+		// leaves such a connection open when a request it dialed for
+		// took another that came free first. ebb serve's drain waits
+		// 30 s (--shutdown-timeout); so does this one.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := hot.shutdown(ctx, ln); err != nil {
 			t.Errorf("hot listener shutdown: %v", err)
