@@ -8,7 +8,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BENCH   ?= .
 PKG     ?= ./...
 
-.PHONY: test test-cql test-cluster cluster-run cluster-features check perf build bench bench-peers clean fuzz fuzz-short
+.PHONY: test test-cql test-cluster cluster-all cluster-run cluster-features check perf build bench bench-peers clean fuzz fuzz-short
 
 # test starts dynalite and Amazon's DynamoDB Local (installing each with
 # npm ci the first time) and a single Cassandra node (installing its jars
@@ -59,10 +59,10 @@ test-cql:
 # and .3, every one a seed, the commit log synced every 10 s as Cassandra
 # ships it) and runs cluster-run and cluster-features on it; with
 # EBB_CQL_CLUSTER_HOSTS and EBB_CQL_CLUSTER_DIR set it uses that cluster.
-# make test runs both inside check, one after the other, beside the
-# other tests (cluster-all).
+# make test runs the same (cluster-all) inside check, beside the other
+# tests.
 test-cluster:
-	EBB_CASSANDRA_NODES=3 ./scripts/with-cassandra.sh $(MAKE) --no-print-directory cluster-run cluster-features
+	EBB_CASSANDRA_NODES=3 ./scripts/with-cassandra.sh $(MAKE) --no-print-directory cluster-all
 
 # CLUSTER_REPLICATION is the test keyspaces' replication on the cluster:
 # three replicas, so that LOCAL_QUORUM (the Store's default) is two.
@@ -164,7 +164,6 @@ check:
 
 # cluster-all is check's part on the cluster: cluster-run, then
 # cluster-features as soon as it ends, beside what is left of the race run.
-.PHONY: cluster-all
 cluster-all:
 	$(MAKE) --no-print-directory cluster-run
 	$(MAKE) --no-print-directory cluster-features

@@ -78,7 +78,7 @@ fi
 # Serial GC and the C1 compiler alone, as for the test Cassandra nodes: the
 # JVM's defaults (G1 and C2) spent twice the CPU for the same tests (the
 # store/dynamo and lists suites on DynamoDB Local: 20.4 and 20.1
-# CPU-seconds against 9.1 and 10.2, the tests 1.2 times faster), C2's
+# CPU-seconds against 9.1 and 10.2, the tests 1.2 to 1.3 times faster), C2's
 # compile threads competing with the tests for the cores.
 start_dynamodb_local() {
 	cd "$lib" && exec java -Xmx1g -Xss256k -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:+PerfDisableSharedMem \
