@@ -52,14 +52,14 @@ func newArchiveFixture(t *testing.T, open testbackend.Factory) *archiveFixture {
 		t.Fatal(err)
 	}
 	f.svc = svc
-	cfg := hourly
+	cfg := brief
 	cfg.Archive = &ArchiveConfig{To: f.loc}
 	mustCreate(t, svc, cfg)
 	return f
 }
 
-// oldShard is the shard [t0-23h, t0-22h), which expires at t0+2h.
-var oldShard = shardmgr.ShardName("ev", t0.Add(-23*time.Hour))
+// oldShard is the shard [t0-5h, t0-4h), which expires at t0+2h.
+var oldShard = shardmgr.ShardName("ev", t0.Add(-5*time.Hour))
 
 // fill writes n events into oldShard, over three index IDs, and returns
 // them.
@@ -68,7 +68,7 @@ func (f *archiveFixture) fill(t *testing.T, n int) []Event {
 	var evs []Event
 	for i := range n {
 		e := Event{IndexID: fmt.Sprintf("acct%d", i%3), EventID: fmt.Sprintf("e%05d", i),
-			Timestamp: t0.Add(-23*time.Hour + time.Duration(i)*time.Second)}
+			Timestamp: t0.Add(-5*time.Hour + time.Duration(i)*time.Second)}
 		if i%7 != 0 {
 			e.Payload = []byte(fmt.Sprintf("payload %d %s", i, strings.Repeat("x", i%50)))
 		}

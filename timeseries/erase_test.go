@@ -57,7 +57,7 @@ func TestEraseEvents(t *testing.T) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		svc, reg := newService(t, open(t, clk.Now), clk.Now)
-		mustCreate(t, svc, hourly)
+		mustCreate(t, svc, brief)
 		all := eraseFixture(t, svc)
 		q := Query{IndexID: "acc_1", Limit: 1000}
 
@@ -113,10 +113,10 @@ func TestEraseEvents(t *testing.T) {
 			t.Fatalf("erase one without a shard: %+v, %v", res, err)
 		}
 
-		// Everything of acc_1, in every shard (24 past, the hot one, 2 ahead).
+		// Everything of acc_1, in every shard (6 past, the hot one, 2 ahead).
 		res, err = svc.EraseEvents(ctx, "ev", Erase{IndexID: "acc_1"})
-		if err != nil || res.Removed != int64(len(want)) || res.Shards != 27 {
-			t.Fatalf("erase all: %+v, %v; want %d removed from 27 shards", res, err, len(want))
+		if err != nil || res.Removed != int64(len(want)) || res.Shards != 9 {
+			t.Fatalf("erase all: %+v, %v; want %d removed from 9 shards", res, err, len(want))
 		}
 		if got := queryAll(t, svc, q); len(got) != 0 {
 			t.Fatalf("acc_1 still holds %s", eventIDs(got))
@@ -137,7 +137,7 @@ func TestEraseRefusesBadRequests(t *testing.T) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		svc, _ := newService(t, open(t, clk.Now), clk.Now)
-		mustCreate(t, svc, hourly)
+		mustCreate(t, svc, brief)
 		all := eraseFixture(t, svc)
 		ts := all["acc_1"][0].Timestamp
 		for name, e := range map[string]Erase{
@@ -174,7 +174,7 @@ func TestEraseRacingWrites(t *testing.T) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		svc, _ := newService(t, open(t, clk.Now), clk.Now)
-		mustCreate(t, svc, hourly)
+		mustCreate(t, svc, brief)
 		before := eraseFixture(t, svc)["acc_1"]
 		from := t0.Add(-5 * time.Hour)
 

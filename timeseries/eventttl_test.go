@@ -28,7 +28,7 @@ func TestEventTTLIsExact(t *testing.T) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		svc, _ := newService(t, open(t, clk.Now), clk.Now)
-		mustCreate(t, svc, hourly)
+		mustCreate(t, svc, brief)
 		ts := t0.Add(-10 * time.Minute).Add(123 * time.Millisecond)
 		if _, err := svc.Put(ctx, "ev", []Event{
 			withTTL(ev("a", "short", ts, "x"), time.Hour),
@@ -74,7 +74,7 @@ func TestEventTTLRefusals(t *testing.T) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		svc, _ := newService(t, open(t, clk.Now), clk.Now)
-		mustCreate(t, svc, hourly)
+		mustCreate(t, svc, brief)
 		good := withTTL(ev("a", "ok", t0, "x"), time.Hour)
 		for name, c := range map[string]struct {
 			ttl  time.Duration
@@ -83,8 +83,8 @@ func TestEventTTLRefusals(t *testing.T) {
 		}{
 			"negative":           {-time.Second, t0, store.ErrInvalid},
 			"not whole ms":       {time.Hour + time.Microsecond, t0, store.ErrInvalid},
-			"equal to retention": {24 * time.Hour, t0, store.ErrInvalid},
-			"above retention":    {48 * time.Hour, t0, store.ErrInvalid},
+			"equal to retention": {6 * time.Hour, t0, store.ErrInvalid},
+			"above retention":    {12 * time.Hour, t0, store.ErrInvalid},
 			"already expired":    {time.Hour, t0.Add(-time.Hour), ErrExpired},
 		} {
 			_, err := svc.Put(ctx, "ev", []Event{good, withTTL(ev("a", "bad", c.ts, ""), c.ttl)})
@@ -96,7 +96,7 @@ func TestEventTTLRefusals(t *testing.T) {
 		if got := queryAll(t, svc, Query{IndexID: "a", Limit: 10}); len(got) != 0 {
 			t.Fatalf("refused batches wrote %d events", len(got))
 		}
-		if err := CheckTTL(hourly, 0); !errors.Is(err, store.ErrInvalid) {
+		if err := CheckTTL(brief, 0); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("CheckTTL(0): %v, want ErrInvalid", err)
 		}
 	})
@@ -119,7 +119,7 @@ func TestEventTTLLeavesTheDisk(t *testing.T) {
 			t.Fatal(err)
 		}
 		svc, _ := newService(t, wrapped, clk.Now)
-		mustCreate(t, svc, hourly)
+		mustCreate(t, svc, brief)
 		if _, err := svc.Put(ctx, "ev", []Event{ev("a", "plain1", t0, ""), ev("a", "plain2", t0, "")}); err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +149,7 @@ func TestEventTTLLeavesTheDisk(t *testing.T) {
 			t.Fatalf("after the sweep: %d events, want the 2 without a ttl", len(got))
 		}
 		if swept {
-			if st, err := raw.Stats(ctx, hourly.shardTable(hourly.shardOf(t0.UnixMilli()))); err != nil || (st.Exact && st.Rows != 2) {
+			if st, err := raw.Stats(ctx, brief.shardTable(brief.shardOf(t0.UnixMilli()))); err != nil || (st.Exact && st.Rows != 2) {
 				t.Fatalf("shard holds %d rows after the sweep (%v), want 2", st.Rows, err)
 			}
 		}

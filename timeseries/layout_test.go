@@ -300,7 +300,7 @@ func TestLayoutChangeRefused(t *testing.T) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		svc, _ := newService(t, open(t, clk.Now), clk.Now)
-		mustCreate(t, svc, hourly)
+		mustCreate(t, svc, brief)
 		for name, c := range map[string]struct {
 			mut    func(*Config)
 			layout bool
@@ -310,7 +310,7 @@ func TestLayoutChangeRefused(t *testing.T) {
 			"sub-second table bucket":    {func(c *Config) { c.TableBucket = 1500 * time.Millisecond }, false},
 			"too many shards":            {func(c *Config) { c.TableBucket = time.Second; c.PartitionBucket = time.Second }, false},
 		} {
-			cfg := hourly
+			cfg := brief
 			c.mut(&cfg)
 			_, _, err := svc.Create(ctx, cfg)
 			if !errors.Is(err, store.ErrInvalid) || (c.layout && !errors.Is(err, ErrLayoutChange)) {

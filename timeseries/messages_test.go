@@ -23,7 +23,7 @@ func TestPastRunwaySaysWhereItEnds(t *testing.T) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		svc, _ := newService(t, open(t, clk.Now), clk.Now)
-		mustCreate(t, svc, hourly)
+		mustCreate(t, svc, brief)
 		// Hourly shards, a runway of 2: shards exist for 12:00, 13:00 and
 		// 14:00, so the runway ends at 15:00.
 		_, err := svc.Put(ctx, "ev", []Event{ev("a", "e", t0.Add(4*time.Hour), "")})
@@ -50,7 +50,7 @@ func TestZeroLimitIsTheDefault(t *testing.T) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		svc, _ := newService(t, open(t, clk.Now), clk.Now)
-		mustCreate(t, svc, hourly)
+		mustCreate(t, svc, brief)
 		events := make([]Event, store.DefaultLimit+5)
 		for i := range events {
 			events[i] = ev("a", fmt.Sprintf("e%03d", i), t0, "")

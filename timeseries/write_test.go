@@ -22,7 +22,7 @@ func TestPutReusesItsBuffers(t *testing.T) {
 		ctx := context.Background()
 		clk := storetest.NewClock(t0)
 		svc, _ := newService(t, open(t, clk.Now), clk.Now)
-		mustCreate(t, svc, hourly)
+		mustCreate(t, svc, brief)
 
 		shared := []byte("shared payload")
 		batch := func(worker, size int, payload func(i int) []byte) []Event {
