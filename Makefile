@@ -26,8 +26,8 @@ PKG     ?= ./...
 # .3, fsync on) serves the cluster tests (see test-cluster).
 # The servers boot at the same time, while check vets: each script records
 # the wait for its server in EBB_TEST_SERVERS_PENDING, and check waits
-# for them all (scripts/await-test-servers.sh) before the tests.
-# Then test-python runs the Python client's tests.
+# for them all (scripts/await-test-servers.sh) before the tests, the
+# Python client's among them (see check).
 test: override export EBB_TEST_BACKENDS = all
 test:
 	pending="$$(mktemp)"; trap 'rm -f "$$pending"' EXIT; \
@@ -36,7 +36,6 @@ test:
 		env EBB_DYNAMODB_LOCAL_VAR=EBB_DYNAMODB_TTL_ENDPOINT ./scripts/with-dynamodb-local.sh \
 		env EBB_CASSANDRA_NODES=3 ./scripts/with-cassandra.sh \
 		./scripts/with-cassandra.sh ./scripts/with-moto.sh $(MAKE) --no-print-directory check
-	$(MAKE) --no-print-directory test-python
 
 # test-python runs the Python client's tests (clients/python) in a virtual
 # environment (tools/python/venv, made the first time; the client and its
@@ -151,7 +150,11 @@ RACE_PARALLEL = 8
 # minutes on two cores, so a restart waits up to 600 s unless
 # EBB_CASSANDRA_START_TIMEOUT says otherwise. Once cluster-run ends, the
 # whole feature suites on the cluster (cluster-features) follow it, beside
-# what is left of the race run (cluster-all).
+# what is left of the race run (cluster-all). The cluster's part ends
+# last (its feature suites wait on schema changes every node applies), so
+# the other part (check-local: check-tests, then the Python client's
+# tests, which need no test server) runs at a lower priority (nice 5) and
+# leaves the nodes the cores they ask for.
 check: override export EBB_TEST_BACKENDS = all
 check:
 	$(GO) vet ./...
@@ -160,7 +163,13 @@ check:
 		echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$unformatted"; exit 1; \
 	fi
 	./scripts/await-test-servers.sh
-	EBB_CASSANDRA_START_TIMEOUT=$${EBB_CASSANDRA_START_TIMEOUT:-600} $(MAKE) --no-print-directory -j2 --output-sync=target check-tests cluster-all
+	EBB_CASSANDRA_START_TIMEOUT=$${EBB_CASSANDRA_START_TIMEOUT:-600} $(MAKE) --no-print-directory -j2 --output-sync=target check-local cluster-all
+
+# check-local is check's part off the cluster, beside cluster-all.
+.PHONY: check-local
+check-local:
+	nice -n 5 $(MAKE) --no-print-directory check-tests
+	nice -n 5 $(MAKE) --no-print-directory test-python
 
 # cluster-all is check's part on the cluster: cluster-run, then
 # cluster-features as soon as it ends, beside what is left of the race run.
