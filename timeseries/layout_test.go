@@ -60,11 +60,11 @@ func TestLayoutChange(t *testing.T) {
 		clk := storetest.NewClock(t0) // 12:00
 		st := open(t, clk.Now)
 		svc, _ := newService(t, st, clk.Now)
-		mustCreate(t, svc, hourly) // 1h shards, 10m partitions, runway 2
+		mustCreate(t, svc, brief) // 1h shards, 10m partitions, 6h retention, runway 2
 
 		// Events of the old layout, and a page token taken before the
 		// change.
-		before := eventsBetween("acc", "a", t0.Add(-20*time.Hour), t0.Add(3*time.Hour), 60)
+		before := eventsBetween("acc", "a", t0.Add(-3*time.Hour), t0.Add(3*time.Hour), 60)
 		if _, err := svc.WriteEvents(ctx, "ev", before); err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestLayoutChange(t *testing.T) {
 
 		// The change: the runway ends at 15:00, the first boundary common
 		// to 1h and 2h after it is 16:00.
-		wide := hourly
+		wide := brief
 		wide.TableBucket, wide.PartitionBucket = 2*time.Hour, 30*time.Minute
 		boundary := t0.Add(4 * time.Hour)
 		idx, created, err := svc.Create(ctx, wide)
@@ -86,8 +86,8 @@ func TestLayoutChange(t *testing.T) {
 			{From: time.Unix(0, 0).UTC(), TableBucket: time.Hour, PartitionBucket: 10 * time.Minute},
 			{From: boundary, TableBucket: 2 * time.Hour, PartitionBucket: 30 * time.Minute},
 		}
-		if !sameLayouts(idx.Layouts, want) || idx.TableBucket != 2*time.Hour || len(idx.Shards) != 27 {
-			t.Fatalf("after the change: %+v, %d shards; want layouts %+v and the 27 shards of before", idx.Layouts, len(idx.Shards), want)
+		if !sameLayouts(idx.Layouts, want) || idx.TableBucket != 2*time.Hour || len(idx.Shards) != 9 {
+			t.Fatalf("after the change: %+v, %d shards; want layouts %+v and the 9 shards of before", idx.Layouts, len(idx.Shards), want)
 		}
 		if again, _, err := svc.Create(ctx, wide); err != nil || !sameLayouts(again.Layouts, want) {
 			t.Fatalf("the same change again: %+v, %v", again.Layouts, err)
@@ -114,7 +114,7 @@ func TestLayoutChange(t *testing.T) {
 		if idx, _, err = svc.Create(ctx, narrow); err != nil || len(idx.Layouts) != 2 || idx.Layouts[1].PartitionBucket != 20*time.Minute || !idx.Layouts[1].From.Equal(boundary) {
 			t.Fatalf("second change: %+v, %v", idx.Layouts, err)
 		}
-		if idx, _, err = svc.Create(ctx, hourly); err != nil || idx.Layouts != nil {
+		if idx, _, err = svc.Create(ctx, brief); err != nil || idx.Layouts != nil {
 			t.Fatalf("change back: %+v, %v", idx.Layouts, err)
 		}
 		if idx, _, err = svc.Create(ctx, wide); err != nil || !sameLayouts(idx.Layouts, want) {
@@ -155,7 +155,7 @@ func TestLayoutChange(t *testing.T) {
 
 		// Once its shard exists the change has taken effect: a further
 		// change is an epoch after it, and changing back replaces that.
-		if idx, _, err = svc.Create(ctx, hourly); err != nil || len(idx.Layouts) != 3 || !idx.Layouts[2].From.Equal(boundary.Add(2*time.Hour)) {
+		if idx, _, err = svc.Create(ctx, brief); err != nil || len(idx.Layouts) != 3 || !idx.Layouts[2].From.Equal(boundary.Add(2*time.Hour)) {
 			t.Fatalf("change after the first took effect: %+v, %v", idx.Layouts, err)
 		}
 		if idx, _, err = svc.Create(ctx, wide); err != nil || !sameLayouts(idx.Layouts, want) {
@@ -261,8 +261,8 @@ func TestLayoutChange(t *testing.T) {
 				t.Errorf("shard %s [%s, %s) left after the old layout expired", sh.Table, sh.Start, sh.End)
 			}
 		}
-		if len(idx.Shards) != 12+1+2 { // the oldest partial, 24h of 2h, hot, runway
-			t.Errorf("%d shards of the new layout, want 15", len(idx.Shards))
+		if len(idx.Shards) != 3+1+2 { // the oldest partial, 6h of 2h, hot, runway
+			t.Errorf("%d shards of the new layout, want 6", len(idx.Shards))
 		}
 		if got := queryAll(t, svc2, Query{IndexID: "acc", Limit: 9}); len(got) != 0 {
 			t.Errorf("%d events past retention", len(got))
