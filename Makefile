@@ -72,36 +72,38 @@ CLUSTER_REPLICATION = {'class': 'NetworkTopologyStrategy', 'datacenter1': 3}
 # (store/cql/cqlcluster: two outages, on which every check of a node down
 # runs, since each death and restart takes half a minute or more; without
 # the race detector), on nodes that flush their schema at every change as
-# a deployment does. Then, with
-# keyspaces at replication factor 3, the whole store conformance suite
-# (storetest through store/cql), on the same nodes restarted without those
-# flushes (scripts/cassandra-cluster-mode.sh fast): these tests kill no
-# node, and each of their keyspaces and tables is created and dropped in
-# tens of milliseconds instead of seconds. The nodes stay fast for
-# cluster-features.
+# a deployment does. It leaves the nodes restarted without those flushes
+# (scripts/cassandra-cluster-mode.sh fast) for cluster-features: those
+# tests kill no node, and each of their keyspaces and tables is created
+# and dropped in tens of milliseconds instead of seconds.
 cluster-run:
 	./scripts/cassandra-cluster-mode.sh durable
 	EBB_TEST_BACKENDS=cql-cluster $(GO) test -count=1 -timeout 20m ./store/cql/cqlcluster/
 	./scripts/cassandra-cluster-mode.sh fast
-	EBB_TEST_BACKENDS=cql EBB_CQL_HOSTS="$$EBB_CQL_CLUSTER_HOSTS" EBB_CQL_REPLICATION="$(CLUSTER_REPLICATION)" \
-		$(GO) test -count=1 -timeout 30m -run '^TestConformance$$' ./store/cql/
 
-# cluster-features runs the whole feature suites (index shards and their
-# manager, lists, shared tables, the sweeper), each test in its cql
-# variant, on the cluster in EBB_CQL_CLUSTER_HOSTS at replication factor
-# 3 and LOCAL_QUORUM, on nodes in fast mode (cluster-run leaves them so).
-# One package at a time, two tests at a time: these suites create and drop
-# thousands of tables, and on a machine kept busier (two packages at a
-# time beside the race run, load average 13 to 50) the nodes missed schema
-# pushes and fell minutes behind (a change then fails at TableTimeout, see
-# docs/backends.md). In check they start once cluster-run ends, beside
-# the rest of the race run (cluster-all): on an idle 2-core machine the
-# race run had then been alone on the cores for 417 s while the cluster
-# idled; the whole of make test took 1,110 s so against 1,352 s with
-# these suites after the other tests.
+# CLUSTER_PACKAGES are the store's own package (its conformance suite and
+# the tests of what it writes) and the feature suites (index shards and
+# their manager, lists, shared tables, the sweeper). Their cql variants run
+# on the three-node cluster, under the race detector (cluster-features);
+# check's race run (check-tests) runs every other variant of them, and
+# the cql variants of the rest of the packages on the lone node. Each cql
+# variant so runs once, where it is hardest: on a lone node as well they
+# had cost that node 140 of its 212 CPU-seconds, and the cluster's nodes
+# and the race run the cores it took.
+CLUSTER_PACKAGES = ./timeseries/ ./lists/ ./expiry/ ./multitable/ ./shardmgr/ ./store/cql/
+
+# cluster-features runs CLUSTER_PACKAGES's cql variants (EBB_TEST_BACKENDS=cql)
+# under the race detector on the cluster in EBB_CQL_CLUSTER_HOSTS, with
+# keyspaces at replication factor 3 and LOCAL_QUORUM, on nodes in fast mode
+# (cluster-run leaves them so). One package at a time, two tests at a time:
+# these suites create and drop thousands of tables, and on a machine kept
+# busier (two packages at a time beside the race run, load average 13 to
+# 50) the nodes missed schema pushes and fell minutes behind (a change then
+# fails at TableTimeout, see docs/backends.md). In check they start once
+# cluster-run ends, beside the rest of the race run (cluster-all).
 cluster-features:
 	EBB_TEST_BACKENDS=cql EBB_CQL_HOSTS="$$EBB_CQL_CLUSTER_HOSTS" EBB_CQL_REPLICATION="$(CLUSTER_REPLICATION)" \
-		$(GO) test -count=1 -p 1 -parallel 2 -timeout 40m ./shardmgr/ ./lists/ ./multitable/ ./expiry/ ./timeseries/
+		$(GO) test -race -count=1 -p 1 -parallel 2 -timeout 40m $(CLUSTER_PACKAGES)
 
 # NORACE_TESTS are the tests check runs without the race detector, after
 # the race run that skips them. Each moves data at the size that is its
@@ -124,7 +126,7 @@ NORACE_TESTS = ^(TestPageBytesAreBounded|TestQueryVisitsAtMostTheBudget|TestFull
 # two cores; named in go list's order these came last and ran on after the
 # rest had finished, alone on a half-idle machine (they wait on the test
 # servers much of the time). Named first, they run beside the short ones.
-RACE_FIRST = ./timeseries/ ./lists/ ./expiry/ ./shardmgr/ ./store/dynamo/ ./store/cql/ ./migrate/cqllegacy/ ./cmd/ebb/ ./multitable/ ./server/ .
+RACE_FIRST = ./store/dynamo/ ./migrate/cqllegacy/ ./cmd/ebb/ ./server/ .
 
 # RACE_PARALLEL is how many parallel tests each package of the race run
 # runs at once. go test's default is GOMAXPROCS, 2 here, and most parallel
@@ -190,7 +192,12 @@ check-tests:
 	# serves on the listener the variable names; see server_test.go).
 	# The cluster's tests (store/cql/cqlcluster) run beside it, in
 	# cluster-run. -parallel RACE_PARALLEL: see there.
-	EBB_TEST_LISTENER=both $(GO) test -race -timeout 15m -parallel $(RACE_PARALLEL) -skip '$(NORACE_TESTS)' $$($(GO) list $(RACE_FIRST) ./... | grep -v '/store/cql/cqlcluster$$')
+	# CLUSTER_PACKAGES's cql variants run on the cluster instead
+	# (cluster-features): here their other backends run, in their own
+	# go test first since they take longest, then every other package on
+	# every backend.
+	EBB_TEST_BACKENDS=pebble,dynamodb $(GO) test -race -timeout 15m -parallel $(RACE_PARALLEL) -skip '$(NORACE_TESTS)' $(CLUSTER_PACKAGES)
+	EBB_TEST_LISTENER=both $(GO) test -race -timeout 15m -parallel $(RACE_PARALLEL) -skip '$(NORACE_TESTS)' $$($(GO) list $(RACE_FIRST) ./... | grep -v -e '/store/cql/cqlcluster$$' $(CLUSTER_PACKAGES:./%/=-e '/%$$'))
 	# The tests whose size is their point run without the race detector
 	# (see NORACE_TESTS), on both listeners.
 	EBB_TEST_LISTENER=both $(GO) test -count=1 -run '$(NORACE_TESTS)' ./server/ ./timeseries/ ./internal/faultfs/ ./migrate/
