@@ -24,7 +24,10 @@ const Env = "EBB_TEST_BACKENDS"
 // DynamoDB Local that serves the native TTL test. CQLCluster is a
 // three-node Cassandra cluster (EBB_CQL_CLUSTER_HOSTS), on which the tests
 // of node failures and of schema changes through several coordinators
-// run; the backend-independent suites run on a lone node (CQL).
+// run; CQL's variants of the backend-independent suites run on the hosts in
+// EBB_CQL_HOSTS (under make test, the cluster's for the store's and the
+// feature suites' packages and a lone node's for the rest: the Makefile's
+// CLUSTER_PACKAGES).
 const (
 	Pebble        = "pebble"
 	Dynalite      = "dynalite"
