@@ -4,7 +4,7 @@
 # in EBB_CQL_CLUSTER_DIR) in a mode, restarting its nodes when they run in
 # the other one:
 #
-#   scripts/cassandra-cluster-mode.sh durable|fast
+#   scripts/cassandra-cluster-mode.sh durable|fast|fresh
 #
 # durable (the mode the cluster starts in): every node flushes its schema
 # tables at each schema change, as a deployment does, so a node that is
@@ -14,7 +14,11 @@
 # TABLE 0.8 to 1.0 s on a durable cluster, DROP 2 to 2.5 s, against 50 ms
 # and 0.4 s on a lone node without the flushes). Nothing else
 # differs: replication, consistency levels, Paxos and the commit log's
-# periodic fsync are the same in both.
+# periodic fsync are the same in both. fresh: the nodes are killed
+# (SIGKILL), their data deleted, and started again empty in mode fast,
+# always (the cluster keeps its addresses, ports and tokens): a cluster with
+# no test keyspace on it, for a suite that leaves its keyspaces behind
+# instead of dropping each (EBB_CQL_KEEP_KEYSPACES, see store/cql/cqltest).
 #
 # The nodes are stopped with SIGTERM (Cassandra drains: it flushes every
 # table before it exits; SIGKILL after EBB_CASSANDRA_STOP_TIMEOUT seconds,
@@ -26,8 +30,8 @@
 set -euo pipefail
 
 mode="${1:-}"
-if [[ "$mode" != durable && "$mode" != fast ]]; then
-	echo "usage: $0 durable|fast" >&2
+if [[ "$mode" != durable && "$mode" != fast && "$mode" != fresh ]]; then
+	echo "usage: $0 durable|fast|fresh" >&2
 	exit 2
 fi
 dir="${EBB_CQL_CLUSTER_DIR:-}"
@@ -51,9 +55,12 @@ yaml() {
 }
 
 stop_timeout="${EBB_CASSANDRA_STOP_TIMEOUT:-120}"
+signal=TERM
+# Data about to be deleted needs no drain.
+[[ "$mode" == fresh ]] && signal=KILL
 for d in "${nodes[@]}"; do
 	p="$(cat "$d/pid")"
-	kill -TERM "$p" 2>/dev/null || true
+	kill -"$signal" "$p" 2>/dev/null || true
 done
 for d in "${nodes[@]}"; do
 	p="$(cat "$d/pid")"
@@ -67,6 +74,14 @@ for d in "${nodes[@]}"; do
 	done
 done
 
+if [[ "$mode" == fresh ]]; then
+	for d in "${nodes[@]}"; do
+		rm -rf "$d/data"
+		mkdir "$d/data"
+	done
+	mode=fast
+	emptied=", empty"
+fi
 echo "$mode" >"$dir/mode"
 # Each node's log grows: only what follows this offset is the new start.
 declare -A offset
@@ -101,4 +116,4 @@ for d in "${nodes[@]}"; do
 		sleep 0.2
 	done
 done
-echo "cassandra-cluster-mode: the cluster runs $mode (restarted in $((SECONDS - begin)) s)" >&2
+echo "cassandra-cluster-mode: the cluster runs $mode${emptied:-} (restarted in $((SECONDS - begin)) s)" >&2

@@ -62,7 +62,8 @@ func dropKeyspace(hosts []string, ks string) error {
 	return sess.Query(`DROP KEYSPACE IF EXISTS "` + ks + `"`).ExecContext(ctx)
 }
 
-// openTest opens a Store in a fresh keyspace, dropped when the test ends.
+// openTest opens a Store in a fresh keyspace, dropped when the test ends
+// unless EBB_CQL_KEEP_KEYSPACES=1 (see cqltest.EnvKeep).
 func openTest(t *testing.T, now func() time.Time, change func(o *Options)) *Store {
 	t.Helper()
 	testKeyspaceSeq++
@@ -81,6 +82,9 @@ func openTest(t *testing.T, now func() time.Time, change func(o *Options)) *Stor
 	}
 	t.Cleanup(func() {
 		_ = s.Close()
+		if os.Getenv("EBB_CQL_KEEP_KEYSPACES") == "1" {
+			return
+		}
 		if err := dropKeyspace(o.Hosts, o.Keyspace); err != nil {
 			t.Errorf("drop keyspace: %v", err)
 		}
