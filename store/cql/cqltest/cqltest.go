@@ -47,10 +47,10 @@ const EnvReplication = "EBB_CQL_REPLICATION"
 // its own schema and system tables included (measured on the three fast
 // nodes, multitable's cql variants under the race detector: 85 to 106
 // node-CPU-seconds and 92 to 101 s with the drops, 35 to 50 and 35 to 46 s
-// without). Unset, or on a cluster that outlives the tests, keyspaces are
-// dropped: left behind, they pile up, and every schema change and the
-// nodes' heap pay for them (a run of all six packages on one cluster
-// without drops cost more than with them).
+// without). Unset, keyspaces are dropped, as a cluster that outlives the
+// tests needs: left behind, they pile up, and every schema change and the
+// nodes' heap pay for them (the six cluster packages' cql variants run on
+// one cluster without the drops cost its nodes more than with them).
 const EnvKeep = "EBB_CQL_KEEP_KEYSPACES"
 
 // KeepKeyspaces reports whether EBB_CQL_KEEP_KEYSPACES is 1.
