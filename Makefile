@@ -172,8 +172,8 @@ RACE_PARALLEL = 8
 # other (967 and 982 s). With each cql variant run once the whole took
 # 766 s, the part off the cluster ending 70 s before the cluster's; at
 # nice 10, 778 s (one run each: no gain, not kept). With the cluster
-# emptied before each of CLUSTER_PACKAGES (cluster-features), 749 s, the
-# cluster's part ending about 100 s before the other.
+# emptied before each of CLUSTER_PACKAGES (cluster-features), 749 and
+# 709 s, the cluster's part ending about 100 s before the other (first run).
 check: override export EBB_TEST_BACKENDS = all
 check:
 	$(GO) vet ./...
