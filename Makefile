@@ -98,7 +98,7 @@ CLUSTER_PACKAGES = ./expiry/ ./multitable/ ./timeseries/ ./lists/ ./shardmgr/ ./
 # no node, and each of their keyspaces and tables is created in tens of
 # milliseconds instead of seconds), and the tests leave their keyspaces
 # behind instead of dropping each (EBB_CQL_KEEP_KEYSPACES=1, see
-# store/cql/cqltest): a drop cost the nodes more than the test, and
+# internal/testselect): a drop cost the nodes more than the test, and
 # left on one cluster for all six packages the keyspaces slowed every
 # later schema change. One package at a time, two tests at a time: these
 # suites create and drop thousands of tables, and on a machine kept busier

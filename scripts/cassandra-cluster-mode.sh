@@ -18,7 +18,7 @@
 # (SIGKILL), their data deleted, and started again empty in mode fast,
 # always (the cluster keeps its addresses, ports and tokens): a cluster with
 # no test keyspace on it, for a suite that leaves its keyspaces behind
-# instead of dropping each (EBB_CQL_KEEP_KEYSPACES, see store/cql/cqltest).
+# instead of dropping each (EBB_CQL_KEEP_KEYSPACES, see internal/testselect).
 #
 # The nodes are stopped with SIGTERM (Cassandra drains: it flushes every
 # table before it exits; SIGKILL after EBB_CASSANDRA_STOP_TIMEOUT seconds,

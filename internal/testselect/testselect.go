@@ -51,6 +51,26 @@ const Default = Pebble
 // ErrUnknown marks a selection that names no backend or group.
 var ErrUnknown = errors.New("testselect: unknown backend")
 
+// KeepCQLKeyspacesEnv, set to 1, leaves each CQL test keyspace on the
+// cluster when its test ends instead of dropping it: for a throw-away cluster that is emptied
+// before the next suite (make test's three nodes, restarted empty before
+// each package's cql variants by scripts/cassandra-cluster-mode.sh fresh).
+// A drop is most of what a test costs a node: Cassandra snapshots each
+// table it drops and flushes every table with data in the commit log,
+// its own schema and system tables included (measured on the three fast
+// nodes, multitable's cql variants under the race detector: 85 to 106
+// node-CPU-seconds and 92 to 101 s with the drops, 35 to 50 and 35 to 46 s
+// without). Unset, keyspaces are dropped, as a cluster that outlives the
+// tests needs: left behind, they pile up, and every schema change and the
+// nodes' heap pay for them (the six cluster packages' cql variants run on
+// one cluster without the drops cost its nodes more than with them).
+const KeepCQLKeyspacesEnv = "EBB_CQL_KEEP_KEYSPACES"
+
+// KeepCQLKeyspaces reports whether EBB_CQL_KEEP_KEYSPACES is 1. It is
+// read here, beside the selection, so that store/cql's own tests (which
+// cannot import store/cql/cqltest) and cqltest follow one rule.
+func KeepCQLKeyspaces() bool { return os.Getenv(KeepCQLKeyspacesEnv) == "1" }
+
 // Parse returns the backends a selection names, in the order of Backends.
 // An empty selection means Default.
 func Parse(v string) ([]string, error) {

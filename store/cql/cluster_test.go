@@ -63,7 +63,7 @@ func dropKeyspace(hosts []string, ks string) error {
 }
 
 // openTest opens a Store in a fresh keyspace, dropped when the test ends
-// unless EBB_CQL_KEEP_KEYSPACES=1 (see cqltest.EnvKeep).
+// unless EBB_CQL_KEEP_KEYSPACES=1 (testselect.KeepCQLKeyspaces).
 func openTest(t *testing.T, now func() time.Time, change func(o *Options)) *Store {
 	t.Helper()
 	testKeyspaceSeq++
@@ -82,7 +82,7 @@ func openTest(t *testing.T, now func() time.Time, change func(o *Options)) *Stor
 	}
 	t.Cleanup(func() {
 		_ = s.Close()
-		if os.Getenv("EBB_CQL_KEEP_KEYSPACES") == "1" {
+		if testselect.KeepCQLKeyspaces() {
 			return
 		}
 		if err := dropKeyspace(o.Hosts, o.Keyspace); err != nil {

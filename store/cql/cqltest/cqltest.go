@@ -38,24 +38,6 @@ const EnvHosts = "EBB_CQL_HOSTS"
 // the Store's default (replication factor 1) fits a lone node.
 const EnvReplication = "EBB_CQL_REPLICATION"
 
-// EnvKeep, set to 1, leaves each test keyspace on the cluster when its test
-// ends instead of dropping it: for a throw-away cluster that is emptied
-// before the next suite (make test's three nodes, restarted empty before
-// each package's cql variants by scripts/cassandra-cluster-mode.sh fresh).
-// A drop is most of what a test costs a node: Cassandra snapshots each
-// table it drops and flushes every table with data in the commit log,
-// its own schema and system tables included (measured on the three fast
-// nodes, multitable's cql variants under the race detector: 85 to 106
-// node-CPU-seconds and 92 to 101 s with the drops, 35 to 50 and 35 to 46 s
-// without). Unset, keyspaces are dropped, as a cluster that outlives the
-// tests needs: left behind, they pile up, and every schema change and the
-// nodes' heap pay for them (the six cluster packages' cql variants run on
-// one cluster without the drops cost its nodes more than with them).
-const EnvKeep = "EBB_CQL_KEEP_KEYSPACES"
-
-// KeepKeyspaces reports whether EBB_CQL_KEEP_KEYSPACES is 1.
-func KeepKeyspaces() bool { return os.Getenv(EnvKeep) == "1" }
-
 // Hosts returns the contact points in EBB_CQL_HOSTS, or nil.
 func Hosts() []string {
 	v := strings.TrimSpace(os.Getenv(EnvHosts))
@@ -127,7 +109,7 @@ func Options(t testing.TB, now func() time.Time) cql.Options {
 }
 
 // New opens a Store with Options(t, now); the Store is closed and its
-// keyspace dropped (see EnvKeep) when the test ends.
+// keyspace dropped (see testselect.KeepCQLKeyspaces) when the test ends.
 func New(t testing.TB, now func() time.Time) *cql.Store {
 	t.Helper()
 	return Open(t, Options(t, now))
@@ -138,7 +120,7 @@ func New(t testing.TB, now func() time.Time) *cql.Store {
 func Open(t testing.TB, o cql.Options) *cql.Store {
 	t.Helper()
 	t.Cleanup(func() {
-		if KeepKeyspaces() {
+		if testselect.KeepCQLKeyspaces() {
 			return
 		}
 		if err := DropKeyspace(context.Background(), o.Hosts, o.Keyspace); err != nil {
