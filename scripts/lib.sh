@@ -116,6 +116,7 @@ serve_and_run() {
 	local name=$1 label=$2 var=$3 seconds=$4 start=$5
 	shift 5
 	local port endpoint status=0
+	serve_name="$name: $label"
 	port="$(free_port)"
 	serve_log="$(mktemp -t "${name#with-}.XXXXXX.log")"
 	"$start" "$port" >"$serve_log" 2>&1 &
@@ -134,10 +135,18 @@ serve_and_run() {
 }
 
 # serve_cleanup stops the server serve_and_run started and removes its log.
+# A server that is already gone exited while the command ran (the tests
+# against it then fail with refused connections): its exit status and the
+# end of its log are printed first, so that the run says why.
 serve_cleanup() {
+	local st=0
 	if kill -0 "$serve_pid" 2>/dev/null; then
 		kill "$serve_pid" 2>/dev/null || true
 		wait "$serve_pid" 2>/dev/null || true
+	else
+		wait "$serve_pid" 2>/dev/null || st=$?
+		echo "${serve_name:-server}: exited before the command ended (status $st); the end of its log:" >&2
+		tail -n 40 "$serve_log" >&2 2>/dev/null || true
 	fi
 	rm -f "$serve_log"
 }
