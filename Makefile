@@ -184,8 +184,7 @@ RACE_PARALLEL = 8
 # EBB_CASSANDRA_START_TIMEOUT says otherwise. Once cluster-run ends,
 # CLUSTER_PACKAGES's cql variants (cluster-features) follow it on the
 # cluster, beside what is left of the race run (cluster-all). The other
-# part (check-local: check-tests, then the Python client's tests, which
-# need no test server) runs at a lower priority (nice 5) and leaves the
+# part (check-local: check-tests) runs at a lower priority (nice 5) and leaves the
 # nodes the cores they ask for: the nodes are what fell behind on the
 # schema under load, and at the same priority the cluster's part ended
 # last (970 s in all); at nice 5 the two ended within a minute of each
@@ -193,7 +192,12 @@ RACE_PARALLEL = 8
 # 766 s, the part off the cluster ending 70 s before the cluster's; at
 # nice 10, 778 s (one run each: no gain, not kept). With the cluster
 # emptied before each of CLUSTER_PACKAGES (cluster-features), 749 and
-# 709 s, the cluster's part ending about 100 s before the other (first run).
+# 709 s, the cluster's part ending about 100 s before the other (first run);
+# with CLUSTER_GROUPS, 649 s, the cluster's part ending 148 s before the
+# other, whose last 40 s (the Python client's tests) kept the cores under a
+# fifth busy. So the Python client's tests and the fuzz targets' short
+# run, which need neither the test servers nor the race run, follow the
+# cluster's part instead (check-cluster), beside the end of the race run.
 check: override export EBB_TEST_BACKENDS = all
 check:
 	$(GO) vet ./...
@@ -202,13 +206,22 @@ check:
 		echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$unformatted"; exit 1; \
 	fi
 	./scripts/await-test-servers.sh
-	EBB_CASSANDRA_START_TIMEOUT=$${EBB_CASSANDRA_START_TIMEOUT:-600} $(MAKE) --no-print-directory -j2 --output-sync=target check-local cluster-all
+	EBB_CASSANDRA_START_TIMEOUT=$${EBB_CASSANDRA_START_TIMEOUT:-600} $(MAKE) --no-print-directory -j2 --output-sync=target check-local check-cluster
 
-# check-local is check's part off the cluster, beside cluster-all.
+# check-local is check's race run and the tests after it (check-tests),
+# beside check-cluster.
 .PHONY: check-local
 check-local:
 	nice -n 5 $(MAKE) --no-print-directory check-tests
+
+# check-cluster is check's part on the cluster (cluster-all), then the
+# Python client's tests and the fuzz targets' short run, beside what is
+# left of check-local.
+.PHONY: check-cluster
+check-cluster:
+	$(MAKE) --no-print-directory cluster-all
 	nice -n 5 $(MAKE) --no-print-directory test-python
+	nice -n 5 $(MAKE) --no-print-directory fuzz-short
 
 # cluster-all is check's part on the cluster: cluster-run, then
 # cluster-features as soon as it ends, beside what is left of the race run.
@@ -217,8 +230,7 @@ cluster-all:
 	$(MAKE) --no-print-directory cluster-features
 
 # check-tests is check's tests beside the cluster's: every package under
-# the race detector, then the runs without it, the peer module, and the
-# fuzz targets' short run.
+# the race detector, then the runs without it and the peer module.
 .PHONY: check-tests
 check-tests: override export EBB_TEST_BACKENDS = all
 check-tests:
@@ -247,7 +259,6 @@ check-tests:
 	# clock) run once more without it. Neither measures speed: that is
 	# make perf.
 	$(GO) test -count=1 -run 'TestPebble/MassExpiry|TestLagSchedule' ./expiry/
-	$(MAKE) --no-print-directory fuzz-short
 
 # perf runs, outside make test, the checks that hold only on a quiet
 # machine (a busy one must not fail make test) and the long full-size run
