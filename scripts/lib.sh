@@ -130,20 +130,22 @@ serve_and_run() {
 	fi
 	echo "$name: $label on $endpoint" >&2
 	export "$var=$endpoint"
+	serve_running=1
 	"$@" || status=$?
 	exit "$status"
 }
 
 # serve_cleanup stops the server serve_and_run started and removes its log.
-# A server that is already gone exited while the command ran (the tests
-# against it then fail with refused connections): its exit status and the
-# end of its log are printed first, so that the run says why.
+# A server that is already gone once the command has run exited while it
+# ran (the tests against it then fail with refused connections): its exit
+# status and the end of its log are printed first, so that the run says
+# why. (One that never served has had its log printed by await_server.)
 serve_cleanup() {
 	local st=0
 	if kill -0 "$serve_pid" 2>/dev/null; then
 		kill "$serve_pid" 2>/dev/null || true
 		wait "$serve_pid" 2>/dev/null || true
-	else
+	elif [[ -n "${serve_running:-}" ]]; then
 		wait "$serve_pid" 2>/dev/null || st=$?
 		echo "${serve_name:-server}: exited before the command ended (status $st); the end of its log:" >&2
 		tail -n 40 "$serve_log" >&2 2>/dev/null || true
