@@ -122,17 +122,17 @@ endif
 # suites create and drop thousands of tables, and on a machine kept busier
 # (two packages at a time beside the race run, load average 13 to 50) the
 # nodes missed schema pushes and fell minutes behind (a change then fails
-# at TableTimeout, see docs/backends.md). Every package runs even when one
-# fails; the target fails if any did. In check they start once cluster-run
+# at TableTimeout, see docs/backends.md). Every group runs even when one
+# fails, and go test runs each of a group's packages (-p 1: one at a
+# time); the target fails if any did. In check they start once cluster-run
 # ends, beside the rest of the race run (cluster-all).
 cluster-features:
 	@status=0; for g in $(CLUSTER_GROUPS); do \
 		./scripts/cassandra-cluster-mode.sh fresh || exit 1; \
-		for p in $$(echo "$$g" | tr , ' '); do \
-			echo "go test -race -count=1 -parallel 2 -timeout 40m $$p (cql, on the cluster emptied for $$g)"; \
-			EBB_TEST_BACKENDS=cql EBB_CQL_HOSTS="$$EBB_CQL_CLUSTER_HOSTS" EBB_CQL_REPLICATION="$(CLUSTER_REPLICATION)" \
-				EBB_CQL_KEEP_KEYSPACES=1 $(GO) test -race -count=1 -parallel 2 -timeout 40m $$p || status=1; \
-		done; \
+		pkgs="$$(echo "$$g" | tr , ' ')"; \
+		echo "go test -race -count=1 -p 1 -parallel 2 -timeout 40m $$pkgs (cql, on the emptied cluster)"; \
+		EBB_TEST_BACKENDS=cql EBB_CQL_HOSTS="$$EBB_CQL_CLUSTER_HOSTS" EBB_CQL_REPLICATION="$(CLUSTER_REPLICATION)" \
+			EBB_CQL_KEEP_KEYSPACES=1 $(GO) test -race -count=1 -p 1 -parallel 2 -timeout 40m $$pkgs || status=1; \
 	done; exit $$status
 
 # NORACE_TESTS are the tests check runs without the race detector, after

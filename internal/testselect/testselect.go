@@ -52,9 +52,10 @@ const Default = Pebble
 var ErrUnknown = errors.New("testselect: unknown backend")
 
 // KeepCQLKeyspacesEnv, set to 1, leaves each CQL test keyspace on the
-// cluster when its test ends instead of dropping it: for a throw-away cluster that is emptied
-// before the next suite (make test's three nodes, restarted empty before
-// each package's cql variants by scripts/cassandra-cluster-mode.sh fresh).
+// cluster when its test ends instead of dropping it: for a throw-away
+// cluster that is emptied before the next suites (make test's three nodes,
+// restarted empty before each group of packages by
+// scripts/cassandra-cluster-mode.sh fresh).
 // A drop is most of what a test costs a node: Cassandra snapshots each
 // table it drops and flushes every table with data in the commit log,
 // its own schema and system tables included (measured on the three fast
