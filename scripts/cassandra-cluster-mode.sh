@@ -29,6 +29,9 @@
 # (default 180).
 set -euo pipefail
 
+# shellcheck source=scripts/lib.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
+
 mode="${1:-}"
 if [[ "$mode" != durable && "$mode" != fast && "$mode" != fresh ]]; then
 	echo "usage: $0 durable|fast|fresh" >&2
@@ -65,7 +68,7 @@ done
 for d in "${nodes[@]}"; do
 	p="$(cat "$d/pid")"
 	start=$SECONDS
-	while kill -0 "$p" 2>/dev/null; do
+	while running "$p"; do
 		if ((SECONDS - start >= stop_timeout)); then
 			echo "cassandra-cluster-mode: $d did not stop within ${stop_timeout}s: killed" >&2
 			kill -KILL "$p" 2>/dev/null || true
@@ -108,7 +111,7 @@ for d in "${nodes[@]}"; do
 		if [[ -n "$ready" ]] && (exec 3<>"/dev/tcp/$addr/$port") 2>/dev/null; then
 			break
 		fi
-		if ! kill -0 "$pid" 2>/dev/null || ((SECONDS - start >= timeout)); then
+		if ! running "$pid" || ((SECONDS - start >= timeout)); then
 			echo "cassandra-cluster-mode: node $d did not serve CQL on $addr:$port, with every other node UP, within ${timeout}s:" >&2
 			tail -c "+${offset[$d]}" "$d/node.log" >&2 || true
 			exit 1

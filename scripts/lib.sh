@@ -18,13 +18,27 @@ free_port() {
 	return 1
 }
 
+# running PID succeeds while process PID runs: it exists and has not
+# exited. A server started in the background by a script that has since
+# ended is no child of ours; once killed it stays a zombie until whatever
+# adopted it reaps it, which here (the container's init) takes up to a
+# second or two. A zombie holds no memory, ports or open files, so it
+# counts as gone. Without /proc, kill -0 alone decides.
+running() {
+	local stat
+	kill -0 "$1" 2>/dev/null || return 1
+	stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 0
+	stat="${stat##*) }"
+	[[ "${stat:0:1}" != Z ]]
+}
+
 # wait_port PID PORT TENTHS waits up to TENTHS tenths of a second for the
 # process PID to accept connections on loopback PORT. It fails at once
 # when the process exits, and when the time is up.
 wait_port() {
 	local pid=$1 port=$2 tenths=$3
 	for _ in $(seq 1 "$tenths"); do
-		if ! kill -0 "$pid" 2>/dev/null; then
+		if ! running "$pid"; then
 			return 1
 		fi
 		# A connection accepted on the port means it is serving.

@@ -125,16 +125,16 @@ dir="$(mktemp -d -t cassandra.XXXXXX)"
 cleanup() {
 	# The data is thrown away, so the nodes are killed rather than drained.
 	# A node restarted by a test is known by its pid file only.
-	local f p
+	local f p pids=()
 	for f in "$dir"/pid "$dir"/n*/pid; do
 		[[ -f "$f" ]] || continue
 		p="$(cat "$f")"
-		if [[ -n "$p" ]] && kill -0 "$p" 2>/dev/null; then
-			kill -KILL "$p" 2>/dev/null || true
-			# Not a child of this shell (see write_node): wait for it to
-			# be gone before its files are removed.
-			while kill -0 "$p" 2>/dev/null; do sleep 0.05; done
-		fi
+		[[ -n "$p" ]] && kill -KILL "$p" 2>/dev/null && pids+=("$p")
+	done
+	# Not children of this shell (see write_node): wait for every one to
+	# be gone before their files are removed.
+	for p in "${pids[@]}"; do
+		while running "$p"; do sleep 0.02; done
 	done
 	if [[ -n "${EBB_CASSANDRA_KEEP:-}" ]]; then
 		echo "with-cassandra: kept $dir" >&2
@@ -380,7 +380,7 @@ fi
 for ((i = 1; i <= nodes && !deferred; i++)); do
 	pid="$(cat "$(node_dir "$i")/pid")"
 	until node_ready "$i"; do
-		if ! kill -0 "$pid" 2>/dev/null; then
+		if ! running "$pid"; then
 			fail_node "$i" "exited before serving CQL on ${hosts[$((i - 1))]}"
 		fi
 		if ((SECONDS - start >= timeout)); then

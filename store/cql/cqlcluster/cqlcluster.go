@@ -8,6 +8,7 @@
 package cqlcluster
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -220,7 +221,26 @@ func (c *Cluster) pid(i int) (int, error) {
 // Up reports whether node i's process runs.
 func (c *Cluster) Up(i int) bool {
 	pid, err := c.pid(i)
-	return err == nil && syscall.Kill(pid, 0) == nil
+	return err == nil && running(pid)
+}
+
+// running reports whether process pid exists and has not exited. A node
+// is no child of the test process (its start script put it in the
+// background); once killed it stays a zombie until whatever adopted it
+// reaps it, up to a second or two here. A zombie holds no memory, ports
+// or files, so it counts as gone. Without /proc, kill(pid, 0) decides.
+func running(pid int) bool {
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	// The state follows the command name, which is in parentheses and
+	// may itself hold any byte.
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
 
 // Kill SIGKILLs node i, as a crash or a power cut would end it (with the
@@ -237,7 +257,7 @@ func (c *Cluster) Kill(t testing.TB, i int) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill node %d (pid %d): %v", i, pid, err)
 	}
-	for syscall.Kill(pid, 0) == nil {
+	for running(pid) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("node %d (%s) killed", i, c.Hosts[i-1])
