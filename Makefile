@@ -17,8 +17,8 @@ PKG     ?= ./...
 # (EBB_TEST_BACKENDS=all: a backend without its endpoint fails the run,
 # never skips). A second, idle DynamoDB Local
 # (EBB_DYNAMODB_TTL_ENDPOINT) serves the test of its native TTL process.
-# moto's server mode (PyPI, in a virtual environment under tools/moto)
-# serves S3 to the archive tests (EBB_S3_ENDPOINT).
+# moto's server mode (PyPI, in a virtual environment kept in the user's
+# cache, see scripts/with-moto.sh) serves S3 to the archive tests (EBB_S3_ENDPOINT).
 # Prometheus's promtool (Debian's prometheus package, installed when
 # missing) checks and unit-tests docs/prometheus/alerts.yml. Debian's
 # chromium (installed when missing) runs the dashboard's browser tests.
