@@ -168,6 +168,13 @@ RACE_FIRST = ./cmd/ebb/ . ./store/dynamo/ ./server/ ./migrate/dynamolegacy/ ./mi
 # trips; the CPU-bound tests on the embedded backend run beside them.
 RACE_PARALLEL = 8
 
+# RACE_PROCS is how many test binaries the race run runs at once (go test
+# -p; its default is GOMAXPROCS, 2 here). The longest of them (the root
+# package's, cmd/ebb's: replicas, leases, SIGKILLed servers) mostly wait,
+# and the CPU trace of make test showed the cores a fifth idle for minutes
+# while two of them ran beside the cluster's tests.
+RACE_PROCS = 3
+
 # check is vet, formatting and every test under the race detector, with
 # every backend selected (EBB_TEST_BACKENDS=all), against the
 # EBB_DYNAMODB_ENDPOINT / EBB_DYNAMODB_LOCAL_ENDPOINT /
@@ -250,8 +257,8 @@ check-tests:
 	# (cluster-features): here their other backends run, in a go test of
 	# their own (the selection is the process's), then every other
 	# package on every backend.
-	EBB_TEST_BACKENDS=pebble,dynamodb $(GO) test -race -timeout 15m -parallel $(RACE_PARALLEL) -skip '$(NORACE_TESTS)' $(CLUSTER_PACKAGES)
-	EBB_TEST_LISTENER=both $(GO) test -race -timeout 15m -parallel $(RACE_PARALLEL) -skip '$(NORACE_TESTS)' $$($(GO) list $(RACE_FIRST) ./... | grep -v -e '/store/cql/cqlcluster$$' $(CLUSTER_PACKAGES:./%/=-e '/%$$'))
+	EBB_TEST_BACKENDS=pebble,dynamodb $(GO) test -race -timeout 15m -p $(RACE_PROCS) -parallel $(RACE_PARALLEL) -skip '$(NORACE_TESTS)' $(CLUSTER_PACKAGES)
+	EBB_TEST_LISTENER=both $(GO) test -race -timeout 15m -p $(RACE_PROCS) -parallel $(RACE_PARALLEL) -skip '$(NORACE_TESTS)' $$($(GO) list $(RACE_FIRST) ./... | grep -v -e '/store/cql/cqlcluster$$' $(CLUSTER_PACKAGES:./%/=-e '/%$$'))
 	# The tests whose size is their point run without the race detector
 	# (see NORACE_TESTS), on both listeners.
 	EBB_TEST_LISTENER=both $(GO) test -count=1 -run '$(NORACE_TESTS)' ./server/ ./timeseries/ ./internal/faultfs/ ./migrate/
