@@ -168,13 +168,6 @@ RACE_FIRST = ./cmd/ebb/ . ./store/dynamo/ ./server/ ./migrate/dynamolegacy/ ./mi
 # trips; the CPU-bound tests on the embedded backend run beside them.
 RACE_PARALLEL = 8
 
-# RACE_PROCS is how many test binaries the race run runs at once (go test
-# -p; its default is GOMAXPROCS, 2 here). The longest of them (the root
-# package's, cmd/ebb's: replicas, leases, SIGKILLed servers) mostly wait,
-# and the CPU trace of make test showed the cores a fifth idle for minutes
-# while two of them ran beside the cluster's tests.
-RACE_PROCS = 3
-
 # check is vet, formatting and every test under the race detector, with
 # every backend selected (EBB_TEST_BACKENDS=all), against the
 # EBB_DYNAMODB_ENDPOINT / EBB_DYNAMODB_LOCAL_ENDPOINT /
@@ -205,12 +198,14 @@ RACE_PROCS = 3
 # fifth busy. So the Python client's tests and the fuzz targets' short
 # run, which need neither the test servers nor the race run, followed the
 # cluster's part instead, beside the end of the race run: 597, 605 and
-# 641 s, the two parts ending within 10 s of each other. With the race run
-# three test binaries at a time (RACE_PROCS), it ended 20 s before the
-# cluster's part, and the Python suite after that kept the cores under a
-# third busy for 27 s (it mostly waits): it now runs beside both from the
-# start (check-python), and the fuzzing, which keeps both cores busy,
-# follows the race run (check-local).
+# 641 s, the two parts ending within 10 s of each other; the Python suite
+# there kept the cores under a third busy for half a minute (it mostly
+# waits), so it now runs beside both from the start (check-python). The
+# race run three test binaries at a time instead of two (go test -p 3)
+# kept the cores busier (97% against 91%) but slowed the cluster's part
+# (cluster-features 450 to 493 s against 375 and 408), whose nodes spend
+# more CPU the longer it runs (489, 525 and 544 CPU-s against 444 to 498):
+# 596, 624 and 643 s, not kept.
 check: override export EBB_TEST_BACKENDS = all
 # The binaries the check links (some 40 test binaries, and the ebb binaries
 # tests build) carry no DWARF: a debugger needs it, a panic's or a race
@@ -227,16 +222,17 @@ check:
 	EBB_CASSANDRA_START_TIMEOUT=$${EBB_CASSANDRA_START_TIMEOUT:-600} $(MAKE) --no-print-directory -j3 --output-sync=target check-local check-cluster check-python
 
 # check-local is check's race run and the tests after it (check-tests),
-# then the fuzz targets' short run, beside check-cluster.
+# beside check-cluster.
 .PHONY: check-local
 check-local:
 	nice -n 5 $(MAKE) --no-print-directory check-tests
-	nice -n 5 $(MAKE) --no-print-directory fuzz-short
 
-# check-cluster is check's part on the cluster (cluster-all).
+# check-cluster is check's part on the cluster (cluster-all), then the
+# fuzz targets' short run, beside what is left of check-local.
 .PHONY: check-cluster
 check-cluster:
 	$(MAKE) --no-print-directory cluster-all
+	nice -n 5 $(MAKE) --no-print-directory fuzz-short
 
 # check-python is the Python client's tests, beside the other two.
 .PHONY: check-python
@@ -264,8 +260,8 @@ check-tests:
 	# (cluster-features): here their other backends run, in a go test of
 	# their own (the selection is the process's), then every other
 	# package on every backend.
-	EBB_TEST_BACKENDS=pebble,dynamodb $(GO) test -race -timeout 15m -p $(RACE_PROCS) -parallel $(RACE_PARALLEL) -skip '$(NORACE_TESTS)' $(CLUSTER_PACKAGES)
-	EBB_TEST_LISTENER=both $(GO) test -race -timeout 15m -p $(RACE_PROCS) -parallel $(RACE_PARALLEL) -skip '$(NORACE_TESTS)' $$($(GO) list $(RACE_FIRST) ./... | grep -v -e '/store/cql/cqlcluster$$' $(CLUSTER_PACKAGES:./%/=-e '/%$$'))
+	EBB_TEST_BACKENDS=pebble,dynamodb $(GO) test -race -timeout 15m -parallel $(RACE_PARALLEL) -skip '$(NORACE_TESTS)' $(CLUSTER_PACKAGES)
+	EBB_TEST_LISTENER=both $(GO) test -race -timeout 15m -parallel $(RACE_PARALLEL) -skip '$(NORACE_TESTS)' $$($(GO) list $(RACE_FIRST) ./... | grep -v -e '/store/cql/cqlcluster$$' $(CLUSTER_PACKAGES:./%/=-e '/%$$'))
 	# The tests whose size is their point run without the race detector
 	# (see NORACE_TESTS), on both listeners.
 	EBB_TEST_LISTENER=both $(GO) test -count=1 -run '$(NORACE_TESTS)' ./server/ ./timeseries/ ./internal/faultfs/ ./migrate/
