@@ -193,8 +193,12 @@ func TestExpirationsScopedByVisibility(t *testing.T) {
 			t.Fatalf("event of %s seen by a reader of user", ev.Name)
 		}
 	}
-	if next != end {
-		t.Fatalf("filtered read stopped at %s, want %s", next, end)
+	// The rows' part of the cursor must match: the filtered read moves past
+	// the rows it does not show. The shards' part is not compared: with no
+	// shard dropped, a read moves it to the hour before its clock's
+	// (explog's readSource), so two reads either side of an hour differ.
+	if rows, _, _ := strings.Cut(next, "-"); rows != strings.SplitN(end, "-", 2)[0] {
+		t.Fatalf("filtered read stopped at %s, want the rows' part of %s", next, end)
 	}
 }
 
