@@ -204,7 +204,7 @@ await_server() {
 	shift 5
 	local log=${logs%%:*} start=$SECONDS line ready
 	while ((SECONDS - start < seconds)); do
-		if ! kill -0 "$pid" 2>/dev/null; then
+		if ! running "$pid"; then
 			echo "$name exited before it served on 127.0.0.1:$port:" >&2
 			print_logs "$logs"
 			return 1
