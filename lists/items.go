@@ -357,6 +357,9 @@ type Read struct {
 	// exceed MaxBytes by at most one value. Zero bounds the page by Limit
 	// alone.
 	MaxBytes int
+	// Stamp, when not nil, is filled in with what the page depends on,
+	// for Fresh (see Stamp).
+	Stamp *Stamp
 }
 
 // errPageFull stops a scan that reached Read.MaxBytes.
@@ -413,7 +416,8 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 		// MaxTTL: the range starts there, items expired under every TTL
 		// are never even read, and the store hides the others at their
 		// own expiry.
-		low := s.now().Add(-f.MaxTTL).Add(time.Nanosecond)
+		nowT := s.now()
+		low := nowT.Add(-f.MaxTTL).Add(time.Nanosecond)
 		if minTimestamp.After(low) {
 			low = minTimestamp
 		}
@@ -433,10 +437,20 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 		// last holds the encoded key of the last row examined, decoded
 		// only when a page token is made of it.
 		last = make([]byte, 0, itemKeyLen+2)
-		now := s.now().UnixNano()
+		now := nowT.UnixNano()
+		stamp := rd.Stamp
+		if stamp != nil {
+			s.stampStart(stamp, f, entityID, now)
+			if stamp.kept && q.Tally == nil {
+				q.Tally = &stamp.tally
+			}
+		}
 		storeNext, err := s.st.Scan(ctx, f.Table, q, func(r *store.RawRow) error {
 			v := r.Values[0]
 			if v == nil {
+				if stamp != nil {
+					stamp.kept = false // rare; not worth a bound of its own
+				}
 				return nil // no live value: the row is on its way out
 			}
 			ts, err := encodedItemNanos(r.Clustering)
@@ -444,7 +458,11 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 				return err
 			}
 			last = append(last[:0], r.Clustering...)
-			if !exactlyLive(ts, r.ExpiresAt, now) {
+			live := exactlyLive(ts, r.ExpiresAt, now)
+			if stamp != nil {
+				stamp.stampRow(ts, r.ExpiresAt, live, f.MaxTTL)
+			}
+			if !live {
 				// Added under a shorter TTL than the longest the version
 				// had (see Feature.MaxTTL): the range cannot tell, and the
 				// store's expiry is rounded up to the millisecond. The page
@@ -468,6 +486,12 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 		more = storeNext != nil
 		return err
 	})
+	if rd.Stamp != nil {
+		// A page cut short by MaxBytes depends on the bound; one that
+		// failed is not a page.
+		rd.Stamp.kept = rd.Stamp.kept && err == nil && !full
+		rd.Stamp.items = n
+	}
 	if err != nil && !(full && errors.Is(err, errPageFull)) {
 		return 0, "", err
 	}

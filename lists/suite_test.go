@@ -42,6 +42,7 @@ func runSuite(t *testing.T, f testbackend.Factory, parallel bool) {
 		{"ConcurrentAdds", testConcurrentAdds},
 		{"OtherProcess", testOtherProcess},
 		{"Model", testModel},
+		{"KeptPages", testKeptPages},
 		{"MaxItems", testMaxItems},
 		{"MaxItemsExpired", testMaxItemsExpired},
 		{"MaxItemsRace", testMaxItemsRace},

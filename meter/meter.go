@@ -473,6 +473,18 @@ func (s *Store) Scan(ctx context.Context, table string, q store.Query, fn func(*
 	return next, err
 }
 
+var _ store.ScanCharger = (*Store)(nil)
+
+// ChargeScan accounts a read answered from a kept answer as the Scan of
+// table's partition that handed out tally was (see store.ScanCharger): the
+// figures project what the workload costs on a backend that reads the
+// store every time.
+func (s *Store) ChargeScan(ctx context.Context, table string, partition []any, tally store.ScanTally) {
+	t := s.meta(ctx, table)
+	d, k := scanSizes(&tally, t, partition)
+	s.countRead(t.class, OpQuery, int64(tally.Rows), d, k)
+}
+
 // QueryIndex reads a local index of the wrapped Store.
 func (s *Store) QueryIndex(ctx context.Context, table, index string, partition []any, value any) ([][]any, error) {
 	keys, err := s.inner.QueryIndex(ctx, table, index, partition, value)

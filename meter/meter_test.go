@@ -3,6 +3,7 @@ package meter_test
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -275,5 +276,48 @@ func TestLoggedBatchCounts(t *testing.T) {
 		if got := s.Usage().Total("keyspaces", "write", "index_shard"); got != c.want {
 			t.Errorf("partitions %q: %d Keyspaces write units, want %d", c.parts, got, c.want)
 		}
+	}
+}
+
+// TestChargeScanMatchesScan: a read answered from a kept page and charged
+// with ChargeScan costs what reading the store again does. Two meters see
+// the same writes; one scans twice, the other scans once and charges the
+// second read with the first's tally.
+func TestChargeScanMatchesScan(t *testing.T) {
+	ctx := t.Context()
+	spec := shardSpec
+	spec.Name, spec.DefaultTTL = list, time.Hour
+	usage := func(second func(s *meter.Store, tally store.ScanTally)) []meter.OpUsage {
+		s, err := meter.Wrap(testbackend.Pebble(t, nil), meter.Options{Registerer: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateTable(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		for c := range int64(5) {
+			if err := s.Write(ctx, list, []store.Mutation{{Partition: []any{"alice"}, Clustering: []any{c},
+				Cells: []store.Cell{{Column: "v", Value: bytes.Repeat([]byte{'x'}, 300*int(c))}}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var tally store.ScanTally
+		if _, err := s.Scan(ctx, list, store.Query{Partition: []any{"alice"}, Limit: 3, Tally: &tally}, func(*store.RawRow) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if tally.Rows != 3 {
+			t.Fatalf("tally %+v, want 3 rows", tally)
+		}
+		second(s, tally)
+		return s.Usage().Operations
+	}
+	scanned := usage(func(s *meter.Store, _ store.ScanTally) {
+		if _, err := s.Scan(ctx, list, store.Query{Partition: []any{"alice"}, Limit: 3}, func(*store.RawRow) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	})
+	charged := usage(func(s *meter.Store, tally store.ScanTally) { s.ChargeScan(ctx, list, []any{"alice"}, tally) })
+	if !reflect.DeepEqual(scanned, charged) {
+		t.Fatalf("charged a kept read as\n %+v\nscanned again\n %+v", charged, scanned)
 	}
 }

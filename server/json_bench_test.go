@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -31,7 +32,13 @@ import (
 //     one Pebble iterator;
 //   - in-process: lists.Service.Get;
 //   - handler: the whole HTTP handler (routing, auth-free admission,
-//     metrics, JSON) without a network;
+//     metrics, JSON) without a network; handler-msgpack in MessagePack;
+//   - hot-1-msgpack and hot-1-json: a hot listener over one kept-alive
+//     connection;
+//   - the same four with -kept: answered from the page the server kept
+//     (listcache.go), where the others' server keeps none; and
+//     handler-msgpack-missed, a server whose reads all miss the kept
+//     pages, for what keeping costs a read that finds nothing;
 //   - http-1 and http-64: over loopback TCP with keep-alive, from one
 //     connection, and from 64 goroutines per CPU on as many connections.
 //
@@ -73,16 +80,35 @@ func BenchmarkListGet(b *testing.B) {
 		reportListItems(b)
 	})
 	b.Run("handler", func(b *testing.B) {
-		e.handlerGet(b, "", 50*listBenchGet)
+		e.handlerGet(b, e.handler, "", 50*listBenchGet)
 	})
 	b.Run("handler-msgpack", func(b *testing.B) {
-		e.handlerGet(b, "application/msgpack", 20*listBenchGet)
+		e.handlerGet(b, e.handler, "application/msgpack", 20*listBenchGet)
 	})
 	b.Run("hot-1-msgpack", func(b *testing.B) {
-		e.hotGet(b, "application/msgpack")
+		e.hotGet(b, e.server, "application/msgpack")
 	})
 	b.Run("hot-1-json", func(b *testing.B) {
-		e.hotGet(b, "application/json")
+		e.hotGet(b, e.server, "application/json")
+	})
+	// The same reads answered from the page kept by the first
+	// (listcache.go).
+	b.Run("handler-kept", func(b *testing.B) {
+		e.handlerGet(b, e.kept.Handler(), "", 50*listBenchGet)
+	})
+	b.Run("handler-msgpack-kept", func(b *testing.B) {
+		e.handlerGet(b, e.kept.Handler(), "application/msgpack", 20*listBenchGet)
+	})
+	// Every read missing the kept pages (a server keeping one byte at
+	// most): what keeping costs a read that finds nothing.
+	b.Run("handler-msgpack-missed", func(b *testing.B) {
+		e.handlerGet(b, e.missed.Handler(), "application/msgpack", 20*listBenchGet)
+	})
+	b.Run("hot-1-msgpack-kept", func(b *testing.B) {
+		e.hotGet(b, e.kept, "application/msgpack")
+	})
+	b.Run("hot-1-json-kept", func(b *testing.B) {
+		e.hotGet(b, e.kept, "application/json")
 	})
 	b.Run("http-1", func(b *testing.B) {
 		client := e.client(1)
@@ -116,7 +142,9 @@ var listBenchFeature = lists.FeatureID{EntityType: "user", Feature: "stories", V
 type listBench struct {
 	db      *ebb.DB
 	raw     *ebbpebble.Store
-	server  *server.Server
+	server  *server.Server // keeping no page: every read is the store's
+	kept    *server.Server // keeping pages (the default)
+	missed  *server.Server // keeping pages of at most one byte: none
 	handler http.Handler
 	srv     *httptest.Server
 	path    string
@@ -126,7 +154,16 @@ type listBench struct {
 func newListBench(b *testing.B) *listBench {
 	b.Helper()
 	ctx := context.Background()
-	db, raw, srv := newBenchServer(b, ebbpebble.Options{})
+	db, raw, kept := newBenchServer(b, ebbpebble.Options{})
+	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := server.New(server.Options{DB: db, ListCacheBytes: -1, Logger: discard})
+	if err != nil {
+		b.Fatal(err)
+	}
+	missed, err := server.New(server.Options{DB: db, ListCacheBytes: 1, Logger: discard})
+	if err != nil {
+		b.Fatal(err)
+	}
 	if _, _, err := db.Lists().CreateFeature(ctx, listBenchFeature, 30*24*time.Hour); err != nil {
 		b.Fatal(err)
 	}
@@ -138,7 +175,7 @@ func newListBench(b *testing.B) *listBench {
 	if _, err := db.Lists().Add(ctx, listBenchFeature, listBenchEntity, items); err != nil {
 		b.Fatal(err)
 	}
-	e := &listBench{db: db, raw: raw, server: srv, handler: srv.Handler(),
+	e := &listBench{db: db, raw: raw, server: srv, kept: kept, missed: missed, handler: srv.Handler(),
 		path: "/v1/lists/user/stories/_/" + listBenchEntity + "/items?limit=100"}
 	e.srv = httptest.NewServer(e.handler)
 	b.Cleanup(e.srv.Close)
@@ -182,7 +219,7 @@ func (e *listBench) get(b *testing.B, client *http.Client) {
 
 // handlerGet reads the list through the handler alone, with accept as its
 // Accept header ("" for none), each answer at least minBytes long.
-func (e *listBench) handlerGet(b *testing.B, accept string, minBytes int) {
+func (e *listBench) handlerGet(b *testing.B, h http.Handler, accept string, minBytes int) {
 	req := httptest.NewRequest("GET", e.path, nil)
 	if accept != "" {
 		req.Header.Set("Accept", accept)
@@ -192,7 +229,7 @@ func (e *listBench) handlerGet(b *testing.B, accept string, minBytes int) {
 	for b.Loop() {
 		clear(w.h)
 		w.status, w.n = 0, 0
-		e.handler.ServeHTTP(w, req)
+		h.ServeHTTP(w, req)
 		if w.status != http.StatusOK || w.n < minBytes {
 			b.Fatalf("status %d, %d bytes", w.status, w.n)
 		}
@@ -203,8 +240,8 @@ func (e *listBench) handlerGet(b *testing.B, accept string, minBytes int) {
 // hotGet reads the list on a hot listener of its own over one kept-alive
 // connection, as wrk does: the request's bytes written, the answer read
 // and its body drained.
-func (e *listBench) hotGet(b *testing.B, accept string) {
-	base := server.ServeHot(b, e.server)
+func (e *listBench) hotGet(b *testing.B, s *server.Server, accept string) {
+	base := server.ServeHot(b, s)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
 		b.Fatal(err)

@@ -235,6 +235,21 @@ func (h listHandlers) getItems(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	msgpack := wantsMsgpack(r)
+	// A kept answer of the same read, if the list has not changed since
+	// (listcache.go).
+	var key []byte
+	var stamp *lists.Stamp
+	if c := h.srv.pages; c != nil {
+		var kb [160]byte
+		key = pageKey(kb[:0], r, msgpack)
+		if p, ok := c.get(key); ok && h.svc.Fresh(r.Context(), listFeatureID(r), r.PathValue("entity_id"), &p.stamp) {
+			c.kept.Inc()
+			return p.write(w)
+		}
+		c.read.Inc()
+		stamp = new(lists.Stamp)
+	}
 	// The page's share of the response budget bounds its data, before
 	// anything is read.
 	resp, err := h.srv.startPage(r)
@@ -242,13 +257,13 @@ func (h listHandlers) getItems(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer resp.done()
-	rd := lists.Read{MinTimestamp: minTS, Limit: limit, PageToken: queryGet(r, "page_token"), MaxBytes: resp.maxData}
+	rd := lists.Read{MinTimestamp: minTS, Limit: limit, PageToken: queryGet(r, "page_token"), MaxBytes: resp.maxData, Stamp: stamp}
 	w.Header()["Vary"] = varyAccept
 	// Items are encoded straight from the store's buffers into a pooled
 	// response buffer: {"items":[{"value":"<base64>","timestamp":"..."}]},
 	// or in MessagePack when asked for.
-	if wantsMsgpack(r) {
-		return h.getItemsMsgpack(w, r, rd, &resp)
+	if msgpack {
+		return h.getItemsMsgpack(w, r, rd, &resp, key)
 	}
 	b := append(resp.buffer(), `{"items":[`...)
 	_, next, err := h.svc.Scan(r.Context(), listFeatureID(r), r.PathValue("entity_id"), rd, func(it lists.Item) error {
@@ -273,6 +288,9 @@ func (h listHandlers) getItems(w http.ResponseWriter, r *http.Request) error {
 		b = append(b, '"')
 	}
 	b = append(b, "}\n"...)
+	if rd.Stamp != nil {
+		h.srv.pages.put(key, contentTypeJSON, b, rd.Stamp)
+	}
 	return resp.write(w, http.StatusOK, contentTypeJSON, b)
 }
 
@@ -282,7 +300,7 @@ var varyAccept = []string{"Accept"}
 // getItemsMsgpack answers a list read in MessagePack: a map with one key,
 // "items", holding an array of [value (bin), timestamp (timestamp
 // extension)] pairs, newest first.
-func (h listHandlers) getItemsMsgpack(w http.ResponseWriter, r *http.Request, rd lists.Read, resp *pageResponse) error {
+func (h listHandlers) getItemsMsgpack(w http.ResponseWriter, r *http.Request, rd lists.Read, resp *pageResponse, key []byte) error {
 	// The map's size is known only after the scan: its one-byte header
 	// is set again when a token follows the items.
 	b := appendMsgpackMap(resp.buffer(), 1)
@@ -305,6 +323,9 @@ func (h listHandlers) getItemsMsgpack(w http.ResponseWriter, r *http.Request, rd
 		b[mapAt] = appendMsgpackMap(nil, 2)[0]
 		b = appendMsgpackString(b, "next_page_token")
 		b = appendMsgpackString(b, next)
+	}
+	if rd.Stamp != nil {
+		h.srv.pages.put(key, contentTypeMsgpackHeader, b, rd.Stamp)
 	}
 	return resp.write(w, http.StatusOK, contentTypeMsgpackHeader, b)
 }

@@ -63,6 +63,10 @@ type Options struct {
 	// closes (conns.go). Zero is DefaultMaxConns for the listeners
 	// served; negative is refused.
 	MaxConns int
+	// ListCacheBytes bounds the encoded list pages kept to answer the same
+	// read again while the list is unchanged (listcache.go; the embedded
+	// backend only). Zero is DefaultListCacheBytes; negative keeps none.
+	ListCacheBytes int64
 }
 
 // Feature registers a feature's routes on a Server being built.
@@ -118,7 +122,10 @@ type Server struct {
 	gatherer prometheus.Gatherer
 	mappings []errorMapping
 	metrics  *metrics
-	admit    *admission
+	// pages keeps list reads' encoded answers (listcache.go); nil keeps
+	// none.
+	pages *pageCache
+	admit *admission
 	// readTimeout is Options.ReadTimeout, defaulted (listen.go).
 	readTimeout time.Duration
 	hotAddr     string
@@ -168,6 +175,10 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: MaxConns %d is negative; zero takes the default", opts.MaxConns)
 	}
 	s.maxConns = opts.MaxConns
+	if opts.ListCacheBytes == 0 {
+		opts.ListCacheBytes = DefaultListCacheBytes
+	}
+	s.pages = newPageCache(opts.ListCacheBytes, s.metrics)
 	s.admit = newAdmission(opts.Limits, s.metrics.shed, s.metrics.cpuShedRatio, s.metrics.responseBytes)
 	if s.gatherer == nil {
 		s.gatherer, _ = opts.Registerer.(prometheus.Gatherer)
@@ -466,6 +477,9 @@ type metrics struct {
 	conns        *prometheus.GaugeVec
 	maxConns     *prometheus.GaugeVec
 	acceptErrors *prometheus.CounterVec
+	// keptPages counts list reads by whether a kept page answered them
+	// (listcache.go).
+	keptPages *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -503,11 +517,18 @@ func newMetrics() *metrics {
 			Name: "ebb_http_accept_errors_total",
 			Help: "Failures to accept a connection (such as too many open files), each followed by a pause and a retry.",
 		}, []string{"listener"}),
+		keptPages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ebb_http_list_pages_total",
+			Help: "List reads, by where the page came from: kept (the encoded answer of the same read, the list unchanged since) or read (from the store).",
+		}, []string{"source"}),
 	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requests, m.duration, m.shed, m.cpuShedRatio, m.responseBytes, m.conns, m.maxConns, m.acceptErrors}
+	// Both sources are exported from the start, at zero.
+	m.keptPages.WithLabelValues("kept")
+	m.keptPages.WithLabelValues("read")
+	return []prometheus.Collector{m.requests, m.duration, m.shed, m.cpuShedRatio, m.responseBytes, m.conns, m.maxConns, m.acceptErrors, m.keptPages}
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {

@@ -54,6 +54,7 @@ type serveConfig struct {
 	limits            server.Limits
 	maxRunnable       int
 	maxConns          int
+	listCacheBytes    int64
 	gc                gcConfig
 	gcs               gcSettings // resolved from gc and the environment
 	procs             int        // --procs
@@ -143,6 +144,7 @@ Flags given on the command line override the file; a relative path in it
 	f.IntVar(&cfg.limits.Reads, "max-reads", server.DefaultLimits().Reads, "reads under /v1 worked on at once; past it, after waiting up to 50 ms (at once when as many already wait), a read is answered 503 with Retry-After")
 	f.IntVar(&cfg.limits.Writes, "max-writes", server.DefaultLimits().Writes, "writes under /v1 worked on at once; past it, after waiting up to 50 ms (at once when as many already wait), a write is answered 503 with Retry-After")
 	f.IntVar(&cfg.limits.Admin, "max-admin", server.DefaultLimits().Admin, "requests under /v1/admin worked on at once; past it, after waiting up to 50 ms (at once when as many already wait), one is answered 503 with Retry-After")
+	f.Int64Var(&cfg.listCacheBytes, "list-cache-bytes", server.DefaultListCacheBytes, "bytes of encoded list pages kept to answer the same read again while its list is unchanged and no item of it has expired (embedded backend only; reads are still authorized, admitted and metered as reads); 0: keep none")
 	f.Int64Var(&cfg.limits.ResponseBytes, "max-response-bytes", server.DefaultLimits().ResponseBytes, "bytes of page responses (events, list items, shared-table items) built or being written at once, both listeners together; a read past it gets a shorter page, or, under 1 MiB left, waits up to 50 ms and is answered 503 with Retry-After")
 	f.IntVar(&cfg.maxRunnable, "max-runnable", server.DefaultLimits().Runnable, "goroutines per CPU ready to run but waiting for one, past which the CPU counts as overloaded and a growing share of new reads and writes (up to 15 in 16) is answered 503 with Retry-After until the backlog drains; 0 turns this off")
 	f.IntVar(&cfg.maxConns, "max-conns", 0, "connections each listener holds at once; past it a new connection waits until one closes. 0: three quarters of the open-file limit shared by the listeners, at most 4096 each (384 each at a limit of 1024 with --hot-addr)")
@@ -164,6 +166,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	}
 	if cfg.limits.Reads <= 0 || cfg.limits.Writes <= 0 || cfg.limits.Admin <= 0 || cfg.limits.ResponseBytes <= 0 {
 		return errors.New("--max-reads, --max-writes, --max-admin and --max-response-bytes must be positive")
+	}
+	if cfg.listCacheBytes < 0 {
+		return fmt.Errorf("--list-cache-bytes %d is negative; 0 keeps no page", cfg.listCacheBytes)
 	}
 	switch {
 	case cfg.maxRunnable < 0:
@@ -286,7 +291,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (err 
 	if auth != nil {
 		warnForeignLegacy(ctx, log, db.Migrations())
 	}
-	srv, err := server.New(server.Options{DB: db, Registerer: reg, Gatherer: reg, Logger: log, Auth: auth, Limits: cfg.limits, HotAddr: cfg.hotAddr, MaxConns: cfg.maxConns})
+	srv, err := server.New(server.Options{DB: db, Registerer: reg, Gatherer: reg, Logger: log, Auth: auth, Limits: cfg.limits, HotAddr: cfg.hotAddr, MaxConns: cfg.maxConns, ListCacheBytes: listCacheOption(cfg.listCacheBytes)})
 	if err != nil {
 		return err
 	}
@@ -309,4 +314,13 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// listCacheOption is server.Options.ListCacheBytes for --list-cache-bytes,
+// where 0 keeps no page.
+func listCacheOption(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

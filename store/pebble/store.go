@@ -96,7 +96,11 @@ type Store struct {
 	popts      *pebble.Options
 	cacheBytes int64
 	rec        recovery
-	bg         bgErrors
+
+	// gens counts the writes to each partition, for the readers that keep
+	// answers (generation.go).
+	gens *generations
+	bg   bgErrors
 }
 
 type table struct {
@@ -149,7 +153,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("pebble: lock %s: %w", dir, err)
 	}
-	s := &Store{now: opts.Now, log: opts.Logger, tables: map[string]*table{}, byName: btreemap.New[string, *table](32, strings.Compare), wo: pebble.Sync, rows: newRowLocks(), lock: lock}
+	s := &Store{now: opts.Now, log: opts.Logger, tables: map[string]*table{}, byName: btreemap.New[string, *table](32, strings.Compare), wo: pebble.Sync, rows: newRowLocks(), gens: newGenerations(), lock: lock}
 	s.guard.fs, s.guard.dir, s.guard.minFree = opts.FS, dir, opts.MinFreeBytes
 	s.guard.free.Store(-1)
 	if opts.NoSync {

@@ -119,6 +119,10 @@ func onlyDeleteIfExpired(rs []kit.ResolvedMutation) bool {
 // caller holds s.mu shared.
 func (s *Store) apply(name string, t *table, rs []kit.ResolvedMutation, wo *pebble.WriteOptions) error {
 	spec := &t.Spec
+	// Counted begun before anything of the batch can be read, and ended
+	// whatever its outcome (store.Generations).
+	s.gens.begin(t.ID, rs)
+	defer s.gens.end(t.ID, rs)
 	// A batch that must read rows (to check expiry, or to find index entries
 	// to remove) uses an indexed batch, so it reads its own earlier
 	// mutations too; a batch that reads only to check conditions, on rows
@@ -391,6 +395,9 @@ func (s *Store) DeletePartition(ctx context.Context, name string, partition []an
 		}
 	}()
 	start := append(append([]byte(nil), t.prefix...), pk...)
+	whole := []kit.ResolvedMutation{{PartitionKey: pk}}
+	s.gens.begin(t.ID, whole)
+	defer s.gens.end(t.ID, whole)
 	b := s.db.NewBatch()
 	defer b.Close()
 	if err := b.DeleteRange(start, prefixEnd(start), nil); err != nil {
