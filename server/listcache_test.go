@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -120,22 +119,6 @@ func TestKeptListPages(t *testing.T) {
 			t.Fatal("a page kept before a TTL change was given after it")
 		}
 	}
-}
-
-// getListAs is getList with a token.
-func (e *listsServer) getListAs(t *testing.T, path, query, token string) []string {
-	t.Helper()
-	r := call(t, "GET", e.url+path+query, token, nil)
-	listsExpect(t, "get "+path+query, r, http.StatusOK, "")
-	var out []string
-	for _, it := range listsDecode[listItemsBody](t, r).Items {
-		v, err := base64.StdEncoding.DecodeString(it.Value)
-		if err != nil {
-			t.Fatalf("value %q: %v", it.Value, err)
-		}
-		out = append(out, string(v)+"@"+it.Timestamp)
-	}
-	return out
 }
 
 // TestKeptPagesSeeAcknowledgedWrites: with readers reading a list all the

@@ -109,7 +109,13 @@ func listsDecode[T any](t *testing.T, r response) T {
 // getList reads a list and returns its items as "value@timestamp".
 func (e *listsServer) getList(t *testing.T, path, query string) []string {
 	t.Helper()
-	r := e.do(t, "GET", path+query, "", nil)
+	return e.getListAs(t, path, query, "")
+}
+
+// getListAs is getList with a token.
+func (e *listsServer) getListAs(t *testing.T, path, query, token string) []string {
+	t.Helper()
+	r := call(t, "GET", e.url+path+query, token, nil)
 	listsExpect(t, "get "+path+query, r, http.StatusOK, "")
 	body := listsDecode[listItemsBody](t, r)
 	if body.Items == nil {
