@@ -229,7 +229,7 @@ type keptRead struct {
 
 // scanPage reads a page with Scan, stamping it into st when st is not nil,
 // and shows its items and next page token.
-func scanPage(rt *rapid.T, e *env, id lists.FeatureID, entity string, min time.Time, limit int, st *lists.Stamp) (string, int) {
+func scanPage(rt interface{ Fatalf(string, ...any) }, e *env, id lists.FeatureID, entity string, min time.Time, limit int, st *lists.Stamp) (string, int) {
 	var items []lists.Item
 	n, next, err := e.svc.Scan(context.Background(), id, entity, lists.Read{MinTimestamp: min, Limit: limit, Stamp: st}, func(it lists.Item) error {
 		items = append(items, lists.Item{Value: bytes.Clone(it.Value), Timestamp: it.Timestamp})

@@ -25,6 +25,19 @@ import (
 func testKeptPages(t *testing.T, e *env) {
 	ctx := context.Background()
 	_, gens := store.As[store.Generations](e.st)
+	if !gens {
+		// Nothing is kept, so there is nothing to draw at random; and each
+		// check's feature version would be a table, whose DDL on a remote
+		// backend costs a second or more.
+		id := lists.FeatureID{EntityType: "kept", Feature: "f", Version: "remote"}
+		mustCreate(t, e, id, time.Hour)
+		mustAdd(t, e, id, "a", item("x", start))
+		st := new(lists.Stamp)
+		if page, n := scanPage(t, e, id, "a", time.Time{}, 10, st); n != 1 || st.Kept() || e.svc.Fresh(ctx, id, "a", st) {
+			t.Fatalf("on a store without generations: page %s kept %v", page, st.Kept())
+		}
+		return
+	}
 	checks, fresh, stale := 0, 0, 0
 	rapid.Check(t, func(rt *rapid.T) {
 		checks++
@@ -63,11 +76,8 @@ func testKeptPages(t *testing.T, e *env) {
 			entity, limit := entities.Draw(rt, "entity"), rapid.IntRange(1, 4).Draw(rt, "limit")
 			st := new(lists.Stamp)
 			page, _ := scanPage(rt, e, id, entity, time.Time{}, limit, st)
-			if gens && !st.Kept() && !strings.HasPrefix(page, "[]") {
+			if !st.Kept() && !strings.HasPrefix(page, "[]") {
 				rt.Fatalf("a page of items (%s) not kept on a store with generations", page)
-			}
-			if !gens && st.Kept() {
-				rt.Fatalf("a page kept on a store without generations")
 			}
 			if st.Kept() {
 				pages = append(pages, kept{entity, limit, page, st})
@@ -125,7 +135,7 @@ func testKeptPages(t *testing.T, e *env) {
 			},
 		})
 	})
-	if gens && (fresh == 0 || stale == 0) {
+	if fresh == 0 || stale == 0 {
 		t.Fatalf("pages found fresh %d times and stale %d: the check needs both", fresh, stale)
 	}
 }
