@@ -157,10 +157,21 @@ func eval[T any](b *browser, expr string) T {
 }
 
 // waitFor polls a JavaScript expression until it is truthy.
+// A poll begun while a navigation replaces the page's JavaScript context
+// fails with "Cannot find context with specified id" (seen once right
+// after a Navigate); it is begun again, in the new context, a few times.
 func (b *browser) waitFor(what, expr string) {
 	b.t.Helper()
-	if _, err := chromedp.Run(b.ctx, chromedp.Poll[chromedp.Void](expr,
-		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+	for attempt := 1; ; attempt++ {
+		_, err := chromedp.Run(b.ctx, chromedp.Poll[chromedp.Void](expr,
+			chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second)))
+		if err == nil {
+			return
+		}
+		if attempt < 4 && strings.Contains(err.Error(), "Cannot find context with specified id") {
+			b.t.Logf("wait until %s: %v; polling again", what, err)
+			continue
+		}
 		b.fatal("wait until "+what+" ("+expr+")", err)
 	}
 }
