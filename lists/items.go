@@ -441,7 +441,7 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 		stamp := rd.Stamp
 		if stamp != nil {
 			s.stampStart(stamp, f, entityID, now)
-			if stamp.kept && q.Tally == nil {
+			if stamp.kept {
 				q.Tally = &stamp.tally
 			}
 		}
@@ -509,12 +509,20 @@ func (s *Service) Scan(ctx context.Context, id FeatureID, entityID string, rd Re
 // exactlyLive reports whether an item of timestamp ts (Unix nanoseconds),
 // stored with the expiry expMs (Unix milliseconds, rounded up from ts + its
 // TTL, see ceilMilli), is still live at now (Unix nanoseconds) to the
-// nanosecond. Its TTL is whole milliseconds, so ceilMilli(ts + ttl) =
-// ceilMilli(ts) + ttl gives it back. It runs once per item read, so it
-// works in integers rather than time.Time.
+// nanosecond. It runs once per item read, so it works in integers rather
+// than time.Time.
 func exactlyLive(ts, expMs, now int64) bool {
+	e := exactExpiry(ts, expMs)
+	return e == math.MaxInt64 || now < e
+}
+
+// exactExpiry is the instant (Unix nanoseconds) an item of timestamp ts
+// stored with the expiry expMs stops being live: ts plus its TTL. Its TTL
+// is whole milliseconds, so ceilMilli(ts + ttl) = ceilMilli(ts) + ttl
+// gives it back. math.MaxInt64 stands for never.
+func exactExpiry(ts, expMs int64) int64 {
 	if expMs == 0 {
-		return true
+		return math.MaxInt64
 	}
 	// ts >= 0 (item keys hold no earlier time), so the division rounds down
 	// and ceilMs is ts rounded up to the millisecond.
@@ -525,12 +533,11 @@ func exactlyLive(ts, expMs, now int64) bool {
 	ttlMs := expMs - ceilMs
 	switch {
 	case ttlMs > math.MaxInt64/int64(time.Millisecond):
-		return true // a TTL past what nanoseconds hold outlives any now
+		return math.MaxInt64 // a TTL past what nanoseconds hold outlives any now
 	case ttlMs < -math.MaxInt64/int64(time.Millisecond):
-		return false
+		return math.MinInt64
 	}
-	// now - ts cannot overflow: both are non-negative.
-	return ttlMs*int64(time.Millisecond) > now-ts
+	return satAdd(ts, ttlMs*int64(time.Millisecond))
 }
 
 // RemoveByValue deletes every item of the list of entityID whose value is

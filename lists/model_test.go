@@ -81,7 +81,8 @@ func (m *model) removeByValue(now time.Time, entity string, value []byte) int {
 // a check on Cassandra) nearly all of the test's time.
 func testModel(t *testing.T, e *env) {
 	ctx := context.Background()
-	checks, freshHits := 0, 0
+	checks := 0
+	var counts keptCounts
 	rapid.Check(t, func(rt *rapid.T) {
 		checks++
 		ttlSeconds := rapid.IntRange(1, 60).Draw(rt, "ttl_seconds")
@@ -108,30 +109,11 @@ func testModel(t *testing.T, e *env) {
 			}
 			return base.Add(secs + sub.Draw(rt, "ts_sub"))
 		}
-		// Pages read with a Stamp, each checked after every operation:
-		// while Fresh holds, reading it again must give the same page.
-		var kept []keptRead
-		checkKept := func(rt *rapid.T) {
-			live := kept[:0]
-			for _, k := range kept {
-				if !e.svc.Fresh(ctx, id, k.entity, k.stamp) {
-					continue
-				}
-				if page, _ := scanPage(rt, e, id, k.entity, k.min, k.limit, nil); page != k.page {
-					rt.Fatalf("a kept page of %q (min %s, limit %d) was fresh at %s but the list reads otherwise:\n kept %s\n now  %s",
-						k.entity, k.min.Format(time.RFC3339Nano), k.limit, e.clock.Now().Format(time.RFC3339Nano), k.page, page)
-				}
-				freshHits++
-				live = append(live, k)
-			}
-			kept = live
-		}
+		// Pages read with a Stamp, each checked after every operation.
+		kp := &keptPages{e: e, id: id, counts: &counts}
 		check := func(rt *rapid.T, entity string, min time.Time, limit int) {
-			checkKept(rt)
-			st := new(lists.Stamp)
-			if page, _ := scanPage(rt, e, id, entity, min, limit, st); st.Kept() {
-				kept = append(kept, keptRead{entity: entity, min: min, limit: limit, page: page, stamp: st})
-			}
+			kp.recheck(rt)
+			kp.read(rt, entity, min, limit)
 			got, err := e.svc.Get(ctx, id, entity, min, limit)
 			if err != nil {
 				rt.Fatalf("get: %v", err)
@@ -157,7 +139,7 @@ func testModel(t *testing.T, e *env) {
 				if want := m.add(e.clock.Now(), entity, items); got != want {
 					rt.Fatalf("add result %+v, model %+v", got, want)
 				}
-				checkKept(rt)
+				kp.recheck(rt)
 			},
 			"get": func(rt *rapid.T) {
 				entity := entities.Draw(rt, "entity")
@@ -177,7 +159,7 @@ func testModel(t *testing.T, e *env) {
 				if want := m.removeByValue(e.clock.Now(), entity, value); got != want {
 					rt.Fatalf("remove by value %q removed %d, model %d", value, got, want)
 				}
-				checkKept(rt)
+				kp.recheck(rt)
 			},
 			"remove_all": func(rt *rapid.T) {
 				entity := entities.Draw(rt, "entity")
@@ -185,7 +167,7 @@ func testModel(t *testing.T, e *env) {
 					rt.Fatalf("remove all: %v", err)
 				}
 				delete(m.lists, entity)
-				checkKept(rt)
+				kp.recheck(rt)
 			},
 			// Move the clock to an item's exact expiry, or a nanosecond
 			// either side of it: the boundary the store's millisecond
@@ -207,24 +189,15 @@ func testModel(t *testing.T, e *env) {
 			"advance": func(rt *rapid.T) {
 				secs := rapid.IntRange(0, 20).Draw(rt, "advance_seconds")
 				e.clock.Advance(max(0, time.Duration(secs)*time.Second+sub.Draw(rt, "advance_sub")))
-				checkKept(rt)
+				kp.recheck(rt)
 			},
 		})
 	})
 	// On a store that keeps generations (the embedded one) pages are kept
 	// and found fresh; the check above is not vacuous there.
-	if _, ok := store.As[store.Generations](e.st); ok && freshHits == 0 {
+	if _, ok := store.As[store.Generations](e.st); ok && counts.fresh == 0 {
 		t.Fatal("no kept page was ever fresh on a store with generations")
 	}
-}
-
-// keptRead is a page read with a Stamp, and the read that gave it.
-type keptRead struct {
-	entity string
-	min    time.Time
-	limit  int
-	page   string
-	stamp  *lists.Stamp
 }
 
 // scanPage reads a page with Scan, stamping it into st when st is not nil,

@@ -63,18 +63,22 @@ func (st *Stamp) stampRow(ts, expMs int64, live bool, maxTTL time.Duration) {
 		return
 	}
 	until := satAdd(ts, int64(maxTTL))
-	if expMs != 0 {
-		until = min(until, satMul(expMs, int64(time.Millisecond)))
-		if live {
-			// exactlyLive's bound: the item's TTL past its timestamp.
-			ceilMs := ts / int64(time.Millisecond)
-			if ts%int64(time.Millisecond) != 0 {
-				ceilMs++
-			}
-			until = min(until, satAdd(ts, satMul(expMs-ceilMs, int64(time.Millisecond))))
-		}
+	switch {
+	case live:
+		until = min(until, exactExpiry(ts, expMs))
+	case expMs != 0:
+		until = min(until, storeExpiry(expMs))
 	}
 	st.until = min(st.until, until)
+}
+
+// storeExpiry is the instant (Unix nanoseconds) the store stops handing out
+// a row whose expiry is expMs (Unix milliseconds, not 0).
+func storeExpiry(expMs int64) int64 {
+	if expMs > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return expMs * int64(time.Millisecond)
 }
 
 // Fresh reports whether the read st was stamped by (of the list of
@@ -121,18 +125,4 @@ func satAdd(a, b int64) int64 {
 		return math.MinInt64
 	}
 	return a + b
-}
-
-func satMul(a, b int64) int64 {
-	if a == 0 || b == 0 {
-		return 0
-	}
-	r := a * b
-	if r/b != a {
-		if (a > 0) == (b > 0) {
-			return math.MaxInt64
-		}
-		return math.MinInt64
-	}
-	return r
 }

@@ -38,7 +38,8 @@ func testKeptPages(t *testing.T, e *env) {
 		}
 		return
 	}
-	checks, fresh, stale := 0, 0, 0
+	checks := 0
+	var counts keptCounts
 	rapid.Check(t, func(rt *rapid.T) {
 		checks++
 		e.clock.Set(start)
@@ -49,38 +50,11 @@ func testKeptPages(t *testing.T, e *env) {
 		}
 		entities := rapid.SampledFrom([]string{"a", "b"})
 		var added []time.Time
-		type kept struct {
-			entity string
-			limit  int
-			page   string
-			stamp  *lists.Stamp
-		}
-		var pages []kept
-		recheck := func(rt *rapid.T) {
-			live := pages[:0]
-			for _, k := range pages {
-				if !e.svc.Fresh(ctx, id, k.entity, k.stamp) {
-					stale++
-					continue
-				}
-				fresh++
-				if page, _ := scanPage(rt, e, id, k.entity, time.Time{}, k.limit, nil); page != k.page {
-					rt.Fatalf("page of %q, limit %d, fresh at %s, reads otherwise:\n kept %s\n now  %s",
-						k.entity, k.limit, e.clock.Now().Format(time.RFC3339Nano), k.page, page)
-				}
-				live = append(live, k)
-			}
-			pages = live
-		}
+		kp := &keptPages{e: e, id: id, counts: &counts}
 		read := func(rt *rapid.T) {
 			entity, limit := entities.Draw(rt, "entity"), rapid.IntRange(1, 4).Draw(rt, "limit")
-			st := new(lists.Stamp)
-			page, _ := scanPage(rt, e, id, entity, time.Time{}, limit, st)
-			if !st.Kept() && !strings.HasPrefix(page, "[]") {
+			if page, kept := kp.read(rt, entity, time.Time{}, limit); !kept && !strings.HasPrefix(page, "[]") {
 				rt.Fatalf("a page of items (%s) not kept on a store with generations", page)
-			}
-			if st.Kept() {
-				pages = append(pages, kept{entity, limit, page, st})
 			}
 		}
 		rt.Repeat(map[string]func(*rapid.T){
@@ -93,14 +67,14 @@ func testKeptPages(t *testing.T, e *env) {
 					rt.Fatalf("add: %v", err)
 				}
 				added = append(added, ts)
-				recheck(rt)
+				kp.recheck(rt)
 			},
 			"remove": func(rt *rapid.T) {
 				value := []byte(rapid.SampledFrom([]string{"x", "y", "z"}).Draw(rt, "value"))
 				if _, err := e.svc.RemoveByValue(ctx, id, entities.Draw(rt, "entity"), value); err != nil {
 					rt.Fatalf("remove: %v", err)
 				}
-				recheck(rt)
+				kp.recheck(rt)
 			},
 			"ttl": func(rt *rapid.T) {
 				ttl := time.Duration(rapid.IntRange(1, 30).Draw(rt, "new_ttl_seconds")) * time.Second
@@ -108,7 +82,7 @@ func testKeptPages(t *testing.T, e *env) {
 					rt.Fatalf("change ttl: %v", err)
 				}
 				ttls = append(ttls, ttl)
-				recheck(rt)
+				kp.recheck(rt)
 			},
 			"to_boundary": func(rt *rapid.T) {
 				if len(added) == 0 {
@@ -124,20 +98,70 @@ func testKeptPages(t *testing.T, e *env) {
 					rt.Skip("in the past")
 				}
 				e.clock.Set(to)
-				recheck(rt)
+				kp.recheck(rt)
 				// A read between an item's exact expiry and the store's,
 				// which passes the item over.
 				read(rt)
 			},
 			"advance": func(rt *rapid.T) {
 				e.clock.Advance(time.Duration(rapid.IntRange(0, 5000).Draw(rt, "advance_ms")) * time.Millisecond)
-				recheck(rt)
+				kp.recheck(rt)
 			},
 		})
 	})
-	if fresh == 0 || stale == 0 {
-		t.Fatalf("pages found fresh %d times and stale %d: the check needs both", fresh, stale)
+	if counts.fresh == 0 || counts.stale == 0 {
+		t.Fatalf("pages found fresh %d times and stale %d: the check needs both", counts.fresh, counts.stale)
 	}
+}
+
+// keptPages holds the pages a check read with a Stamp, and checks them
+// against the list: while Fresh holds for one, reading it again must give
+// the same page.
+type keptPages struct {
+	e      *env
+	id     lists.FeatureID
+	pages  []keptRead
+	counts *keptCounts // over every check of a test
+}
+
+type keptRead struct {
+	entity string
+	min    time.Time
+	limit  int
+	page   string
+	stamp  *lists.Stamp
+}
+
+// keptCounts counts the pages found fresh and stale.
+type keptCounts struct{ fresh, stale int }
+
+// read reads a page with a Stamp and keeps it if the Stamp lets it be.
+func (k *keptPages) read(rt *rapid.T, entity string, min time.Time, limit int) (page string, kept bool) {
+	st := new(lists.Stamp)
+	page, _ = scanPage(rt, k.e, k.id, entity, min, limit, st)
+	if st.Kept() {
+		k.pages = append(k.pages, keptRead{entity, min, limit, page, st})
+	}
+	return page, st.Kept()
+}
+
+// recheck reads every page still fresh again, and forgets the stale ones.
+func (k *keptPages) recheck(rt *rapid.T) {
+	ctx := context.Background()
+	live := k.pages[:0]
+	for _, p := range k.pages {
+		if !k.e.svc.Fresh(ctx, k.id, p.entity, p.stamp) {
+			k.counts.stale++
+			continue
+		}
+		k.counts.fresh++
+		if page, _ := scanPage(rt, k.e, k.id, p.entity, p.min, p.limit, nil); page != p.page {
+			rt.Fatalf("page of %q (min %s, limit %d), fresh at %s, reads otherwise:\n kept %s\n now  %s",
+				p.entity, p.min.Format(time.RFC3339Nano), p.limit, k.e.clock.Now().Format(time.RFC3339Nano), p.page, page)
+		}
+		live = append(live, p)
+	}
+	k.pages = live
 }
 
 // TestKeptPagePassedOverRow: a row the read passed over (expired to the

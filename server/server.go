@@ -483,7 +483,7 @@ type metrics struct {
 }
 
 func newMetrics() *metrics {
-	return &metrics{
+	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ebb_http_requests_total",
 			Help: "HTTP requests answered, by route pattern and status code.",
@@ -522,12 +522,13 @@ func newMetrics() *metrics {
 			Help: "List reads, by where the page came from: kept (the encoded answer of the same read, the list unchanged since) or read (from the store).",
 		}, []string{"source"}),
 	}
-}
-
-func (m *metrics) collectors() []prometheus.Collector {
 	// Both sources are exported from the start, at zero.
 	m.keptPages.WithLabelValues("kept")
 	m.keptPages.WithLabelValues("read")
+	return m
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.requests, m.duration, m.shed, m.cpuShedRatio, m.responseBytes, m.conns, m.maxConns, m.acceptErrors, m.keptPages}
 }
 

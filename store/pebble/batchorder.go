@@ -13,6 +13,7 @@ type applyScratch struct {
 	keys  []byte  // the row keys, back to back
 	ends  []int   // ends[i] is where mutation i's key ends in keys
 	order []int32 // mutation indexes, in the order they are applied
+	slots []int   // the write-generation slots the batch counted (generation.go)
 }
 
 var applyScratchPool = sync.Pool{New: func() any { return new(applyScratch) }}
@@ -20,7 +21,7 @@ var applyScratchPool = sync.Pool{New: func() any { return new(applyScratch) }}
 // getApplyScratch returns an empty scratch whose order is 0..n-1.
 func getApplyScratch(n int) *applyScratch {
 	sc := applyScratchPool.Get().(*applyScratch)
-	sc.keys, sc.ends = sc.keys[:0], sc.ends[:0]
+	sc.keys, sc.ends, sc.slots = sc.keys[:0], sc.ends[:0], sc.slots[:0]
 	sc.order = slices.Grow(sc.order[:0], n)[:n]
 	for i := range sc.order {
 		sc.order[i] = int32(i)

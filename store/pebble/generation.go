@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"bytes"
 	"hash/maphash"
 	"sync/atomic"
 
@@ -31,17 +32,25 @@ func (g *generations) slot(id uint64, pk []byte) int {
 }
 
 // begin counts a write begun on every partition of rs in table id, before
-// any of it can be read; end, called once the write has ended whatever its
-// outcome, counts them ended.
-func (g *generations) begin(id uint64, rs []kit.ResolvedMutation) {
+// any of it can be read, and appends the slots it counted to dst (once per
+// run of mutations of one partition, as a batch of one list's items is);
+// end, called with them once the write has ended whatever its outcome,
+// counts them ended.
+func (g *generations) begin(dst []int, id uint64, rs []kit.ResolvedMutation) []int {
 	for i := range rs {
-		g.started[g.slot(id, rs[i].PartitionKey)].Add(1)
+		if i > 0 && bytes.Equal(rs[i].PartitionKey, rs[i-1].PartitionKey) {
+			continue
+		}
+		slot := g.slot(id, rs[i].PartitionKey)
+		g.started[slot].Add(1)
+		dst = append(dst, slot)
 	}
+	return dst
 }
 
-func (g *generations) end(id uint64, rs []kit.ResolvedMutation) {
-	for i := range rs {
-		g.finished[g.slot(id, rs[i].PartitionKey)].Add(1)
+func (g *generations) end(slots []int) {
+	for _, slot := range slots {
+		g.finished[slot].Add(1)
 	}
 }
 

@@ -119,10 +119,12 @@ func onlyDeleteIfExpired(rs []kit.ResolvedMutation) bool {
 // caller holds s.mu shared.
 func (s *Store) apply(name string, t *table, rs []kit.ResolvedMutation, wo *pebble.WriteOptions) error {
 	spec := &t.Spec
+	sc := getApplyScratch(len(rs))
+	defer putApplyScratch(sc)
 	// Counted begun before anything of the batch can be read, and ended
 	// whatever its outcome (store.Generations).
-	s.gens.begin(t.ID, rs)
-	defer s.gens.end(t.ID, rs)
+	sc.slots = s.gens.begin(sc.slots, t.ID, rs)
+	defer s.gens.end(sc.slots)
 	// A batch that must read rows (to check expiry, or to find index entries
 	// to remove) uses an indexed batch, so it reads its own earlier
 	// mutations too; a batch that reads only to check conditions, on rows
@@ -134,8 +136,6 @@ func (s *Store) apply(name string, t *table, rs []kit.ResolvedMutation, wo *pebb
 	reads, indexed := false, false
 	var key, val []byte
 	var err error
-	sc := getApplyScratch(len(rs))
-	defer putApplyScratch(sc)
 	for i := range rs {
 		r := &rs[i]
 		decides := r.Cond != nil || r.Kind == store.DeleteIfExpired
@@ -395,9 +395,9 @@ func (s *Store) DeletePartition(ctx context.Context, name string, partition []an
 		}
 	}()
 	start := append(append([]byte(nil), t.prefix...), pk...)
-	whole := []kit.ResolvedMutation{{PartitionKey: pk}}
-	s.gens.begin(t.ID, whole)
-	defer s.gens.end(t.ID, whole)
+	// Begun now (a deferred call's arguments are evaluated at once),
+	// ended on return.
+	defer s.gens.end(s.gens.begin(nil, t.ID, []kit.ResolvedMutation{{PartitionKey: pk}}))
 	b := s.db.NewBatch()
 	defer b.Close()
 	if err := b.DeleteRange(start, prefixEnd(start), nil); err != nil {
